@@ -1,0 +1,130 @@
+"""Append-only event and parity writers shared by every harness entry point.
+
+One ``os.write`` per event on an ``O_APPEND`` descriptor: lines from several processes of the
+same run (pytest-xdist workers, subprocesses) never interleave, and after a SIGKILL at most the
+last line is truncated, which the host tolerates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+ENV_EVENTS = "QUALIFY_EVENTS"
+ENV_PARITY = "QUALIFY_PARITY"
+ENV_ACK = "QUALIFY_PHASE_ACK"
+ENV_ACK_TIMEOUT = "QUALIFY_PHASE_ACK_TIMEOUT"
+
+_lock = threading.Lock()
+_fds: dict[str, int] = {}
+_seq = [0]
+
+
+def _fd_for(path: str) -> int:
+    # Re-open after fork: a descriptor inherited from the parent is shared, which is fine
+    # for O_APPEND, but the cache is keyed per process to keep ownership obvious.
+    key = f"{os.getpid()}:{path}"
+    fd = _fds.get(key)
+    if fd is None:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        _fds[key] = fd
+    return fd
+
+
+def _stamp(record: dict[str, Any]) -> dict[str, Any]:
+    record.setdefault("t", time.time())
+    record.setdefault("mono", time.monotonic())
+    record.setdefault("pid", os.getpid())
+    return record
+
+
+def _append(path: str, record: dict[str, Any], durable: bool) -> None:
+    line = (json.dumps(_stamp(record), separators=(",", ":")) + "\n").encode()
+    with _lock:
+        fd = _fd_for(path)
+        os.write(fd, line)
+        if durable:
+            os.fsync(fd)
+
+
+def emit(record: dict[str, Any], durable: bool = False) -> None:
+    """Append one event to the run's ``events.jsonl``; no-op outside a qualify run."""
+    path = os.environ.get(ENV_EVENTS)
+    if path:
+        _append(path, record, durable)
+
+
+def sync_point(record: dict[str, Any]) -> None:
+    """Emit a durable boundary event and wait until the host has taken its measurement.
+
+    The host reads and resets the cgroup's memory watermark at every boundary, then writes the
+    boundary's sequence number to the ack file. Waiting for it makes per-phase peaks exact for
+    this process: nothing it allocates after the boundary is charged to the earlier phase.
+    """
+    path = os.environ.get(ENV_EVENTS)
+    if not path:
+        return
+    with _lock:
+        _seq[0] += 1
+        seq = _seq[0]
+    token = f"{os.getpid()}:{seq}"
+    record["sync"] = token
+    _append(path, record, durable=True)
+    ack = os.environ.get(ENV_ACK)
+    if ack:
+        _wait_for_ack(ack, token, float(os.environ.get(ENV_ACK_TIMEOUT, "5")))
+
+
+def _wait_for_ack(ack_path: str, token: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    delay = 0.001
+    while time.monotonic() < deadline:
+        try:
+            with open(ack_path, encoding="utf-8") as handle:
+                if token in handle.read().split():
+                    return
+        except FileNotFoundError:
+            pass
+        time.sleep(delay)
+        delay = min(delay * 2, 0.01)
+    emit({"event": "ack_timeout", "sync": token})
+
+
+def record_case(
+    case_id: str,
+    *,
+    side: str,
+    token_ids: Sequence[int],
+    text: str,
+    top_logprobs: Sequence[Sequence[Sequence[Any]]],
+    token_texts: Sequence[str] | None = None,
+    prompt: str | None = None,
+    eos: bool = False,
+) -> None:
+    """Append one recorded generation to ``parity.jsonl`` (compared on the host after the run).
+
+    ``top_logprobs`` holds, per generated step, the top-k ``(token_id, logprob[, text])``
+    entries best first; ``token_texts`` the decoded text of each generated token.
+    """
+    if side not in ("native", "reference"):
+        raise ValueError(f"side must be 'native' or 'reference', not {side!r}")
+    path = os.environ.get(ENV_PARITY)
+    if not path:
+        return
+    record: dict[str, Any] = {
+        "event": "case",
+        "case_id": str(case_id),
+        "side": side,
+        "prompt": prompt,
+        "token_ids": [int(token) for token in token_ids],
+        "token_texts": list(token_texts) if token_texts is not None else None,
+        "text": text,
+        "top_logprobs": [[list(entry) for entry in step] for step in top_logprobs],
+        "eos": bool(eos),
+    }
+    _append(path, record, durable=True)
+    emit({"event": "case", "case_id": str(case_id), "side": side, "tokens": len(token_ids)})

@@ -1,0 +1,112 @@
+"""Command line: parse and dispatch only; the work is in ``qualify.commands``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from qualify import __version__
+from qualify.sandbox import BACKENDS
+from qualify.verdict import EXIT_USAGE
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad usage as one line and exit code 2 (no usage dump)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _run_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
+    run = commands.add_parser("run", help="run a family's E2E under a real memory cap")
+    run.add_argument("--family", required=True, help="family name (a directory with family.toml)")
+    run.add_argument("--mem", help="memory cap: 512M, 48G (binary), 48GB (decimal)")
+    run.add_argument("--profile", help="resource profile from cgroup_profiles/ (--mem overrides)")
+    run.add_argument(
+        "--families-dir",
+        action="append",
+        type=Path,
+        default=[],
+        help="where families live (repeatable; default: the repo's families/ and qualify's)",
+    )
+    run.add_argument("--out", type=Path, default=Path("reports"), help="output root")
+    run.add_argument("--timeout", help="E2E timeout (default: the family's)")
+    run.add_argument("--backend", default="auto", choices=BACKENDS)
+    run.add_argument("--repo", type=Path, help="the repo whose head is qualified (default: .)")
+    run.add_argument(
+        "--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
+        help="override a family option (repeatable)",
+    )
+    run.add_argument("--interval", default="50ms", help="monitor sample interval")
+    run.add_argument("--base-ref", default="origin/main", help="ref for commit.base (merge-base)")
+
+
+def _compare_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
+    compare = commands.add_parser("compare", help="token-by-token parity of recorded cases")
+    compare.add_argument("native", type=Path, help="parity.jsonl (both sides) or the native side")
+    compare.add_argument("reference", type=Path, nargs="?", help="the reference side")
+    compare.add_argument("--min-exact", type=int, help="cases that must match exactly")
+    compare.add_argument("--near-tie-nats", type=float, help="near-tie threshold in nats")
+    compare.add_argument("--tie-nats", type=float, help="tie threshold (float rounding) in nats")
+    compare.add_argument("--count-near-ties", action="store_true", default=None)
+    compare.add_argument("--format", dest="output_format", choices=("text", "json"), default="text")
+
+
+def build_parser() -> _Parser:
+    """The whole command line."""
+    parser = _Parser(prog="qualify", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"qualify {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _run_parser(commands)
+    _compare_parser(commands)
+    commands.add_parser("profiles", help="list the resource profiles")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``qualify`` console script."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(arguments)
+    if args.command == "run":
+        from qualify.commands.run import run
+
+        return run(
+            family_name=args.family,
+            mem=args.mem,
+            profile_name=args.profile,
+            families_dirs=args.families_dir,
+            out=args.out,
+            timeout=args.timeout,
+            backend=args.backend,
+            repo=args.repo,
+            sets=args.sets,
+            sample_interval=args.interval,
+            base_ref=args.base_ref,
+            command_line=["qualify", *arguments],
+        )
+    if args.command == "compare":
+        from qualify.commands.compare import compare
+        from qualify.parity import ParityGate
+
+        overrides = {
+            key: value
+            for key, value in (
+                ("min_exact", args.min_exact),
+                ("near_tie_nats", args.near_tie_nats),
+                ("tie_nats", args.tie_nats),
+                ("count_near_ties", args.count_near_ties),
+            )
+            if value is not None
+        }
+        return compare(
+            native=args.native,
+            reference=args.reference,
+            gate=ParityGate.from_table(overrides),
+            output_format=args.output_format,
+        )
+    from qualify.commands.profiles import profiles
+
+    return profiles()

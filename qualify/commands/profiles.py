@@ -1,0 +1,32 @@
+"""``qualify profiles``: the resource profiles of real CI hosts."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from qualify.errors import UsageError
+from qualify.profiles import available_profiles, find_profile
+from qualify.sizes import format_bytes
+from qualify.verdict import EXIT_USAGE
+
+
+def profiles(*, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+    """One line per profile: name, cap, host RAM, swap, GPU, description."""
+    try:
+        loaded = [find_profile(name) for name in available_profiles()]
+    except UsageError as exc:
+        stderr.write(f"qualify profiles: error: {exc}\n")
+        return EXIT_USAGE
+    for profile in loaded:
+        gpu = "no GPU"
+        if profile.gpu is not None:
+            gpu = f"{profile.gpu.count}x {profile.gpu.model} {format_bytes(profile.gpu.memory_bytes)}"
+            if profile.gpu.budget_bytes:
+                gpu += f" (budget {format_bytes(profile.gpu.budget_bytes)})"
+        stdout.write(
+            f"{profile.name:<12} cap {format_bytes(profile.memory_bytes):>9} of "
+            f"{format_bytes(profile.host_memory_bytes):>9} host, swap "
+            f"{format_bytes(profile.swap_bytes)}, {gpu}: {profile.description}\n"
+        )
+    return 0

@@ -1,0 +1,147 @@
+"""Run the E2E in its sandbox: set up, verify the cap, start, watch, stop, always tear down."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from types import FrameType
+
+from qualify.errors import SandboxError
+from qualify.logs import BoundedLog
+from qualify.monitor import Monitor, MonitorResult
+from qualify.result import Execution
+from qualify.sandbox import Sandbox, SandboxInfo, limit_mismatches
+from qualify.spec import RunSpec
+
+POLL_S = 0.05
+
+
+class Interrupts:
+    """SIGINT/SIGTERM to qualify: remember the first, wake the wait loop, keep running."""
+
+    def __init__(self) -> None:
+        self.received: str | None = None
+        self.event = threading.Event()
+
+    def handler(self, signal_number: int, frame: FrameType | None) -> None:
+        """Signal handler: record and wake; the run loop does the stopping."""
+        self.received = self.received or signal.Signals(signal_number).name
+        self.event.set()
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[Interrupts]:
+        """Install the handler for the duration of the run (main thread only)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        previous = {s: signal.signal(s, self.handler) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield self
+        finally:
+            for number, old in previous.items():
+                signal.signal(number, old)
+
+
+def _stop(sandbox: Sandbox, process: subprocess.Popen[bytes], grace_s: float) -> None:
+    """Terminate everything in the sandbox, wait ``grace_s``, then kill (nox's order)."""
+    sandbox.kill_all(signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=grace_s)
+    sandbox.kill_all(signal.SIGKILL)
+    process.wait()
+
+
+def _wait(
+    spec: RunSpec, sandbox: Sandbox, process: subprocess.Popen[bytes], interrupts: Interrupts
+) -> bool:
+    """Wait for the child; stop it on timeout or interruption. Returns True on timeout."""
+    deadline = time.monotonic() + spec.timeout_s
+    while process.poll() is None:
+        if interrupts.received:
+            _stop(sandbox, process, spec.grace_s)
+            return False
+        if time.monotonic() >= deadline:
+            _stop(sandbox, process, spec.grace_s)
+            return True
+        interrupts.event.wait(POLL_S)
+    return False
+
+
+def _spawn(spec: RunSpec, sandbox: Sandbox) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
+            sandbox.wrap(spec.argv),
+            cwd=spec.workdir,
+            env=dict(spec.env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise SandboxError(f"cannot start the E2E: {exc.strerror}") from exc
+
+
+def execute(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts) -> Execution:
+    """Run ``spec`` in ``sandbox``; never raises (failures become ``setup_error``)."""
+    run_dir = spec.run_dir
+    started_wall, started_mono = time.time(), time.monotonic()
+    info: SandboxInfo | None = None
+    monitor: Monitor | None = None
+    monitor_result: MonitorResult | None = None
+    logs: dict[str, BoundedLog] = {}
+    returncode, timed_out, setup_error = None, False, None
+    problems: list[str] = []
+    try:
+        info = sandbox.prepare(spec.limits)
+        mismatches = limit_mismatches(spec.limits, info.in_effect) if info.capped else []
+        if mismatches:
+            raise SandboxError("limits in effect differ from those asked: " + "; ".join(mismatches))
+        if interrupts.received:
+            raise SandboxError(f"interrupted by {interrupts.received} before the E2E started")
+        monitor = Monitor(
+            sandbox.probe(),
+            events_path=run_dir / "events.jsonl",
+            ack_path=run_dir / ".phase-ack",
+            timeline_path=run_dir / "timeline.jsonl",
+            interval_s=spec.sample_interval_s,
+        )
+        monitor.start()
+        process = _spawn(spec, sandbox)
+        sandbox.attach(process.pid)
+        for stream, pipe in (("stdout", process.stdout), ("stderr", process.stderr)):
+            assert pipe is not None
+            logs[stream] = BoundedLog(pipe, run_dir / f"{stream}.log")
+            logs[stream].start()
+        timed_out = _wait(spec, sandbox, process, interrupts)
+        returncode = process.returncode
+    except SandboxError as exc:
+        setup_error = str(exc)
+    except Exception as exc:  # the toolkit failed: keep the traceback, blame nobody else
+        setup_error = f"qualify failed: {type(exc).__name__}: {exc} (traceback in debug.log)"
+        (run_dir / "debug.log").write_text(traceback.format_exc(), encoding="utf-8")
+    finally:
+        if monitor is not None:
+            monitor_result = monitor.stop()
+        problems += sandbox.teardown()
+        for log in logs.values():
+            log.join(timeout=5)
+    return Execution(
+        sandbox=info,
+        returncode=returncode,
+        timed_out=timed_out,
+        interrupted=interrupts.received,
+        setup_error=setup_error,
+        monitor=monitor_result,
+        logs={name: log.stats() for name, log in logs.items()},
+        started_wall=started_wall,
+        started_mono=started_mono,
+        ended_wall=time.time(),
+        teardown_problems=tuple(problems),
+    )
+

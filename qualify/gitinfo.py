@@ -1,0 +1,92 @@
+"""Provenance of the qualified tree: exact head, the tree that was really tested, dirtiness."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+from qualify.errors import UsageError
+from qualify.subproc import run_capture
+
+
+@dataclasses.dataclass(frozen=True)
+class CommitInfo:
+    """What was tested, keyed by the head commit (never by a dirty tree)."""
+
+    head: str
+    """40-hex SHA of HEAD."""
+    head_tree: str
+    """Tree of HEAD."""
+    tree: str
+    """Tree of the working directory as tested (equals head_tree when clean)."""
+    dirty: bool
+    """Tracked changes or untracked, non-ignored files were present."""
+    diff_sha256: str | None
+    """sha256 of the binary diff against HEAD plus untracked files, when dirty."""
+    base: str | None
+    """merge-base of HEAD and ``base_ref``, when that ref exists."""
+    base_ref: str | None
+    branch: str | None
+
+
+def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    result = run_capture(["git", "-C", str(repo), *args], env=env)
+    if result.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)}: {result.stderr.decode(errors='replace')}")
+    return result.stdout.decode().strip()
+
+
+def repo_root(path: Path) -> Path:
+    """Top level of the git work tree containing ``path``; UsageError when there is none."""
+    if not path.is_dir():
+        raise UsageError(f"--repo {str(path)!r} is not a directory")
+    result = run_capture(["git", "-C", str(path), "rev-parse", "--show-toplevel"])
+    if result.returncode != 0:
+        raise UsageError(f"--repo {str(path)!r} is not a git repository (git rev-parse failed)")
+    root = Path(result.stdout.decode().strip())
+    head = run_capture(["git", "-C", str(root), "rev-parse", "--verify", "-q", "HEAD^{commit}"])
+    if head.returncode != 0:
+        raise UsageError(f"--repo {str(path)!r} has no commit yet: commit first, then qualify")
+    return root
+
+
+def _working_tree(repo: Path) -> str:
+    # A throw-away index: `git add -A` into it and `write-tree` gives the hash of exactly the
+    # tree on disk (tracked changes and untracked, non-ignored files) without touching the
+    # user's index.
+    with tempfile.TemporaryDirectory(prefix="qualify-index-") as scratch:
+        env = dict(os.environ, GIT_INDEX_FILE=str(Path(scratch) / "index"))
+        _git(repo, "read-tree", "HEAD", env=env)
+        _git(repo, "add", "-A", env=env)
+        return _git(repo, "write-tree", env=env)
+
+
+def _diff_hash(repo: Path, tree: str) -> str:
+    diff = run_capture(["git", "-C", str(repo), "diff", "--binary", "--no-ext-diff", "HEAD", tree])
+    return hashlib.sha256(diff.stdout).hexdigest()
+
+
+def commit_info(repo: Path, base_ref: str | None = None) -> CommitInfo:
+    """Read the provenance of ``repo`` (a work tree root, see ``repo_root``)."""
+    head = _git(repo, "rev-parse", "HEAD")
+    head_tree = _git(repo, "rev-parse", "HEAD^{tree}")
+    tree = _working_tree(repo)
+    dirty = tree != head_tree
+    base = None
+    if base_ref:
+        result = run_capture(["git", "-C", str(repo), "merge-base", "HEAD", base_ref])
+        base = result.stdout.decode().strip() if result.returncode == 0 else None
+    branch_result = run_capture(["git", "-C", str(repo), "symbolic-ref", "-q", "--short", "HEAD"])
+    return CommitInfo(
+        head=head,
+        head_tree=head_tree,
+        tree=tree,
+        dirty=dirty,
+        diff_sha256=_diff_hash(repo, tree) if dirty else None,
+        base=base,
+        base_ref=base_ref,
+        branch=branch_result.stdout.decode().strip() or None,
+    )

@@ -1,0 +1,128 @@
+"""From what happened to a verdict, test cases and a parity report."""
+
+from __future__ import annotations
+
+from qualify import parity as parity_mod
+from qualify.diagnose import Signals, decide, signal_name
+from qualify.events import read_events
+from qualify.fingerprint import fingerprint
+from qualify.monitor import MonitorResult
+from qualify.result import Execution, RunResult
+from qualify.sizes import format_bytes
+from qualify.spec import RunSpec
+from qualify.testcases import (
+    TestCaseResult,
+    TestProgress,
+    not_run_cases,
+    parse_pytest_junit,
+    progress_from_events,
+    split_nodeid,
+)
+from qualify.verdict import Verdict
+
+
+def _phase_at_death(monitor: MonitorResult | None) -> str | None:
+    if monitor is None:
+        return None
+    unfinished = [w for w in monitor.phases if w.error == "unfinished"]
+    return unfinished[-1].name if unfinished else None
+
+
+def _compare(spec: RunSpec) -> tuple[parity_mod.ParityReport | None, str | None]:
+    path = spec.run_dir / "parity.jsonl"
+    if spec.family.parity is None and not path.exists():
+        return None, None
+    gate = parity_mod.ParityGate.from_table(spec.family.parity or {})
+    if not path.exists():
+        return None, "no parity cases were recorded"
+    try:
+        return parity_mod.compare_files(path, None, gate), None
+    except parity_mod.ParityInputError as exc:
+        return None, str(exc)
+
+
+def _resource_message(
+    verdict: Verdict, reason: str, spec: RunSpec, execution: Execution, phase: str | None
+) -> str:
+    monitor = execution.monitor
+    peak = monitor.peak_bytes if monitor else None
+    limit = execution.sandbox.in_effect.memory_bytes if execution.sandbox else None
+    where = f" in phase {phase}" if phase else ""
+    return f"{verdict.value}{where}: {reason}; peak {format_bytes(peak)} of limit {format_bytes(limit)}"
+
+
+def _cases(
+    spec: RunSpec,
+    execution: Execution,
+    verdict: Verdict,
+    reason: str,
+    progress: TestProgress,
+    phase: str | None,
+) -> list[TestCaseResult]:
+    message = _resource_message(verdict, reason, spec, execution, phase)
+    pytest_cases = None
+    if progress.session_exitstatus is not None:
+        pytest_cases = parse_pytest_junit(spec.run_dir / "pytest-junit.xml")
+    if pytest_cases is not None:
+        cases = pytest_cases
+    elif progress.collected or progress.cases or progress.running:
+        cases = list(progress.cases)
+        if progress.running:
+            classname, name = split_nodeid(progress.running)
+            running_message = f"{message} (during {progress.running_when})"
+            cases.append(TestCaseResult(classname, name, "error", 0.0, running_message,
+                                        running_message, kind=verdict.value))
+        cases += not_run_cases(progress.not_run, f"the run ended ({verdict.value}) before it started")
+    else:
+        outcome = "passed" if execution.returncode == 0 and not verdict.is_resource else "failed"
+        text = (spec.run_dir / "stderr.log").read_text(errors="replace")[-4000:] if (
+            spec.run_dir / "stderr.log").exists() else None
+        cases = [TestCaseResult(spec.family.name, "e2e", outcome, 0.0,
+                                None if outcome == "passed" else message, text)]
+    carried = any(case.kind == verdict.value for case in cases)
+    if verdict in (Verdict.ERROR,) or (verdict.is_resource and not carried):
+        cases.append(TestCaseResult("qualify", "run", "error", 0.0, message, message, kind=verdict.value))
+    return cases
+
+
+def judge(spec: RunSpec, execution: Execution, cgroup_version: int | None) -> RunResult:
+    """Decide the verdict from every signal and derive the test cases and parity report."""
+    progress = progress_from_events(read_events(spec.run_dir / "events.jsonl"))
+    parity, parity_error = _compare(spec) if execution.setup_error is None else (None, None)
+    monitor = execution.monitor
+    failed = sum(1 for case in progress.cases if case.outcome in ("failed", "error"))
+    parity_passed = None
+    if parity is not None or parity_error is not None:
+        parity_passed = parity.passed if parity is not None else False
+    found = Signals(
+        setup_error=execution.setup_error,
+        interrupted=execution.interrupted,
+        timed_out=execution.timed_out,
+        returncode=execution.returncode,
+        oom_kills=monitor.oom_kills if monitor else None,
+        tests_failed=failed,
+        session_exitstatus=progress.session_exitstatus,
+        parity_passed=parity_passed,
+        parity_reason=parity_error or (parity.reason if parity is not None else None),
+    )
+    verdict, reason = decide(found)
+    phase = _phase_at_death(monitor)
+    cases = _cases(spec, execution, verdict, reason, progress, phase)
+    if parity is not None:
+        repro = f"qualify compare {spec.run_dir / 'parity.jsonl'}"
+        cases += parity_mod.junit_cases(parity, spec.family.name, repro)
+    return RunResult(
+        spec=spec,
+        execution=execution,
+        verdict=verdict,
+        reason=reason,
+        progress=progress,
+        testcases=tuple(cases),
+        parity=parity,
+        parity_error=parity_error,
+        environment=fingerprint(cgroup_version, execution.sandbox.backend if execution.sandbox else spec.backend),
+        phase_at_death=phase if verdict != Verdict.PASSED else None,
+    )
+
+
+__all__ = ["judge", "signal_name"]

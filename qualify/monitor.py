@@ -1,0 +1,233 @@
+"""The host-side monitor thread: samples the sandbox, measures phase boundaries, writes the timeline.
+
+It runs outside the capped cgroup, so it survives whatever kills the E2E. Its own memory stays
+bounded however long the run is: samples go straight to timeline.jsonl; only aggregates and
+the processes at the highest sample are kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import psutil
+
+from qualify.events import JsonlTail
+from qualify.phases import PhaseTracker, PhaseWindow
+from qualify.sandbox.base import Probe
+
+BOUNDARY_EVENTS = ("phase_start", "phase_end")
+TOP_PROCESSES = 5
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessSample:
+    """One process of the sandbox at a sample."""
+
+    pid: int
+    name: str
+    rss_bytes: int
+    cmdline: str
+
+
+@dataclasses.dataclass(frozen=True)
+class MonitorResult:
+    """What the monitor saw over the whole run."""
+
+    samples: int
+    peak_bytes: int | None
+    """The kernel's watermark over the run (max of every segment's reading)."""
+    peak_source: str
+    """"kernel" (cgroup watermark) or "samples" (no watermark available)."""
+    sampled_peak_bytes: int | None
+    sampled_peak_mono: float | None
+    processes_at_peak: tuple[ProcessSample, ...]
+    oom_kills: int | None
+    """Delta of the oom_kill counter over the run (None: no counter)."""
+    phases: tuple[PhaseWindow, ...]
+    phases_dropped: int
+    ack_timeouts: int
+    cpu_seconds: float
+    """CPU time of the monitor thread itself."""
+
+
+class Monitor(threading.Thread):
+    """Samples every ``interval_s``; checks for phase boundaries every ``boundary_poll_s``."""
+
+    def __init__(
+        self,
+        probe: Probe,
+        events_path: Path,
+        ack_path: Path,
+        timeline_path: Path,
+        interval_s: float = 0.05,
+        boundary_poll_s: float = 0.01,
+        process_every: int = 4,
+    ):
+        super().__init__(name="qualify-monitor", daemon=True)
+        self.probe = probe
+        self.tail = JsonlTail(events_path)
+        self.ack_path = ack_path
+        self.timeline_path = timeline_path
+        self.interval_s = interval_s
+        self.boundary_poll_s = min(boundary_poll_s, interval_s)
+        self.process_every = max(1, process_every)
+        self.tracker = PhaseTracker()
+        self.origin_mono = time.monotonic()
+        self._stop_event = threading.Event()
+        self._samples = 0
+        self._peak_watermark: int | None = None
+        self._segment_sampled_max: int | None = None
+        self._sampled_peak: tuple[int, float] | None = None
+        self._processes_at_peak: tuple[ProcessSample, ...] = ()
+        self._oom_start = self._safe(probe.oom_kills)
+        self._oom_last = self._oom_start
+        self._resettable = True
+        self._ack_timeouts = 0
+        self._current_test: str | None = None
+        self._cpu_seconds = 0.0
+        self._procs: dict[int, psutil.Process] = {}
+
+    @staticmethod
+    def _safe(read: Any) -> Any:
+        try:
+            return read()
+        except (OSError, ValueError):
+            return None
+
+    def run(self) -> None:
+        """Loop until ``stop()``; one sample per interval, boundaries as soon as they appear."""
+        cpu_start = time.thread_time()
+        with self.timeline_path.open("a", encoding="utf-8") as timeline:
+            self._sample(timeline)
+            next_sample = time.monotonic() + self.interval_s
+            while not self._stop_event.wait(self.boundary_poll_s):
+                self._handle_events()
+                if time.monotonic() >= next_sample:
+                    self._sample(timeline)
+                    next_sample += self.interval_s
+                    next_sample = max(next_sample, time.monotonic())
+            self._handle_events()
+            self._sample(timeline)
+            self._close_segment()
+        self._cpu_seconds = time.thread_time() - cpu_start
+
+    def stop(self) -> MonitorResult:
+        """Stop the thread (after the child exited), close open phases, return the result."""
+        self._stop_event.set()
+        self.join(timeout=10)
+        self.probe.close()
+        now_mono, now_wall = time.monotonic(), time.time()
+        self.tracker.finish(now_mono, now_wall)
+        return self.result()
+
+    def result(self) -> MonitorResult:
+        """Aggregates so far."""
+        sampled = self._sampled_peak
+        oom = None
+        if self._oom_last is not None:
+            oom = self._oom_last - (self._oom_start or 0)
+        peak, source = self._peak_watermark, "kernel"
+        if peak is None:
+            peak, source = (sampled[0] if sampled else None), "samples"
+        return MonitorResult(
+            samples=self._samples,
+            peak_bytes=peak,
+            peak_source=source,
+            sampled_peak_bytes=sampled[0] if sampled else None,
+            sampled_peak_mono=sampled[1] if sampled else None,
+            processes_at_peak=self._processes_at_peak,
+            oom_kills=oom,
+            phases=tuple(self.tracker.windows),
+            phases_dropped=self.tracker.dropped,
+            ack_timeouts=self._ack_timeouts,
+            cpu_seconds=self._cpu_seconds,
+        )
+
+    def _handle_events(self) -> None:
+        for event in self.tail.poll():
+            kind = event.get("event")
+            if kind in BOUNDARY_EVENTS:
+                self._close_segment()
+                self.tracker.apply(event)
+                self._ack(event.get("sync"))
+            elif kind == "test_phase":
+                self._current_test = event.get("nodeid") if event.get("state") == "start" else None
+            elif kind == "ack_timeout":
+                self._ack_timeouts += 1
+
+    def _close_segment(self) -> None:
+        """Read the watermark for the segment that ends now, charge it, reset it."""
+        watermark = self._safe(self.probe.watermark_bytes) if self._resettable else None
+        segment_peak = watermark if watermark is not None else self._segment_sampled_max
+        if watermark is not None:
+            self._peak_watermark = max(self._peak_watermark or 0, watermark)
+        self.tracker.close_segment(segment_peak)
+        if self._resettable and not self._safe(self.probe.reset_watermark):
+            # Without a reset the watermark is monotonic and says nothing per segment; the
+            # run-wide reading taken above stays valid.
+            self._resettable = False
+        usage = self._safe(self.probe.usage_bytes)
+        self._segment_sampled_max = usage
+
+    def _ack(self, token: Any) -> None:
+        if not token:
+            return
+        with self.ack_path.open("a", encoding="ascii") as handle:
+            handle.write(f"{token}\n")
+
+    def _sample(self, timeline: IO[str]) -> None:
+        mono, wall = time.monotonic(), time.time()
+        usage = self._safe(self.probe.usage_bytes)
+        watermark = self._safe(self.probe.watermark_bytes) if self._resettable else None
+        breakdown = self._safe(self.probe.memory_breakdown) or {}
+        oom = self._safe(self.probe.oom_kills)
+        if oom is not None:
+            self._oom_last = oom
+        record: dict[str, Any] = {
+            "t": round(wall, 4),
+            "mono": round(mono, 4),
+            "usage": usage,
+            "watermark": watermark,
+            "anon": breakdown.get("anon"),
+            "file": breakdown.get("file"),
+            "oom_kill": oom,
+            "phases": self.tracker.open_names(),
+            "test": self._current_test,
+        }
+        is_peak = usage is not None and (self._sampled_peak is None or usage > self._sampled_peak[0])
+        if self._samples % self.process_every == 0 or is_peak:
+            processes = self._processes(with_cmdline=is_peak)
+            record["procs"] = [[p.pid, p.name, p.rss_bytes] for p in processes]
+            if is_peak:
+                self._processes_at_peak = processes
+        if usage is not None:
+            if is_peak:
+                self._sampled_peak = (usage, mono)
+            if self._segment_sampled_max is None or usage > self._segment_sampled_max:
+                self._segment_sampled_max = usage
+        timeline.write(json.dumps(record, separators=(",", ":")) + "\n")
+        timeline.flush()
+        self._samples += 1
+
+    def _processes(self, with_cmdline: bool) -> tuple[ProcessSample, ...]:
+        pids = self._safe(self.probe.pids) or []
+        samples = []
+        alive = {}
+        for pid in pids:
+            with contextlib.suppress(psutil.Error):
+                process = self._procs.get(pid) or psutil.Process(pid)
+                rss = process.memory_info().rss
+                alive[pid] = process
+                # The launch shim execs the E2E in place: name and cmdline are read each
+                # time (the cmdline only for the peak sample, where it is reported).
+                cmdline = " ".join(process.cmdline())[:200] if with_cmdline else ""
+                samples.append(ProcessSample(pid, process.name(), rss, cmdline))
+        self._procs = alive
+        samples.sort(key=lambda sample: sample.rss_bytes, reverse=True)
+        return tuple(samples[:TOP_PROCESSES])

@@ -1,0 +1,34 @@
+"""Atomic writes: a reader sees the old file or the new one, never half of one."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write to a temp file in the same directory, fsync, rename over ``path``, fsync the dir."""
+    descriptor, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def write_json_atomic(path: Path, document: Any) -> None:
+    """Pretty, stable JSON (sorted keys), written atomically."""
+    text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+    write_bytes_atomic(path, (text + "\n").encode())

@@ -1,0 +1,109 @@
+"""What every sandbox backend provides: limits asked and in effect, a probe, a teardown."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Protocol
+
+# Kernels keep memory limits in pages: a limit written in bytes reads back rounded down.
+PAGE_SIZE = 4096
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Resource limits in exact units; None means unlimited (or not applicable)."""
+
+    memory_bytes: int | None
+    swap_bytes: int | None
+    pids_max: int | None
+
+    def as_dict(self) -> dict[str, int | None]:
+        """Audit form."""
+        return {
+            "memory_bytes": self.memory_bytes,
+            "swap_bytes": self.swap_bytes,
+            "pids_max": self.pids_max,
+        }
+
+
+def expected_in_effect(requested: Limits) -> Limits:
+    """What the kernel should report for ``requested``: memory rounded down to pages."""
+    memory = requested.memory_bytes
+    return dataclasses.replace(
+        requested, memory_bytes=None if memory is None else memory // PAGE_SIZE * PAGE_SIZE
+    )
+
+
+def limit_mismatches(requested: Limits, in_effect: Limits) -> list[str]:
+    """One line per limit that differs from what was asked (empty: the cap is real)."""
+    expected = expected_in_effect(requested)
+    problems = []
+    for field in ("memory_bytes", "swap_bytes", "pids_max"):
+        want, got = getattr(expected, field), getattr(in_effect, field)
+        if want != got:
+            problems.append(f"{field}: asked {want}, in effect {got}")
+    return problems
+
+
+@dataclasses.dataclass(frozen=True)
+class SandboxInfo:
+    """How the run is confined, as read back from the kernel after setup."""
+
+    backend: str
+    """"cgroup-v1", "cgroup-v2" or "none"."""
+    capped: bool
+    """False only for ``--backend none``: every report says the run was uncapped."""
+    cgroup: str | None
+    """The run's cgroup path inside the hierarchy (not a host path)."""
+    in_effect: Limits
+    notes: tuple[str, ...] = ()
+
+
+class Probe(Protocol):
+    """Cheap readings of the confined processes, called from the monitor thread."""
+
+    def usage_bytes(self) -> int | None:
+        """Memory charged now."""
+
+    def watermark_bytes(self) -> int | None:
+        """The kernel's high-water mark since the last reset (None: not available)."""
+
+    def reset_watermark(self) -> bool:
+        """Reset the high-water mark to current usage; False when the kernel cannot."""
+
+    def oom_kills(self) -> int | None:
+        """OOM kills charged to the sandbox so far (None: no counter)."""
+
+    def memory_breakdown(self) -> dict[str, int]:
+        """anon and file bytes of the sandbox."""
+
+    def pids(self) -> list[int]:
+        """Processes in the sandbox."""
+
+    def close(self) -> None:
+        """Release descriptors held for readings."""
+
+
+class Sandbox(Protocol):
+    """One backend: set up limits, wrap the command, observe, and always tear down."""
+
+    name: str
+
+    def prepare(self, requested: Limits) -> SandboxInfo:
+        """Create the confinement and read the limits back; raises SandboxError."""
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        """argv that enters the confinement before executing ``argv``."""
+
+    def attach(self, pid: int) -> None:
+        """Called with the child's pid right after it was started."""
+
+    def probe(self) -> Probe:
+        """The probe for this run's processes."""
+
+    def kill_all(self, signal_number: int) -> int:
+        """Send a signal to every process in the sandbox; returns how many were signalled."""
+
+    def teardown(self) -> list[str]:
+        """Kill what is left and remove the confinement; returns problems, never raises."""

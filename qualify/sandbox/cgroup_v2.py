@@ -1,0 +1,186 @@
+"""cgroup v2 backend: a child cgroup in a delegated subtree of the caller's own cgroup.
+
+memory.max is the cap, memory.swap.max = 0 disables swap, memory.oom.group = 1 makes an OOM
+kill the whole run (not one victim while the rest limps on), pids.max bounds fork bombs. The
+limit in effect is the smallest memory.max on the path to the root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from qualify.errors import SandboxError
+from qualify.sandbox import cgroup_common as common
+from qualify.sandbox.base import Limits, SandboxInfo
+from qualify.sandbox.cgroupfs import parse_flat_keyed, parse_int, parse_limit, read_bytes
+
+_CONTROLLERS = ("memory", "pids")
+
+
+def v2_limits_in_effect(
+    memory_max_chain: Sequence[bytes], swap_max_chain: Sequence[bytes], pids_max: bytes | None
+) -> Limits:
+    """Limits in effect from memory.max / memory.swap.max of the cgroup and its ancestors."""
+    memories = [v for v in (parse_limit(data) for data in memory_max_chain) if v is not None]
+    swaps = [v for v in (parse_limit(data) for data in swap_max_chain) if v is not None]
+    return Limits(
+        memory_bytes=min(memories, default=None),
+        swap_bytes=min(swaps, default=None),
+        pids_max=parse_limit(pids_max) if pids_max is not None else None,
+    )
+
+
+class V2Probe:
+    """Readings of one v2 cgroup; memory.peak is reset per open file (Linux 6.12+)."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self._peak_fd: int | None = None
+        with contextlib.suppress(OSError):
+            self._peak_fd = os.open(directory / "memory.peak", os.O_RDWR | os.O_CLOEXEC)
+
+    def usage_bytes(self) -> int | None:
+        """memory.current."""
+        return parse_int(read_bytes(self.directory / "memory.current"))
+
+    def watermark_bytes(self) -> int | None:
+        """memory.peak through this probe's own descriptor (None before Linux 5.19)."""
+        if self._peak_fd is None:
+            return None
+        return parse_int(os.pread(self._peak_fd, 64, 0))
+
+    def reset_watermark(self) -> bool:
+        """Any write to an open memory.peak resets it for that descriptor only (Linux 6.12)."""
+        if self._peak_fd is None:
+            return False
+        try:
+            os.write(self._peak_fd, b"reset\n")
+        except OSError:
+            return False
+        return True
+
+    def oom_kills(self) -> int | None:
+        """``oom_kill`` of memory.events (hierarchical: counts the subtree)."""
+        return parse_flat_keyed(read_bytes(self.directory / "memory.events")).get("oom_kill")
+
+    def memory_breakdown(self) -> dict[str, int]:
+        """anon and file of memory.stat."""
+        stat = parse_flat_keyed(read_bytes(self.directory / "memory.stat"))
+        return {"anon": stat.get("anon", 0), "file": stat.get("file", 0)}
+
+    def pids(self) -> list[int]:
+        """cgroup.procs."""
+        return common.procs_of([self.directory])
+
+    def close(self) -> None:
+        """Release the memory.peak descriptor."""
+        if self._peak_fd is not None:
+            os.close(self._peak_fd)
+            self._peak_fd = None
+
+
+@dataclasses.dataclass
+class CgroupV2Sandbox:
+    """A run's cgroup under a delegated v2 subtree."""
+
+    parent: Path
+    """The caller's own cgroup directory (its subtree must be delegated to us)."""
+    parent_path: str
+    run_id: str
+    mount_point: Path | None = None
+    """The cgroup2 mount: ancestors up to it are read for the limit in effect."""
+    name = "cgroup-v2"
+
+    @property
+    def directory(self) -> Path:
+        """The run's cgroup directory."""
+        return self.parent / f"qualify-{self.run_id}"
+
+    def _enable_controllers(self) -> None:
+        control = self.parent / "cgroup.subtree_control"
+        enabled = read_bytes(control).decode().split()
+        missing = [c for c in _CONTROLLERS if c not in enabled]
+        if not missing:
+            return
+        try:
+            common.write_file(control, " ".join(f"+{c}" for c in missing))
+        except SandboxError as exc:
+            # "no internal processes": a cgroup holding processes (ours) cannot hand memory
+            # to children (EBUSY). A delegated scope or systemd-run --scope is the way out.
+            raise SandboxError(
+                f"cannot enable {'+'.join(missing)} for children of {self.parent_path}: {exc} "
+                "(run qualify inside a delegated cgroup, e.g. `systemd-run --scope -p "
+                "Delegate=yes`, or use --backend docker)"
+            ) from exc
+
+    def prepare(self, requested: Limits) -> SandboxInfo:
+        """Create the cgroup, write the limits, read them back."""
+        reclaimed = common.reclaim_orphans(self.parent)
+        self._enable_controllers()
+        try:
+            self.directory.mkdir()
+        except OSError as exc:
+            raise SandboxError(
+                f"cannot create cgroup under {self.parent_path}: {exc.strerror} "
+                "(run as root or in a delegated subtree, or use --backend docker)"
+            ) from exc
+        if requested.memory_bytes is not None:
+            common.write_file(self.directory / "memory.max", str(requested.memory_bytes))
+        common.write_file(self.directory / "memory.swap.max", str(requested.swap_bytes or 0))
+        common.write_file(self.directory / "memory.oom.group", "1")
+        if requested.pids_max is not None:
+            common.write_file(self.directory / "pids.max", str(requested.pids_max))
+        notes = [f"reclaimed orphaned cgroup {name}" for name in reclaimed]
+        if not (self.directory / "memory.peak").exists():
+            notes.append("memory.peak is missing (Linux < 5.19): peaks come from samples")
+        return SandboxInfo(
+            backend=self.name,
+            capped=True,
+            cgroup=f"{self.parent_path.rstrip('/')}/qualify-{self.run_id}",
+            in_effect=self._read_back(),
+            notes=tuple(notes),
+        )
+
+    def _chain(self) -> list[Path]:
+        chain, directory = [], self.directory
+        stop = self.mount_point or Path("/")
+        while directory != stop and directory != directory.parent:
+            chain.append(directory)
+            directory = directory.parent
+        return chain
+
+    def _read_back(self) -> Limits:
+        chain = self._chain()
+        memory = [read_bytes(d / "memory.max") for d in chain if (d / "memory.max").exists()]
+        swap = [read_bytes(d / "memory.swap.max") for d in chain if (d / "memory.swap.max").exists()]
+        oom_group = read_bytes(self.directory / "memory.oom.group").decode().strip()
+        if oom_group != "1":
+            raise SandboxError(f"memory.oom.group reads {oom_group!r} after writing 1")
+        pids = self.directory / "pids.max"
+        return v2_limits_in_effect(memory, swap, read_bytes(pids) if pids.exists() else None)
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        """The launch shim joins the cgroup before exec."""
+        procs = str(self.directory / "cgroup.procs")
+        return [sys.executable, "-I", "-S", str(common.ENTER_SHIM), procs, "--", *argv]
+
+    def attach(self, pid: int) -> None:
+        """Nothing to do: the shim joined the cgroup itself."""
+
+    def probe(self) -> V2Probe:
+        """Probe of the run's cgroup."""
+        return V2Probe(self.directory)
+
+    def kill_all(self, signal_number: int) -> int:
+        """Signal every process of the run."""
+        return common.signal_all([self.directory], signal_number)
+
+    def teardown(self) -> list[str]:
+        """cgroup.kill (or a SIGKILL loop), then rmdir."""
+        problems = common.kill_until_empty([self.directory], self.directory / "cgroup.kill")
+        return problems + common.remove_dir(self.directory)

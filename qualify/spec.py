@@ -1,0 +1,142 @@
+"""RunSpec: everything a run needs, decided and validated before anything is written."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+import shutil
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import harness
+from harness._options import env_name, parse_option
+from qualify.errors import UsageError
+from qualify.families import Family, OptionValue
+from qualify.gitinfo import CommitInfo
+from qualify.sandbox.base import Limits
+
+HARNESS_ROOT = Path(harness.__file__).resolve().parent.parent
+MIN_MEMORY = 1 << 20
+ALLOC_VARIABLES = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
+
+
+@dataclasses.dataclass(frozen=True)
+class AllocatorPolicy:
+    """The PyTorch allocator setting the sandbox gets, and why."""
+
+    variable: str | None
+    value: str | None
+    caller_kept: bool
+    """True when the caller had set one of the variables (then qualify changes nothing)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """A validated run: frozen before the sandbox starts."""
+
+    run_id: str
+    family: Family
+    profile: str
+    """Profile name, or "custom" when only --mem (or the family default) set the cap."""
+    backend: str
+    limits: Limits
+    argv: tuple[str, ...]
+    workdir: Path
+    env: Mapping[str, str]
+    options: Mapping[str, OptionValue]
+    timeout_s: float
+    grace_s: float
+    sample_interval_s: float
+    run_dir: Path
+    commit: CommitInfo
+    repo: Path
+    allocator: AllocatorPolicy
+    command_line: tuple[str, ...]
+    """The qualify command as typed (argv), for the audit and reproduction."""
+
+
+def new_run_id() -> str:
+    """Sortable and unique: UTC time plus random hex."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def merge_options(family: Family, overrides: Mapping[str, str]) -> dict[str, OptionValue]:
+    """Family defaults overridden by ``--set name=value`` (typed like the default)."""
+    options: dict[str, OptionValue] = dict(family.options)
+    for name, raw in overrides.items():
+        if name not in options:
+            valid = ", ".join(sorted(options)) or "none"
+            raise UsageError(f"--set {name}: family {family.name} has no such option (valid: {valid})")
+        try:
+            options[name] = parse_option(name, raw, options[name])
+        except ValueError as exc:
+            raise UsageError(f"--set {exc}") from None
+    return options
+
+
+def resolve_argv(command: tuple[str, ...], path: str | None) -> tuple[str, ...]:
+    """argv with argv[0] resolved; "python" means the interpreter qualify runs under."""
+    first = command[0]
+    if first in ("python", "python3"):
+        return (sys.executable, *command[1:])
+    resolved = first if "/" in first else shutil.which(first, path=path)
+    if resolved is None:
+        raise UsageError(f"family command {first!r} is not on PATH")
+    return (resolved, *command[1:])
+
+
+def allocator_policy(family: Family, environ: Mapping[str, str]) -> AllocatorPolicy:
+    """expandable_segments only when the family asks and the caller set neither variable."""
+    for variable in ALLOC_VARIABLES:
+        if variable in environ:
+            return AllocatorPolicy(variable, environ[variable], caller_kept=True)
+    if family.expandable_segments:
+        return AllocatorPolicy("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", False)
+    return AllocatorPolicy(None, None, caller_kept=False)
+
+
+def sandbox_env(
+    *,
+    base: Mapping[str, str],
+    family: Family,
+    options: Mapping[str, OptionValue],
+    run_dir: Path,
+    run_id: str,
+    allocator: AllocatorPolicy,
+) -> dict[str, str]:
+    """The E2E's environment: the caller's, the family's, and the harness plumbing."""
+    env = dict(base)
+    env.update(family.env)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HARNESS_ROOT), env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    plugins = [p for p in env.get("PYTEST_PLUGINS", "").split(",") if p]
+    if "harness.pytest_plugin" not in plugins:
+        plugins.append("harness.pytest_plugin")
+    env["PYTEST_PLUGINS"] = ",".join(plugins)
+    addopts = f"--junitxml={run_dir / 'pytest-junit.xml'} -p no:cacheprovider"
+    env["PYTEST_ADDOPTS"] = " ".join(p for p in (env.get("PYTEST_ADDOPTS"), addopts) if p)
+    env.update(
+        {
+            "QUALIFY_RUN_DIR": str(run_dir),
+            "QUALIFY_RUN_ID": run_id,
+            "QUALIFY_FAMILY": family.name,
+            "QUALIFY_EVENTS": str(run_dir / "events.jsonl"),
+            "QUALIFY_PARITY": str(run_dir / "parity.jsonl"),
+            "QUALIFY_PHASE_ACK": str(run_dir / ".phase-ack"),
+        }
+    )
+    for name, value in options.items():
+        env[env_name(name)] = str(value).lower() if isinstance(value, bool) else str(value)
+    if allocator.variable and not allocator.caller_kept and allocator.value:
+        env[allocator.variable] = allocator.value
+    return env
+
+
+def check_memory(memory_bytes: int, what: str) -> int:
+    """A cap below 1 MiB cannot even start an interpreter: refuse it as bad input."""
+    if memory_bytes < MIN_MEMORY:
+        raise UsageError(f"{what} {memory_bytes} bytes is too small: at least 1MiB")
+    return memory_bytes

@@ -1,0 +1,46 @@
+"""The one Verdict enum and the exit code each verdict maps to."""
+
+from __future__ import annotations
+
+import enum
+
+
+class Verdict(enum.Enum):
+    """How a run ended; decided once, from every signal, by ``qualify.diagnose``."""
+
+    PASSED = "PASSED"
+    FAILED = "FAILED"
+    PARITY_FAILED = "PARITY_FAILED"
+    OOM_KILLED = "OOM_KILLED"
+    CUDA_OOM = "CUDA_OOM"
+    KILLED = "KILLED"
+    TIMEOUT = "TIMEOUT"
+    ERROR = "ERROR"
+
+    @property
+    def exit_code(self) -> int:
+        """0 passed, 1 tests or parity failed, 3 resources or a signal, 4 toolkit error."""
+        return _EXIT_CODES[self]
+
+    @property
+    def is_resource(self) -> bool:
+        """True when the run died of memory, time or a signal rather than a test result."""
+        return self.exit_code == EXIT_RESOURCE
+
+
+EXIT_PASSED = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_RESOURCE = 3
+EXIT_ERROR = 4
+
+_EXIT_CODES = {
+    Verdict.PASSED: EXIT_PASSED,
+    Verdict.FAILED: EXIT_FAILED,
+    Verdict.PARITY_FAILED: EXIT_FAILED,
+    Verdict.OOM_KILLED: EXIT_RESOURCE,
+    Verdict.CUDA_OOM: EXIT_RESOURCE,
+    Verdict.KILLED: EXIT_RESOURCE,
+    Verdict.TIMEOUT: EXIT_RESOURCE,
+    Verdict.ERROR: EXIT_ERROR,
+}
