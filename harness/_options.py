@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TypeVar
+from typing import TypeVar, cast
 
 T = TypeVar("T", bool, int, float, str)
 
@@ -29,17 +29,20 @@ def option(name: str, default: T) -> T:
 
 def parse_option(name: str, raw: str, default: T) -> T:
     """Parse ``raw`` into the type of ``default``; a bad value names the option."""
+    return cast(T, parse_like(name, raw, default))
+
+
+def parse_like(name: str, raw: str, default: bool | int | float | str) -> bool | int | float | str:
+    """``raw`` parsed as the type of ``default`` (not generic: for callers holding a union)."""
     kind = type(default)
     try:
         if kind is bool:
             lowered = raw.strip().lower()
             if lowered in _TRUE:
-                return True  # type: ignore[return-value]
+                return True
             if lowered in _FALSE:
-                return False  # type: ignore[return-value]
+                return False
             raise ValueError(raw)
-        return kind(raw)  # type: ignore[return-value]
+        return kind(raw)
     except ValueError:
-        raise ValueError(
-            f"option {name}={raw!r} is not a valid {kind.__name__}"
-        ) from None
+        raise ValueError(f"option {name}={raw!r} is not a valid {kind.__name__}") from None

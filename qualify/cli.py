@@ -37,7 +37,11 @@ def _run_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     run.add_argument("--backend", default="auto", choices=BACKENDS)
     run.add_argument("--repo", type=Path, help="the repo whose head is qualified (default: .)")
     run.add_argument(
-        "--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
         help="override a family option (repeatable)",
     )
     run.add_argument("--interval", default="50ms", help="monitor sample interval")

@@ -28,7 +28,7 @@ class Signals:
 
 
 def signal_name(returncode: int | None) -> str | None:
-    """"SIGKILL" for -9 (Popen) and for 137 (a shell's 128+9); None for a normal exit."""
+    """ "SIGKILL" for -9 (Popen) and for 137 (a shell's 128+9); None for a normal exit."""
     if returncode is None:
         return None
     number = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
@@ -46,7 +46,10 @@ def decide(found: Signals) -> tuple[Verdict, str]:
     if found.setup_error:
         return Verdict.ERROR, found.setup_error
     if found.interrupted:
-        return Verdict.KILLED, f"qualify was interrupted by {found.interrupted}; the E2E was stopped"
+        return (
+            Verdict.KILLED,
+            f"qualify was interrupted by {found.interrupted}; the E2E was stopped",
+        )
     if found.timed_out:
         return Verdict.TIMEOUT, "the E2E exceeded its timeout and was stopped"
     if found.oom_kills:

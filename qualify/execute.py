@@ -144,4 +144,3 @@ def execute(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts) -> Executio
         ended_wall=time.time(),
         teardown_problems=tuple(problems),
     )
-

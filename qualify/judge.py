@@ -11,8 +11,8 @@ from qualify.result import Execution, RunResult
 from qualify.sizes import format_bytes
 from qualify.spec import RunSpec
 from qualify.testcases import (
-    TestCaseResult,
-    TestProgress,
+    JUnitCase,
+    RunProgress,
     not_run_cases,
     parse_pytest_junit,
     progress_from_events,
@@ -48,7 +48,8 @@ def _resource_message(
     peak = monitor.peak_bytes if monitor else None
     limit = execution.sandbox.in_effect.memory_bytes if execution.sandbox else None
     where = f" in phase {phase}" if phase else ""
-    return f"{verdict.value}{where}: {reason}; peak {format_bytes(peak)} of limit {format_bytes(limit)}"
+    memory = f"peak {format_bytes(peak)} of limit {format_bytes(limit)}"
+    return f"{verdict.value}{where}: {reason}; {memory}"
 
 
 def _cases(
@@ -56,9 +57,9 @@ def _cases(
     execution: Execution,
     verdict: Verdict,
     reason: str,
-    progress: TestProgress,
+    progress: RunProgress,
     phase: str | None,
-) -> list[TestCaseResult]:
+) -> list[JUnitCase]:
     message = _resource_message(verdict, reason, spec, execution, phase)
     pytest_cases = None
     if progress.session_exitstatus is not None:
@@ -70,18 +71,42 @@ def _cases(
         if progress.running:
             classname, name = split_nodeid(progress.running)
             running_message = f"{message} (during {progress.running_when})"
-            cases.append(TestCaseResult(classname, name, "error", 0.0, running_message,
-                                        running_message, kind=verdict.value))
-        cases += not_run_cases(progress.not_run, f"the run ended ({verdict.value}) before it started")
+            cases.append(
+                JUnitCase(
+                    classname,
+                    name,
+                    "error",
+                    0.0,
+                    running_message,
+                    running_message,
+                    kind=verdict.value,
+                )
+            )
+        cases += not_run_cases(
+            progress.not_run, f"the run ended ({verdict.value}) before it started"
+        )
     else:
         outcome = "passed" if execution.returncode == 0 and not verdict.is_resource else "failed"
-        text = (spec.run_dir / "stderr.log").read_text(errors="replace")[-4000:] if (
-            spec.run_dir / "stderr.log").exists() else None
-        cases = [TestCaseResult(spec.family.name, "e2e", outcome, 0.0,
-                                None if outcome == "passed" else message, text)]
+        text = (
+            (spec.run_dir / "stderr.log").read_text(errors="replace")[-4000:]
+            if (spec.run_dir / "stderr.log").exists()
+            else None
+        )
+        cases = [
+            JUnitCase(
+                spec.family.name,
+                "e2e",
+                outcome,
+                0.0,
+                None if outcome == "passed" else message,
+                text,
+            )
+        ]
     carried = any(case.kind == verdict.value for case in cases)
     if verdict in (Verdict.ERROR,) or (verdict.is_resource and not carried):
-        cases.append(TestCaseResult("qualify", "run", "error", 0.0, message, message, kind=verdict.value))
+        cases.append(
+            JUnitCase("qualify", "run", "error", 0.0, message, message, kind=verdict.value)
+        )
     return cases
 
 
@@ -120,7 +145,9 @@ def judge(spec: RunSpec, execution: Execution, cgroup_version: int | None) -> Ru
         testcases=tuple(cases),
         parity=parity,
         parity_error=parity_error,
-        environment=fingerprint(cgroup_version, execution.sandbox.backend if execution.sandbox else spec.backend),
+        environment=fingerprint(
+            cgroup_version, execution.sandbox.backend if execution.sandbox else spec.backend
+        ),
         phase_at_death=phase if verdict != Verdict.PASSED else None,
     )
 

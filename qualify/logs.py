@@ -48,6 +48,7 @@ class BoundedLog(threading.Thread):
             while chunk := os.read(self.pipe.fileno(), _CHUNK):
                 self._take(chunk, out)
             self._finish(out)
+        self.pipe.close()
 
     def _take(self, chunk: bytes, out: IO[bytes]) -> None:
         if self.echo is not None:

@@ -1,4 +1,4 @@
-"""The host-side monitor thread: samples the sandbox, measures phase boundaries, writes the timeline.
+"""Host-side monitor thread: samples the sandbox, measures phase boundaries, writes the timeline.
 
 It runs outside the capped cgroup, so it survives whatever kills the E2E. Its own memory stays
 bounded however long the run is: samples go straight to timeline.jsonl; only aggregates and
@@ -66,7 +66,7 @@ class Monitor(threading.Thread):
         ack_path: Path,
         timeline_path: Path,
         interval_s: float = 0.05,
-        boundary_poll_s: float = 0.01,
+        boundary_poll_s: float = 0.025,
         process_every: int = 4,
     ):
         super().__init__(name="qualify-monitor", daemon=True)
@@ -200,7 +200,9 @@ class Monitor(threading.Thread):
             "phases": self.tracker.open_names(),
             "test": self._current_test,
         }
-        is_peak = usage is not None and (self._sampled_peak is None or usage > self._sampled_peak[0])
+        is_peak = usage is not None and (
+            self._sampled_peak is None or usage > self._sampled_peak[0]
+        )
         if self._samples % self.process_every == 0 or is_peak:
             processes = self._processes(with_cmdline=is_peak)
             record["procs"] = [[p.pid, p.name, p.rss_bytes] for p in processes]

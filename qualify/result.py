@@ -9,7 +9,7 @@ from qualify.logs import LogStats
 from qualify.monitor import MonitorResult
 from qualify.sandbox.base import SandboxInfo
 from qualify.spec import RunSpec
-from qualify.testcases import TestCaseResult, TestProgress
+from qualify.testcases import JUnitCase, RunProgress
 from qualify.verdict import Verdict
 
 
@@ -38,8 +38,8 @@ class RunResult:
     execution: Execution
     verdict: Verdict
     reason: str
-    progress: TestProgress
-    testcases: tuple[TestCaseResult, ...]
+    progress: RunProgress
+    testcases: tuple[JUnitCase, ...]
     parity: Any
     """qualify.parity.ParityReport, or None when nothing was recorded and no gate applies."""
     parity_error: str | None

@@ -14,7 +14,7 @@ _DECIMAL = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 _VALID_SIZES = "a positive size such as 512M, 48G, 48GiB (binary) or 48GB (decimal)"
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|m|s|ms)")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _DURATION_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 _VALID_DURATIONS = "a positive duration such as 90s, 10m, 1h30m or a number of seconds"
 
@@ -75,5 +75,5 @@ def format_duration(seconds: float) -> str:
     """Short duration for summaries ("2m05s", "12.3s")."""
     if seconds < 60:
         return f"{seconds:.1f}s"
-    minutes, rest = divmod(int(round(seconds)), 60)
+    minutes, rest = divmod(round(seconds), 60)
     return f"{minutes}m{rest:02d}s"

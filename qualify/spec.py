@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import harness
-from harness._options import env_name, parse_option
+from harness._options import env_name, parse_like
 from qualify.errors import UsageError
 from qualify.families import Family, OptionValue
 from qualify.gitinfo import CommitInfo
@@ -69,9 +69,11 @@ def merge_options(family: Family, overrides: Mapping[str, str]) -> dict[str, Opt
     for name, raw in overrides.items():
         if name not in options:
             valid = ", ".join(sorted(options)) or "none"
-            raise UsageError(f"--set {name}: family {family.name} has no such option (valid: {valid})")
+            raise UsageError(
+                f"--set {name}: family {family.name} has no such option (valid: {valid})"
+            )
         try:
-            options[name] = parse_option(name, raw, options[name])
+            options[name] = parse_like(name, raw, options[name])
         except ValueError as exc:
             raise UsageError(f"--set {exc}") from None
     return options

@@ -16,7 +16,7 @@ OUTCOMES = ("passed", "failed", "error", "skipped")
 
 
 @dataclasses.dataclass(frozen=True)
-class TestCaseResult:
+class JUnitCase:
     """One JUnit testcase."""
 
     classname: str
@@ -33,10 +33,10 @@ class TestCaseResult:
 
 
 @dataclasses.dataclass(frozen=True)
-class TestProgress:
+class RunProgress:
     """What the events say about the tests."""
 
-    cases: tuple[TestCaseResult, ...]
+    cases: tuple[JUnitCase, ...]
     running: str | None
     """nodeid of the test whose phase started and never ended."""
     running_when: str | None
@@ -48,7 +48,10 @@ class TestProgress:
 
 
 def split_nodeid(nodeid: str) -> tuple[str, str]:
-    """(classname, name) as pytest's JUnit writes them ("a/test_x.py::C::t" -> "a.test_x.C", "t")."""
+    """(classname, name) as pytest's JUnit writes them.
+
+    "a/test_x.py::C::t" becomes ("a.test_x.C", "t").
+    """
     parts = nodeid.split("::")
     path = parts[0]
     if path.endswith(".py"):
@@ -59,7 +62,7 @@ def split_nodeid(nodeid: str) -> tuple[str, str]:
     return ".".join(names[:-1]), names[-1]
 
 
-def parse_pytest_junit(path: Path) -> list[TestCaseResult] | None:
+def parse_pytest_junit(path: Path) -> list[JUnitCase] | None:
     """Testcases of a complete pytest JUnit file; None when missing or not valid XML."""
     try:
         root = ET.parse(path).getroot()
@@ -76,7 +79,7 @@ def parse_pytest_junit(path: Path) -> list[TestCaseResult] | None:
                 break
         line = element.get("line")
         cases.append(
-            TestCaseResult(
+            JUnitCase(
                 classname=element.get("classname", ""),
                 name=element.get("name", ""),
                 outcome=outcome,
@@ -124,7 +127,7 @@ def _apply(state: _TestState, event: dict[str, Any]) -> None:
         state.outcome = "passed"
 
 
-def progress_from_events(events: Iterable[dict[str, Any]]) -> TestProgress:
+def progress_from_events(events: Iterable[dict[str, Any]]) -> RunProgress:
     """Replay the plugin's events into per-test results (tests never run have outcome None)."""
     states: dict[str, _TestState] = {}
     collected: list[str] = []
@@ -143,7 +146,7 @@ def progress_from_events(events: Iterable[dict[str, Any]]) -> TestProgress:
     running = next((s for s in states.values() if s.open_when is not None), None)
     cases = [_case(state) for state in states.values() if state is not running]
     started = {s.nodeid for s in states.values() if s.phases_ended or s.open_when}
-    return TestProgress(
+    return RunProgress(
         cases=tuple(case for case in cases if case is not None),
         running=running.nodeid if running else None,
         running_when=running.open_when if running else None,
@@ -153,21 +156,21 @@ def progress_from_events(events: Iterable[dict[str, Any]]) -> TestProgress:
     )
 
 
-def _case(state: _TestState) -> TestCaseResult | None:
+def _case(state: _TestState) -> JUnitCase | None:
     classname, name = split_nodeid(state.nodeid)
     outcome = state.outcome
     if outcome is None and "teardown" in state.phases_ended:
         outcome = "passed"
     if outcome is None:
         return None  # never ran: the caller reports it as not run
-    return TestCaseResult(
+    return JUnitCase(
         classname, name, outcome, state.duration, state.message, state.text, state.file, state.line
     )
 
 
-def not_run_cases(nodeids: Iterable[str], reason: str) -> list[TestCaseResult]:
+def not_run_cases(nodeids: Iterable[str], reason: str) -> list[JUnitCase]:
     """Collected tests that never started, reported as skipped with ``reason``."""
     return [
-        TestCaseResult(*split_nodeid(nodeid), "skipped", message=f"not run: {reason}")
+        JUnitCase(*split_nodeid(nodeid), "skipped", message=f"not run: {reason}")
         for nodeid in nodeids
     ]

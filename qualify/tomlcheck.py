@@ -45,11 +45,9 @@ def get_typed(
         return default
     value = table[key]
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    if isinstance(value, bool) and bool not in kinds:
-        value_ok = False
-    else:
-        value_ok = isinstance(value, kinds)
-    if not value_ok:
+    # bool is a subclass of int: `gpus = true` must not pass as a number.
+    bool_as_number = isinstance(value, bool) and bool not in kinds
+    if bool_as_number or not isinstance(value, kinds):
         names = " or ".join(k.__name__ for k in kinds)
         raise UsageError(f"{where}: {key} = {value!r} must be {names}")
     return value

@@ -21,7 +21,9 @@ def profiles(*, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int
     for profile in loaded:
         gpu = "no GPU"
         if profile.gpu is not None:
-            gpu = f"{profile.gpu.count}x {profile.gpu.model} {format_bytes(profile.gpu.memory_bytes)}"
+            gpu = (
+                f"{profile.gpu.count}x {profile.gpu.model} {format_bytes(profile.gpu.memory_bytes)}"
+            )
             if profile.gpu.budget_bytes:
                 gpu += f" (budget {format_bytes(profile.gpu.budget_bytes)})"
         stdout.write(

@@ -31,7 +31,7 @@ from qualify.spec import (
     resolve_argv,
     sandbox_env,
 )
-from qualify.testcases import TestCaseResult
+from qualify.testcases import JUnitCase
 from qualify.verdict import EXIT_USAGE
 
 DEFAULT_MEMORY = "4G"
@@ -147,7 +147,7 @@ def write_reports(result: RunResult) -> None:
 
 def _write_provisional(spec: RunSpec) -> None:
     message = "qualify did not finish (it was killed before it could write its report)"
-    case = TestCaseResult("qualify", "run", "error", 0.0, message, message, kind="ERROR")
+    case = JUnitCase("qualify", "run", "error", 0.0, message, message, kind="ERROR")
     write_junit(spec.run_dir / "junit.xml", spec.family.name, [case], {}, "")
     write_json_atomic(
         spec.run_dir / "audit.json",

@@ -9,10 +9,20 @@ from pathlib import Path
 from typing import Any
 
 
+def _umask() -> int:
+    # Read, not set-and-restore: os.umask(0) would briefly affect every thread's new files.
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("Umask:"):
+            return int(line.split()[1], 8)
+    return 0o022
+
+
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write to a temp file in the same directory, fsync, rename over ``path``, fsync the dir."""
     descriptor, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        # mkstemp creates 0600; reports are meant to be read like any other file.
+        os.fchmod(descriptor, 0o644 & ~_umask())
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
             handle.flush()

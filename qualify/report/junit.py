@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from qualify.report.atomic import write_bytes_atomic
-from qualify.testcases import TestCaseResult
+from qualify.testcases import JUnitCase
 
 # XML 1.0 allows only these characters; the rest (most C0 controls, lone surrogates, U+FFFE/F)
 # make a JUnit file unreadable for every consumer. They are written as \xNN instead.
@@ -25,7 +25,7 @@ def xml_safe(text: str | None, limit: int = _TEXT_LIMIT) -> str:
     return _ILLEGAL_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-def _counts(cases: Sequence[TestCaseResult]) -> dict[str, str]:
+def _counts(cases: Sequence[JUnitCase]) -> dict[str, str]:
     return {
         "tests": str(len(cases)),
         "failures": str(sum(c.outcome == "failed" for c in cases)),
@@ -35,7 +35,7 @@ def _counts(cases: Sequence[TestCaseResult]) -> dict[str, str]:
     }
 
 
-def _testcase(parent: ET.Element, case: TestCaseResult, with_location: bool) -> None:
+def _testcase(parent: ET.Element, case: JUnitCase, with_location: bool) -> None:
     attributes = {
         "classname": xml_safe(case.classname),
         "name": xml_safe(case.name),
@@ -59,7 +59,7 @@ def _testcase(parent: ET.Element, case: TestCaseResult, with_location: bool) -> 
 
 def render_junit(
     suite_name: str,
-    cases: Sequence[TestCaseResult],
+    cases: Sequence[JUnitCase],
     properties: Mapping[str, str],
     timestamp: str,
     with_location: bool = False,
@@ -78,13 +78,14 @@ def render_junit(
     for case in cases:
         _testcase(suite, case, with_location)
     ET.indent(root)
-    return b'<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="utf-8")
+    body: bytes = ET.tostring(root, encoding="utf-8")
+    return b'<?xml version="1.0" encoding="utf-8"?>\n' + body
 
 
 def write_junit(
     path: Path,
     suite_name: str,
-    cases: Sequence[TestCaseResult],
+    cases: Sequence[JUnitCase],
     properties: Mapping[str, str],
     timestamp: str,
 ) -> None:

@@ -23,11 +23,15 @@ def _phase_table(result: RunResult) -> Table | None:
     for column in ("phase", "duration", "peak", "of cap", "note"):
         table.add_column(column, justify="left" if column in ("phase", "note") else "right")
     for window in monitor.phases:
-        duration = "-" if window.end_mono is None else format_duration(window.end_mono - window.start_mono)
+        duration = (
+            "-" if window.end_mono is None else format_duration(window.end_mono - window.start_mono)
+        )
         share = "-"
         if limit and window.peak_bytes is not None:
             share = f"{100 * window.peak_bytes / limit:.0f}%"
-        table.add_row(window.name, duration, format_bytes(window.peak_bytes), share, window.error or "")
+        table.add_row(
+            window.name, duration, format_bytes(window.peak_bytes), share, window.error or ""
+        )
     return table
 
 
@@ -51,7 +55,9 @@ def print_summary(result: RunResult, stream: TextIO) -> None:
     spec, execution = result.spec, result.execution
     sandbox = execution.sandbox
     style = _STYLE.get(result.verdict, "bold red")
-    console.print(f"[{style}]{result.verdict.value}[/] {spec.family.name} ({spec.profile}): {result.reason}")
+    console.print(
+        f"[{style}]{result.verdict.value}[/] {spec.family.name} ({spec.profile}): {result.reason}"
+    )
     limit = sandbox.in_effect.memory_bytes if sandbox else None
     backend = sandbox.backend if sandbox else spec.backend
     cap = format_bytes(limit) if sandbox and sandbox.capped else "UNCAPPED"
@@ -59,9 +65,12 @@ def print_summary(result: RunResult, stream: TextIO) -> None:
     peak = format_bytes(monitor.peak_bytes) if monitor else "-"
     oom = monitor.oom_kills if monitor and monitor.oom_kills is not None else "-"
     dirty = " (dirty)" if spec.commit.dirty else ""
-    console.print(f"commit {spec.commit.head}{dirty}  backend {backend}  cap {cap}  peak {peak}  oom kills {oom}")
+    console.print(f"commit {spec.commit.head}{dirty}  backend {backend}")
+    console.print(f"cap {cap}  peak {peak}  oom kills {oom}")
     tests = [c for c in result.testcases if not c.classname.endswith("parity")]
-    counts = {o: sum(c.outcome == o for c in tests) for o in ("passed", "failed", "error", "skipped")}
+    counts = {
+        o: sum(c.outcome == o for c in tests) for o in ("passed", "failed", "error", "skipped")
+    }
     console.print(
         f"tests: {counts['passed']} passed, {counts['failed']} failed, "
         f"{counts['error']} errors, {counts['skipped']} skipped"

@@ -8,7 +8,6 @@ effect is read back as the smaller of the cgroup's own limit and ``hierarchical_
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,10 +16,12 @@ from qualify.errors import SandboxError
 from qualify.sandbox import cgroup_common as common
 from qualify.sandbox.base import Limits, SandboxInfo
 from qualify.sandbox.cgroupfs import (
+    OpenFiles,
     limit_value,
     parse_flat_keyed,
     parse_int,
     parse_limit,
+    parse_procs,
     read_bytes,
 )
 
@@ -57,19 +58,20 @@ def v1_limits_in_effect(
     return Limits(memory_bytes=memory, swap_bytes=swap, pids_max=pids)
 
 
-@dataclasses.dataclass
 class V1Probe:
     """Readings of one v1 memory cgroup."""
 
-    directory: Path
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.files = OpenFiles(directory)
 
     def usage_bytes(self) -> int | None:
         """memory.usage_in_bytes."""
-        return parse_int(read_bytes(self.directory / "memory.usage_in_bytes"))
+        return parse_int(self.files.read("memory.usage_in_bytes"))
 
     def watermark_bytes(self) -> int | None:
         """memory.max_usage_in_bytes."""
-        return parse_int(read_bytes(self.directory / "memory.max_usage_in_bytes"))
+        return parse_int(self.files.read("memory.max_usage_in_bytes"))
 
     def reset_watermark(self) -> bool:
         """Writing 0 to memory.max_usage_in_bytes resets it to current usage."""
@@ -81,19 +83,20 @@ class V1Probe:
 
     def oom_kills(self) -> int | None:
         """``oom_kill`` of memory.oom_control (Linux 4.13+)."""
-        return parse_flat_keyed(read_bytes(self.directory / "memory.oom_control")).get("oom_kill")
+        return parse_flat_keyed(self.files.read("memory.oom_control")).get("oom_kill")
 
     def memory_breakdown(self) -> dict[str, int]:
         """total_rss / total_cache of memory.stat as anon / file."""
-        stat = parse_flat_keyed(read_bytes(self.directory / "memory.stat"))
+        stat = parse_flat_keyed(self.files.read("memory.stat"))
         return {"anon": stat.get("total_rss", 0), "file": stat.get("total_cache", 0)}
 
     def pids(self) -> list[int]:
         """cgroup.procs."""
-        return common.procs_of([self.directory])
+        return parse_procs(self.files.read("cgroup.procs"))
 
     def close(self) -> None:
-        """Nothing held open."""
+        """Close the files held open."""
+        self.files.close()
 
 
 class CgroupV1Sandbox:
@@ -101,7 +104,9 @@ class CgroupV1Sandbox:
 
     name = "cgroup-v1"
 
-    def __init__(self, memory_parent: Path, memory_path: str, pids_parent: Path | None, run_id: str):
+    def __init__(
+        self, memory_parent: Path, memory_path: str, pids_parent: Path | None, run_id: str
+    ):
         self.memory_dir = memory_parent / f"qualify-{run_id}"
         self.pids_dir = pids_parent / f"qualify-{run_id}" if pids_parent is not None else None
         self.cgroup_path = f"{memory_path.rstrip('/')}/qualify-{run_id}"

@@ -17,7 +17,14 @@ from pathlib import Path
 from qualify.errors import SandboxError
 from qualify.sandbox import cgroup_common as common
 from qualify.sandbox.base import Limits, SandboxInfo
-from qualify.sandbox.cgroupfs import parse_flat_keyed, parse_int, parse_limit, read_bytes
+from qualify.sandbox.cgroupfs import (
+    OpenFiles,
+    parse_flat_keyed,
+    parse_int,
+    parse_limit,
+    parse_procs,
+    read_bytes,
+)
 
 _CONTROLLERS = ("memory", "pids")
 
@@ -40,13 +47,14 @@ class V2Probe:
 
     def __init__(self, directory: Path):
         self.directory = directory
+        self.files = OpenFiles(directory)
         self._peak_fd: int | None = None
         with contextlib.suppress(OSError):
             self._peak_fd = os.open(directory / "memory.peak", os.O_RDWR | os.O_CLOEXEC)
 
     def usage_bytes(self) -> int | None:
         """memory.current."""
-        return parse_int(read_bytes(self.directory / "memory.current"))
+        return parse_int(self.files.read("memory.current"))
 
     def watermark_bytes(self) -> int | None:
         """memory.peak through this probe's own descriptor (None before Linux 5.19)."""
@@ -66,19 +74,20 @@ class V2Probe:
 
     def oom_kills(self) -> int | None:
         """``oom_kill`` of memory.events (hierarchical: counts the subtree)."""
-        return parse_flat_keyed(read_bytes(self.directory / "memory.events")).get("oom_kill")
+        return parse_flat_keyed(self.files.read("memory.events")).get("oom_kill")
 
     def memory_breakdown(self) -> dict[str, int]:
         """anon and file of memory.stat."""
-        stat = parse_flat_keyed(read_bytes(self.directory / "memory.stat"))
+        stat = parse_flat_keyed(self.files.read("memory.stat"))
         return {"anon": stat.get("anon", 0), "file": stat.get("file", 0)}
 
     def pids(self) -> list[int]:
         """cgroup.procs."""
-        return common.procs_of([self.directory])
+        return parse_procs(self.files.read("cgroup.procs"))
 
     def close(self) -> None:
-        """Release the memory.peak descriptor."""
+        """Release the descriptors held open."""
+        self.files.close()
         if self._peak_fd is not None:
             os.close(self._peak_fd)
             self._peak_fd = None
@@ -149,7 +158,7 @@ class CgroupV2Sandbox:
     def _chain(self) -> list[Path]:
         chain, directory = [], self.directory
         stop = self.mount_point or Path("/")
-        while directory != stop and directory != directory.parent:
+        while directory not in (stop, directory.parent):
             chain.append(directory)
             directory = directory.parent
         return chain
@@ -157,7 +166,9 @@ class CgroupV2Sandbox:
     def _read_back(self) -> Limits:
         chain = self._chain()
         memory = [read_bytes(d / "memory.max") for d in chain if (d / "memory.max").exists()]
-        swap = [read_bytes(d / "memory.swap.max") for d in chain if (d / "memory.swap.max").exists()]
+        swap = [
+            read_bytes(d / "memory.swap.max") for d in chain if (d / "memory.swap.max").exists()
+        ]
         oom_group = read_bytes(self.directory / "memory.oom.group").decode().strip()
         if oom_group != "1":
             raise SandboxError(f"memory.oom.group reads {oom_group!r} after writing 1")

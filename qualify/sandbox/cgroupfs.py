@@ -6,6 +6,7 @@ Tested on real captured files (tests/data/samples/) from cgroup v1 and v2 kernel
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 # cgroup v1 reports "no limit" as PAGE_COUNTER_MAX in bytes: LONG_MAX rounded down to the
@@ -95,3 +96,26 @@ def read_bytes(path: Path) -> bytes:
     """Read a whole cgroup file (they are small and regenerated on every read)."""
     with path.open("rb", buffering=0) as handle:
         return handle.read()
+
+
+class OpenFiles:
+    """Cgroup files kept open and re-read with pread: the monitor reads several of them 20
+    times a second, and an open/close per read costs more than the read itself."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self._fds: dict[str, int] = {}
+
+    def read(self, name: str) -> bytes:
+        """Current contents of ``name`` (kernfs regenerates a file read from offset 0)."""
+        fd = self._fds.get(name)
+        if fd is None:
+            fd = os.open(self.directory / name, os.O_RDONLY | os.O_CLOEXEC)
+            self._fds[name] = fd
+        return os.pread(fd, 65536, 0)
+
+    def close(self) -> None:
+        """Close every descriptor."""
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()

@@ -24,7 +24,10 @@ class CgroupLayout:
 
 def _join(mount: Mount, path: str) -> Path:
     # Inside a cgroup namespace the mount's root is the namespace root and /proc/self/cgroup
-    # paths are relative to it; outside, mount.root is "/".
+    # paths are relative to it; outside, mount.root is "/". A path with ".." (a process
+    # outside this namespace's root) has no directory we can reach.
+    if "/.." in path:
+        raise LookupError(path)
     relative = path
     if mount.root != "/" and path.startswith(mount.root):
         relative = path[len(mount.root) :]
@@ -40,7 +43,9 @@ def _v1_dir(entries: list[ProcCgroup], mounts: list[Mount], controller: str) -> 
     raise LookupError(controller)
 
 
-def detect_layout(proc_cgroup: bytes, mountinfo: bytes, v2_controllers: bytes | None) -> CgroupLayout:
+def detect_layout(
+    proc_cgroup: bytes, mountinfo: bytes, v2_controllers: bytes | None
+) -> CgroupLayout:
     """Decide from /proc/self/cgroup, /proc/self/mountinfo and the v2 cgroup.controllers.
 
     A v1 memory hierarchy wins (hybrid hosts bind memory to v1 and mount an empty v2);
@@ -59,10 +64,13 @@ def detect_layout(proc_cgroup: bytes, mountinfo: bytes, v2_controllers: bytes | 
         return CgroupLayout(1, memory_dir, memory_path, pids_dir)
     unified = [entry for entry in entries if entry.hierarchy_id == 0]
     v2_mounts = [mount for mount in mounts if mount.fstype == "cgroup2"]
-    if unified and v2_mounts and v2_controllers is not None:
-        if "memory" in v2_controllers.decode().split():
+    usable = v2_controllers is not None and "memory" in v2_controllers.decode().split()
+    if unified and v2_mounts and usable:
+        try:
             directory = _join(v2_mounts[0], unified[0].path)
-            return CgroupLayout(2, directory, unified[0].path, directory)
+        except LookupError:
+            return CgroupLayout(None, None, None, None)
+        return CgroupLayout(2, directory, unified[0].path, directory)
     return CgroupLayout(None, None, None, None)
 
 

@@ -1,0 +1,86 @@
+"""``qualify compare``: token parity of recorded cases, native against reference."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from qualify.parity import CaseResult, ParityGate, ParityInputError, ParityReport, compare_files
+from qualify.parity.render import show_token
+
+FORMATS = ("text", "json")
+_TOKEN_WIDTH = 24
+
+
+def compare(
+    *,
+    native: Path,
+    reference: Path | None,
+    gate: ParityGate,
+    output_format: str = "text",
+    stdout: TextIO = sys.stdout,
+    stderr: TextIO = sys.stderr,
+) -> int:
+    """Compare and print the result; 0 when the gate passes, 1 when not, 2 on bad input."""
+    if output_format not in FORMATS:
+        return _usage_error(stderr, f"--format {output_format!r} is not one of {FORMATS}")
+    try:
+        report = compare_files(native, reference, gate)
+    except ParityInputError as exc:
+        return _usage_error(stderr, str(exc))
+    for warning in report.warnings:
+        print(f"qualify compare: warning: {warning}", file=stderr)
+    if output_format == "json":
+        json.dump(report.to_dict(), stdout, indent=2)
+        stdout.write("\n")
+    else:
+        stdout.write(render_table(report))
+    return 0 if report.passed else 1
+
+
+def render_table(report: ParityReport) -> str:
+    """One row per case (case, kind, first divergence, both tokens), then the gate line."""
+    rows = [("case", "kind", "diverges at", "native", "reference")]
+    rows.extend(_row(result) for result in report.per_case)
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    lines.append(_gate_line(report))
+    return "\n".join(lines) + "\n"
+
+
+def _row(result: CaseResult) -> tuple[str, str, str, str, str]:
+    if result.first_divergence is None:
+        # EXACT, or MISSING: say which side has no record.
+        native = "(no record)" if result.native is None else ""
+        reference = "(no record)" if result.reference is None else ""
+        return (result.case_id, result.kind.value, "-", native, reference)
+    return (
+        result.case_id,
+        result.kind.value,
+        str(result.first_divergence),
+        _clip(show_token(result.native_token, result.native)),
+        _clip(show_token(result.reference_token, result.reference)),
+    )
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _TOKEN_WIDTH else text[: _TOKEN_WIDTH - 3] + "..."
+
+
+def _gate_line(report: ParityReport) -> str:
+    counts = (
+        f"exact {report.exact}, tie {report.tie}, near-tie {report.near_tie}, "
+        f"wrong {report.wrong}, length/eos {report.length_or_eos}, missing {report.missing}"
+    )
+    verdict = "PASSED" if report.passed else "FAILED"
+    return f"parity {verdict}: {report.reason}; {counts}"
+
+
+def _usage_error(stderr: TextIO, message: str) -> int:
+    print(f"qualify compare: error: {message}", file=stderr)
+    return 2

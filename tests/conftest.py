@@ -1,0 +1,161 @@
+"""Shared fixtures: real git repos, real families, real qualify processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "tests" / "data" / "samples"
+
+
+def cgroup_writable() -> bool:
+    """True when this process can create a memory cgroup (root with v1 or delegated v2)."""
+    from qualify.errors import SandboxError, UsageError
+    from qualify.sandbox import Limits, select_sandbox
+
+    try:
+        sandbox = select_sandbox("cgroup", "probe-writable")
+        sandbox.prepare(Limits(64 << 20, 0, 64))
+    except (SandboxError, UsageError, OSError):
+        return False
+    sandbox.teardown()
+    return True
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Privileged tests need a writable cgroup; in CI (CI=true) they must run, never skip."""
+    if any(item.get_closest_marker("privileged") for item in items) and not cgroup_writable():
+        if os.environ.get("CI") == "true":
+            raise pytest.UsageError(
+                "privileged tests need root and a writable cgroup memory controller"
+            )
+        skip = pytest.mark.skip(reason="needs root and a writable cgroup memory controller")
+        for item in items:
+            if item.get_closest_marker("privileged"):
+                item.add_marker(skip)
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` with a fixed identity."""
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.invalid",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.invalid",
+    )
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout.strip()
+
+
+HOG_TEST = """
+import time
+import harness
+
+MIB = 2**20
+
+
+def test_setup_ok():
+    assert harness.option("first_mib", 0) >= 0
+
+
+def test_alloc():
+    with harness.phase("first"):
+        first = bytearray(harness.option("first_mib", 0) * MIB)
+        time.sleep(harness.option("hold_s", 0.2))
+    del first
+    with harness.phase("second"):
+        second = bytearray(harness.option("second_mib", 0) * MIB)
+        time.sleep(harness.option("hold_s", 0.2))
+    del second
+    with harness.phase("sleep"):
+        time.sleep(harness.option("sleep_s", 0.0))
+
+
+def test_after():
+    assert True
+"""
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A real git repository with one commit and a ``families/hog`` family in it."""
+    root = tmp_path / "repo"
+    family = root / "families" / "hog"
+    family.mkdir(parents=True)
+    (family / "family.toml").write_text(
+        textwrap.dedent("""
+        name = "hog"
+        description = "allocates known sizes in known phases"
+        [e2e]
+        command = ["python", "-m", "pytest", "test_hog.py", "-q"]
+        timeout = "5m"
+        [options]
+        first_mib = 64
+        second_mib = 160
+        hold_s = 0.3
+        sleep_s = 0.0
+        [resources]
+        memory = "1G"
+        """)
+    )
+    (family / "test_hog.py").write_text(HOG_TEST)
+    (family / "pytest.ini").write_text("[pytest]\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "hog family")
+    return root
+
+
+RunQualify = Callable[..., "Completed"]
+
+
+class Completed:
+    """A finished ``qualify`` process and its run directory."""
+
+    def __init__(self, process: subprocess.CompletedProcess[str], cwd: Path):
+        self.returncode = process.returncode
+        self.stdout = process.stdout
+        self.stderr = process.stderr
+        lines = process.stdout.strip().splitlines()
+        candidate = cwd / lines[-1] if lines else None
+        self.run_dir = candidate if candidate is not None and candidate.is_dir() else None
+
+    def audit(self) -> dict[str, Any]:
+        assert self.run_dir is not None, self.stdout + self.stderr
+        return json.loads((self.run_dir / "audit.json").read_text())
+
+
+def qualify_argv(*args: str) -> list[str]:
+    """argv of the qualify CLI in this interpreter."""
+    return [sys.executable, "-m", "qualify", *args]
+
+
+@pytest.fixture
+def run_qualify(tmp_path: Path) -> RunQualify:
+    """Run ``qualify ARGS`` as a real process in ``tmp_path`` and collect the result."""
+
+    def _run(*args: str, timeout: float = 300, cwd: Path | None = None) -> Completed:
+        workdir = cwd or tmp_path
+        process = subprocess.run(
+            qualify_argv(*args),
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        return Completed(process, workdir)
+
+    return _run

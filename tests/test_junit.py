@@ -1,0 +1,148 @@
+"""junit.xml: valid against the Jenkins junit-10 schema, counts consistent, escapes illegal XML."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from lxml import etree
+
+from qualify.report.junit import render_junit, xml_safe
+from qualify.testcases import JUnitCase, parse_pytest_junit, progress_from_events, split_nodeid
+
+SCHEMA = Path(__file__).resolve().parent.parent.parent / "shared" / "schemas" / "junit-10.xsd"
+
+
+@pytest.fixture(scope="module")
+def schema() -> etree.XMLSchema:
+    if not SCHEMA.exists():
+        pytest.fail(f"the junit-10 schema is missing beside the checkout ({SCHEMA.name})")
+    return etree.XMLSchema(etree.parse(str(SCHEMA)))
+
+
+CASES = [
+    JUnitCase("test_e2e", "test_ok", "passed", 1.25),
+    JUnitCase("test_e2e", "test_bad", "failed", 0.5, "assert 1 == 2", "E   assert 1 == 2"),
+    JUnitCase(
+        "test_e2e",
+        "test_oom",
+        "error",
+        0.0,
+        "OOM_KILLED in phase build:decode",
+        "peak 256 MiB",
+        kind="OOM_KILLED",
+    ),
+    JUnitCase("test_e2e", "test_later", "skipped", message="not run: the run ended"),
+    JUnitCase(
+        "tiny.parity",
+        "parity/p03",
+        "failed",
+        message="diverged at 7\x00\x1b[31m",
+        text="bad \x08 bytes \ud800 here",
+        kind="WRONG",
+    ),
+]
+
+
+def test_valid_against_junit10_with_consistent_counts(schema: etree.XMLSchema) -> None:
+    document = render_junit(
+        "tiny", CASES, {"qualify.verdict": "OOM_KILLED"}, "2026-11-30T00:00:00Z"
+    )
+    tree = etree.fromstring(document)
+    schema.assertValid(tree)
+    suite = tree.find("testsuite")
+    assert suite is not None
+    assert (
+        suite.get("tests"),
+        suite.get("failures"),
+        suite.get("errors"),
+        suite.get("skipped"),
+    ) == ("5", "2", "1", "1")
+    assert tree.get("tests") == "5"
+
+
+def test_illegal_characters_are_escaped() -> None:
+    assert xml_safe("a\x00b\x1bc\ud800") == "a\\x00b\\x1bc\\xd800"
+    document = render_junit("tiny", CASES, {}, "")
+    failure = ET.fromstring(document).find(".//testcase[@name='parity/p03']/failure")
+    assert failure is not None
+    assert failure.get("message") == "diverged at 7\\x00\\x1b[31m"
+    assert failure.text == "bad \\x08 bytes \\xd800 here"
+
+
+def test_xunit1_flavour_adds_location_only_on_request() -> None:
+    case = JUnitCase("test_e2e", "test_ok", "passed", file="test_e2e.py", line=12)
+    plain = ET.fromstring(render_junit("s", [case], {}, "")).find(".//testcase")
+    located = ET.fromstring(render_junit("s", [case], {}, "", with_location=True)).find(
+        ".//testcase"
+    )
+    assert plain is not None and "file" not in plain.attrib
+    assert (
+        located is not None and located.get("file") == "test_e2e.py" and located.get("line") == "12"
+    )
+
+
+@pytest.mark.parametrize(
+    ("nodeid", "expected"),
+    [
+        ("test_e2e.py::test_ok", ("test_e2e", "test_ok")),
+        ("tests/unit/test_x.py::TestA::test_b[1-2]", ("tests.unit.test_x.TestA", "test_b[1-2]")),
+        ("run", ("", "run")),
+    ],
+)
+def test_split_nodeid_like_pytest(nodeid: str, expected: tuple[str, str]) -> None:
+    assert split_nodeid(nodeid) == expected
+
+
+def test_truncated_pytest_junit_is_not_used(tmp_path: Path) -> None:
+    path = tmp_path / "pytest-junit.xml"
+    path.write_text('<?xml version="1.0"?><testsuites><testsuite name="p"><testcase name="a"')
+    assert parse_pytest_junit(path) is None
+    assert parse_pytest_junit(tmp_path / "absent.xml") is None
+
+
+def test_progress_names_the_running_test_and_the_never_started() -> None:
+    events = [
+        {"event": "collection", "nodeids": ["t.py::a", "t.py::b", "t.py::c"]},
+        {"event": "test_phase", "state": "start", "nodeid": "t.py::a", "when": "setup"},
+        {
+            "event": "test_phase",
+            "state": "end",
+            "nodeid": "t.py::a",
+            "when": "setup",
+            "outcome": "passed",
+        },
+        {"event": "test_phase", "state": "start", "nodeid": "t.py::a", "when": "call"},
+        {
+            "event": "test_phase",
+            "state": "end",
+            "nodeid": "t.py::a",
+            "when": "call",
+            "outcome": "failed",
+            "longrepr": "boom",
+            "duration": 0.5,
+        },
+        {"event": "test_phase", "state": "start", "nodeid": "t.py::a", "when": "teardown"},
+        {
+            "event": "test_phase",
+            "state": "end",
+            "nodeid": "t.py::a",
+            "when": "teardown",
+            "outcome": "passed",
+        },
+        {"event": "test_phase", "state": "start", "nodeid": "t.py::b", "when": "setup"},
+        {
+            "event": "test_phase",
+            "state": "end",
+            "nodeid": "t.py::b",
+            "when": "setup",
+            "outcome": "passed",
+        },
+        {"event": "test_phase", "state": "start", "nodeid": "t.py::b", "when": "call"},
+    ]
+    progress = progress_from_events(events)
+    assert progress.running == "t.py::b" and progress.running_when == "call"
+    assert progress.not_run == ("t.py::c",)
+    assert [(c.name, c.outcome, c.text) for c in progress.cases] == [("a", "failed", "boom")]
+    assert progress.session_exitstatus is None
