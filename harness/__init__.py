@@ -8,10 +8,11 @@ same test also runs under plain pytest.
 from __future__ import annotations
 
 from harness._events import emit, record_case, sync_point
+from harness._gpu import cuda_oom_guard  # GPU (issue 4): stdlib only, torch is never imported
 from harness._options import option
 from harness._phase import phase
 
-__all__ = ["emit", "metric", "option", "phase", "record_case", "sync_point"]
+__all__ = ["cuda_oom_guard", "emit", "metric", "option", "phase", "record_case", "sync_point"]
 
 
 def metric(name: str, value: float, unit: str) -> None:

@@ -46,6 +46,27 @@ def _run_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     )
     run.add_argument("--interval", default="50ms", help="monitor sample interval")
     run.add_argument("--base-ref", default="origin/main", help="ref for commit.base (merge-base)")
+    run.add_argument("--image", help="docker image to run the E2E in (--backend docker/auto)")
+    run.add_argument("--shm", help="docker: /dev/shm size, charged to the cap (default 64M)")
+    run.add_argument(
+        "--network", default="none", help="docker: network mode (default none; bridge, host)"
+    )
+    run.add_argument("--gpus", help="docker: GPUs as for docker run --gpus: all, N, or ids 0,1")
+    run.add_argument(
+        "--gpu-mem",
+        metavar="SIZE",
+        help="PyTorch GPU memory budget per process (e.g. 21.8G; default: the profile's)",
+    )
+    run.add_argument(
+        "--cuda-history",
+        action="store_true",
+        help="record the CUDA allocator's history; snapshot on a CUDA OOM",
+    )
+    run.add_argument(
+        "--mount-host-python",
+        action="store_true",
+        help="docker: bind the host's /usr and qualify's interpreter read-only into the image",
+    )
 
 
 def _compare_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -75,21 +96,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(arguments)
     if args.command == "run":
-        from qualify.commands.run import run
+        from qualify.commands.run import RunRequest, run
 
         return run(
-            family_name=args.family,
-            mem=args.mem,
-            profile_name=args.profile,
-            families_dirs=args.families_dir,
-            out=args.out,
-            timeout=args.timeout,
-            backend=args.backend,
-            repo=args.repo,
-            sets=args.sets,
-            sample_interval=args.interval,
-            base_ref=args.base_ref,
-            command_line=["qualify", *arguments],
+            RunRequest(
+                family_name=args.family,
+                mem=args.mem,
+                profile_name=args.profile,
+                families_dirs=args.families_dir,
+                out=args.out,
+                timeout=args.timeout,
+                backend=args.backend,
+                repo=args.repo,
+                sets=args.sets,
+                sample_interval=args.interval,
+                base_ref=args.base_ref,
+                command_line=["qualify", *arguments],
+                image=args.image,
+                shm=args.shm,
+                network=args.network,
+                gpus=args.gpus,
+                mount_host_python=args.mount_host_python,
+                gpu_mem=args.gpu_mem,
+                cuda_history=args.cuda_history,
+            )
         )
     if args.command == "compare":
         from qualify.commands.compare import compare

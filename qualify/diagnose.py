@@ -20,6 +20,8 @@ class Signals:
     returncode: int | None = None
     oom_kills: int | None = None
     cuda_oom: bool = False
+    cuda_oom_kind: str | None = None
+    """GPU (issue 4): "capacity", "fragmentation" or "budget" (qualify.cuda_oom), when known."""
     tests_failed: int = 0
     session_exitstatus: int | None = None
     parity_passed: bool | None = None
@@ -58,7 +60,8 @@ def decide(found: Signals) -> tuple[Verdict, str]:
             + (f", the E2E ended by {killed_by}" if killed_by else "")
         )
     if found.cuda_oom and (found.returncode or found.tests_failed):
-        return Verdict.CUDA_OOM, "the E2E ran out of GPU memory (torch.OutOfMemoryError)"
+        kind = f" ({found.cuda_oom_kind})" if found.cuda_oom_kind else ""
+        return Verdict.CUDA_OOM, f"the E2E ran out of GPU memory{kind} (torch.OutOfMemoryError)"
     if killed_by:
         return Verdict.KILLED, f"the E2E was killed by {killed_by} with no OOM kill recorded"
     if found.returncode or found.tests_failed:

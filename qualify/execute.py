@@ -10,12 +10,14 @@ import time
 import traceback
 from collections.abc import Iterator
 from types import FrameType
+from typing import Any
 
 from qualify.errors import SandboxError
 from qualify.logs import BoundedLog
 from qualify.monitor import Monitor, MonitorResult
 from qualify.result import Execution
 from qualify.sandbox import Sandbox, SandboxInfo, limit_mismatches
+from qualify.sandbox.base import Child, StartsItself
 from qualify.spec import RunSpec
 
 POLL_S = 0.05
@@ -47,7 +49,7 @@ class Interrupts:
                 signal.signal(number, old)
 
 
-def _stop(sandbox: Sandbox, process: subprocess.Popen[bytes], grace_s: float) -> None:
+def _stop(sandbox: Sandbox, process: Child, grace_s: float) -> None:
     """Terminate everything in the sandbox, wait ``grace_s``, then kill (nox's order)."""
     sandbox.kill_all(signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
@@ -56,9 +58,7 @@ def _stop(sandbox: Sandbox, process: subprocess.Popen[bytes], grace_s: float) ->
     process.wait()
 
 
-def _wait(
-    spec: RunSpec, sandbox: Sandbox, process: subprocess.Popen[bytes], interrupts: Interrupts
-) -> bool:
+def _wait(spec: RunSpec, sandbox: Sandbox, process: Child, interrupts: Interrupts) -> bool:
     """Wait for the child; stop it on timeout or interruption. Returns True on timeout."""
     deadline = time.monotonic() + spec.timeout_s
     while process.poll() is None:
@@ -72,7 +72,10 @@ def _wait(
     return False
 
 
-def _spawn(spec: RunSpec, sandbox: Sandbox) -> subprocess.Popen[bytes]:
+def _spawn(spec: RunSpec, sandbox: Sandbox) -> Any:
+    """The started E2E: a Popen of ``wrap(argv)``, or what a self-starting backend returns."""
+    if isinstance(sandbox, StartsItself):
+        return sandbox.start(spec.argv, spec.workdir, spec.env, spec.run_dir)
     try:
         return subprocess.Popen(
             sandbox.wrap(spec.argv),
@@ -113,7 +116,8 @@ def execute(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts) -> Executio
         )
         monitor.start()
         process = _spawn(spec, sandbox)
-        sandbox.attach(process.pid)
+        if not isinstance(sandbox, StartsItself):
+            sandbox.attach(process.pid)
         for stream, pipe in (("stdout", process.stdout), ("stderr", process.stderr)):
             assert pipe is not None
             logs[stream] = BoundedLog(pipe, run_dir / f"{stream}.log")
@@ -131,6 +135,9 @@ def execute(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts) -> Executio
         problems += sandbox.teardown()
         for log in logs.values():
             log.join(timeout=5)
+        if isinstance(sandbox, StartsItself):
+            # Read back at start and completed at teardown (the OOM signals of the container).
+            info = sandbox.info() or info
     return Execution(
         sandbox=info,
         returncode=returncode,

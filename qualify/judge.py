@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from qualify import parity as parity_mod
+from qualify.cuda_oom import gpu_evidence
 from qualify.diagnose import Signals, decide, signal_name
 from qualify.events import read_events
 from qualify.fingerprint import fingerprint
@@ -52,6 +53,30 @@ def _resource_message(
     return f"{verdict.value}{where}: {reason}; {memory}"
 
 
+def _from_events(progress: RunProgress, verdict: Verdict, message: str) -> list[JUnitCase]:
+    """Cases rebuilt from the plugin's events when pytest's own JUnit never got written."""
+    cases = list(progress.cases)
+    if progress.running:
+        classname, name = split_nodeid(progress.running)
+        text = f"{message} (during {progress.running_when})"
+        cases.append(JUnitCase(classname, name, "error", 0.0, text, text, kind=verdict.value))
+    reason = f"the run ended ({verdict.value}) before it started"
+    return cases + not_run_cases(progress.not_run, reason)
+
+
+def _whole_command(
+    spec: RunSpec, execution: Execution, verdict: Verdict, message: str
+) -> list[JUnitCase]:
+    """One case for a family command that is not pytest (or died before collecting)."""
+    if execution.returncode is None:
+        return []  # it never ran: the qualify case below carries the verdict
+    passed = execution.returncode == 0 and not verdict.is_resource
+    stderr = spec.run_dir / "stderr.log"
+    text = stderr.read_text(errors="replace")[-4000:] if stderr.exists() else None
+    outcome = "passed" if passed else "failed"
+    return [JUnitCase(spec.family.name, "e2e", outcome, 0.0, None if passed else message, text)]
+
+
 def _cases(
     spec: RunSpec,
     execution: Execution,
@@ -67,43 +92,11 @@ def _cases(
     if pytest_cases is not None:
         cases = pytest_cases
     elif progress.collected or progress.cases or progress.running:
-        cases = list(progress.cases)
-        if progress.running:
-            classname, name = split_nodeid(progress.running)
-            running_message = f"{message} (during {progress.running_when})"
-            cases.append(
-                JUnitCase(
-                    classname,
-                    name,
-                    "error",
-                    0.0,
-                    running_message,
-                    running_message,
-                    kind=verdict.value,
-                )
-            )
-        cases += not_run_cases(
-            progress.not_run, f"the run ended ({verdict.value}) before it started"
-        )
+        cases = _from_events(progress, verdict, message)
     else:
-        outcome = "passed" if execution.returncode == 0 and not verdict.is_resource else "failed"
-        text = (
-            (spec.run_dir / "stderr.log").read_text(errors="replace")[-4000:]
-            if (spec.run_dir / "stderr.log").exists()
-            else None
-        )
-        cases = [
-            JUnitCase(
-                spec.family.name,
-                "e2e",
-                outcome,
-                0.0,
-                None if outcome == "passed" else message,
-                text,
-            )
-        ]
+        cases = _whole_command(spec, execution, verdict, message)
     carried = any(case.kind == verdict.value for case in cases)
-    if verdict in (Verdict.ERROR,) or (verdict.is_resource and not carried):
+    if verdict == Verdict.ERROR or (verdict.is_resource and not carried):
         cases.append(
             JUnitCase("qualify", "run", "error", 0.0, message, message, kind=verdict.value)
         )
@@ -112,7 +105,9 @@ def _cases(
 
 def judge(spec: RunSpec, execution: Execution, cgroup_version: int | None) -> RunResult:
     """Decide the verdict from every signal and derive the test cases and parity report."""
-    progress = progress_from_events(read_events(spec.run_dir / "events.jsonl"))
+    events = list(read_events(spec.run_dir / "events.jsonl"))
+    progress = progress_from_events(events)
+    gpu = gpu_evidence(events, spec.run_dir / "stderr.log")  # GPU (issue 4)
     parity, parity_error = _compare(spec) if execution.setup_error is None else (None, None)
     monitor = execution.monitor
     failed = sum(1 for case in progress.cases if case.outcome in ("failed", "error"))
@@ -120,7 +115,7 @@ def judge(spec: RunSpec, execution: Execution, cgroup_version: int | None) -> Ru
     if parity is not None or parity_error is not None:
         parity_passed = parity.passed if parity is not None else False
     found = Signals(
-        setup_error=execution.setup_error,
+        setup_error=execution.setup_error or gpu.budget_error,
         interrupted=execution.interrupted,
         timed_out=execution.timed_out,
         returncode=execution.returncode,
@@ -129,6 +124,8 @@ def judge(spec: RunSpec, execution: Execution, cgroup_version: int | None) -> Ru
         session_exitstatus=progress.session_exitstatus,
         parity_passed=parity_passed,
         parity_reason=parity_error or (parity.reason if parity is not None else None),
+        cuda_oom=gpu.cuda_oom,
+        cuda_oom_kind=gpu.oom_kind,
     )
     verdict, reason = decide(found)
     phase = _phase_at_death(monitor)

@@ -18,6 +18,7 @@ from typing import IO, Any
 import psutil
 
 from qualify.events import JsonlTail
+from qualify.gpu import NvmlSampler
 from qualify.phases import PhaseTracker, PhaseWindow
 from qualify.sandbox.base import Probe
 
@@ -92,6 +93,8 @@ class Monitor(threading.Thread):
         self._current_test: str | None = None
         self._cpu_seconds = 0.0
         self._procs: dict[int, psutil.Process] = {}
+        self.gpu = NvmlSampler()
+        self.run_dir = timeline_path.parent
 
     @staticmethod
     def _safe(read: Any) -> Any:
@@ -115,6 +118,7 @@ class Monitor(threading.Thread):
             self._handle_events()
             self._sample(timeline)
             self._close_segment()
+        self.gpu.write_summary(self.run_dir)
         self._cpu_seconds = time.thread_time() - cpu_start
 
     def stop(self) -> MonitorResult:
@@ -185,6 +189,10 @@ class Monitor(threading.Thread):
         mono, wall = time.monotonic(), time.time()
         usage = self._safe(self.probe.usage_bytes)
         watermark = self._safe(self.probe.watermark_bytes) if self._resettable else None
+        if watermark is not None:
+            # The last reading before a container's cgroup vanishes may be the only one that
+            # saw the peak; every reading counts, not only those at phase boundaries.
+            self._peak_watermark = max(self._peak_watermark or 0, watermark)
         breakdown = self._safe(self.probe.memory_breakdown) or {}
         oom = self._safe(self.probe.oom_kills)
         if oom is not None:
@@ -206,6 +214,10 @@ class Monitor(threading.Thread):
         if self._samples % self.process_every == 0 or is_peak:
             processes = self._processes(with_cmdline=is_peak)
             record["procs"] = [[p.pid, p.name, p.rss_bytes] for p in processes]
+            if self.gpu.available:
+                gpu = self.gpu.sample(set(self._safe(self.probe.pids) or []))
+                record["gpu"] = gpu
+                self.tracker.charge_gpu(sum(device[3] for device in gpu.get("devices", [])))
             if is_peak:
                 self._processes_at_peak = processes
         if usage is not None:

@@ -26,6 +26,8 @@ class PhaseWindow:
     peak_bytes: int | None = None
     error: str | None = None
     """Exception type that left the phase, or "unfinished" when the process died inside it."""
+    gpu_peak_bytes: int | None = None
+    """Largest GPU memory of the run's processes sampled (NVML) while the phase was open."""
 
     def to_dict(self, origin_mono: float) -> dict[str, Any]:
         """Audit form, times relative to the run's start."""
@@ -35,6 +37,7 @@ class PhaseWindow:
             "start": round(self.start_mono - origin_mono, 4),
             "end": None if self.end_mono is None else round(self.end_mono - origin_mono, 4),
             "peak_bytes": self.peak_bytes,
+            "gpu_peak_bytes": self.gpu_peak_bytes,
             "error": self.error,
         }
 
@@ -58,6 +61,11 @@ class PhaseTracker:
         for window in self.open:
             if window.peak_bytes is None or segment_peak > window.peak_bytes:
                 window.peak_bytes = segment_peak
+
+    def charge_gpu(self, used_bytes: int) -> None:
+        """Charge a GPU sample (bytes used by the run's processes) to every open phase."""
+        for window in self.open:
+            window.gpu_peak_bytes = max(window.gpu_peak_bytes or 0, used_bytes)
 
     def apply(self, event: dict[str, Any]) -> None:
         """Open or close a window for a phase_start / phase_end event."""

@@ -17,8 +17,14 @@ from qualify.errors import UsageError
 from qualify.families import Family, OptionValue
 from qualify.gitinfo import CommitInfo
 from qualify.sandbox.base import Limits
+from qualify.sandbox.docker import DockerOptions
 
 HARNESS_ROOT = Path(harness.__file__).resolve().parent.parent
+# --- GPU (issue 4): the directory holding harness's sitecustomize (torch hook, see harness/_gpu.py)
+HARNESS_SITE = HARNESS_ROOT / "harness" / "_site"
+ENV_GPU_BUDGET = "QUALIFY_GPU_BUDGET_BYTES"
+ENV_CUDA_HISTORY = "QUALIFY_CUDA_HISTORY"
+# --- end GPU
 MIN_MEMORY = 1 << 20
 ALLOC_VARIABLES = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
 
@@ -56,6 +62,8 @@ class RunSpec:
     allocator: AllocatorPolicy
     command_line: tuple[str, ...]
     """The qualify command as typed (argv), for the audit and reproduction."""
+    docker: DockerOptions | None = None
+    """The container asked for with ``--image`` (None: no docker)."""
 
 
 def new_run_id() -> str:
@@ -79,8 +87,16 @@ def merge_options(family: Family, overrides: Mapping[str, str]) -> dict[str, Opt
     return options
 
 
-def resolve_argv(command: tuple[str, ...], path: str | None) -> tuple[str, ...]:
-    """argv with argv[0] resolved; "python" means the interpreter qualify runs under."""
+def resolve_argv(
+    command: tuple[str, ...], path: str | None, in_image: bool = False
+) -> tuple[str, ...]:
+    """argv with argv[0] resolved; "python" means the interpreter qualify runs under.
+
+    ``in_image``: the command runs in a container image with its own PATH and Python, so it
+    is passed unchanged.
+    """
+    if in_image:
+        return command
     first = command[0]
     if first in ("python", "python3"):
         return (sys.executable, *command[1:])
@@ -108,11 +124,19 @@ def sandbox_env(
     run_dir: Path,
     run_id: str,
     allocator: AllocatorPolicy,
+    gpu_budget_bytes: int | None = None,
+    cuda_history: bool = False,
 ) -> dict[str, str]:
-    """The E2E's environment: the caller's, the family's, and the harness plumbing."""
+    """The E2E's environment: the caller's, the family's, and the harness plumbing.
+
+    ``gpu_budget_bytes`` (``--gpu-mem``) becomes the per-process PyTorch budget the harness
+    applies when CUDA initializes; ``cuda_history`` (``--cuda-history``) records the
+    allocator's history and dumps a snapshot on a CUDA OOM.
+    """
     env = dict(base)
     env.update(family.env)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HARNESS_ROOT), env.get("PYTHONPATH")) if p)
+    paths = (str(HARNESS_ROOT), str(HARNESS_SITE), env.get("PYTHONPATH"))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     env["PYTHONUNBUFFERED"] = "1"
     plugins = [p for p in env.get("PYTEST_PLUGINS", "").split(",") if p]
     if "harness.pytest_plugin" not in plugins:
@@ -134,7 +158,24 @@ def sandbox_env(
         env[env_name(name)] = str(value).lower() if isinstance(value, bool) else str(value)
     if allocator.variable and not allocator.caller_kept and allocator.value:
         env[allocator.variable] = allocator.value
+    env.update(gpu_env(gpu_budget_bytes, cuda_history))
     return env
+
+
+# --- GPU (issue 4)
+def gpu_env(budget_bytes: int | None, cuda_history: bool) -> dict[str, str]:
+    """The QUALIFY_ variables the harness's GPU hook reads (nothing set: the hook only observes)."""
+    env: dict[str, str] = {}
+    if budget_bytes is not None:
+        if budget_bytes < MIN_MEMORY:
+            raise UsageError(f"--gpu-mem {budget_bytes} bytes is too small: at least 1MiB")
+        env[ENV_GPU_BUDGET] = str(budget_bytes)
+    if cuda_history:
+        env[ENV_CUDA_HISTORY] = "1"
+    return env
+
+
+# --- end GPU
 
 
 def check_memory(memory_bytes: int, what: str) -> int:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -159,3 +160,26 @@ def run_qualify(tmp_path: Path) -> RunQualify:
         return Completed(process, workdir)
 
     return _run
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Iterator[tuple[str, str]]:
+    """(DOCKER_HOST, test image) of a real engine; DOCKER_HOST is exported for qualify
+    subprocesses. No engine is a test failure with the reason, never a silent skip."""
+    from tests.dockerd import build_image, engine
+
+    with contextlib.ExitStack() as stack:
+        try:
+            host = stack.enter_context(engine())
+            image = build_image(host)
+        except Exception as exc:
+            pytest.fail(f"docker tests need a docker engine and none could be started: {exc}")
+        previous = os.environ.get("DOCKER_HOST")
+        os.environ["DOCKER_HOST"] = host
+        try:
+            yield host, image
+        finally:
+            if previous is None:
+                os.environ.pop("DOCKER_HOST", None)
+            else:
+                os.environ["DOCKER_HOST"] = previous

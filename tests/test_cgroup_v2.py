@@ -104,3 +104,11 @@ def test_probe_reads_real_v2_files(tmp_path: Path) -> None:
         assert probe.reset_watermark() is True
     finally:
         probe.close()
+
+
+def test_self_delegation_only_when_alone() -> None:
+    from qualify.sandbox.cgroup_v2 import can_self_delegate
+
+    assert can_self_delegate([4242], 4242)
+    assert not can_self_delegate([17, 4242], 4242)
+    assert not can_self_delegate([], 4242)

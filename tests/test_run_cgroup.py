@@ -10,6 +10,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import psutil
 import pytest
 
 from qualify.sandbox.layout import current_layout
@@ -148,12 +149,11 @@ def test_signal_to_qualify_cleans_up(
     assert audit["interrupted"] == signal_number.name
     assert "interrupted" in audit["reason"]
     ET.parse(result.run_dir / "junit.xml")
-    pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    children = (
-        [p for p in pids if "test_hog.py" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
-        if pids
-        else []
-    )
+    family_dir = str(repo / "families" / "hog")
+    children = []
+    for process in psutil.process_iter(["cwd"]):
+        if process.info["cwd"] == family_dir:
+            children.append(process.pid)
     assert children == []
     assert leftover_cgroups() == []
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -13,13 +15,14 @@ from qualify.execute import Interrupts, execute
 from qualify.families import default_family_dirs, find_family, validate_name
 from qualify.gitinfo import commit_info, repo_root
 from qualify.judge import judge
-from qualify.profiles import DEFAULT_PIDS, find_profile
+from qualify.profiles import DEFAULT_PIDS, Profile, find_profile
 from qualify.report.atomic import write_json_atomic
 from qualify.report.audit import build_audit, iso, provisional_audit
 from qualify.report.junit import write_junit
 from qualify.report.summary import print_summary
-from qualify.result import RunResult
+from qualify.result import Execution, RunResult
 from qualify.sandbox import Limits, select_sandbox
+from qualify.sandbox.docker import DEFAULT_SHM, DockerOptions, device_requests, host_gpu_count
 from qualify.sandbox.layout import current_layout
 from qualify.sizes import parse_duration, parse_size
 from qualify.spec import (
@@ -35,6 +38,34 @@ from qualify.testcases import JUnitCase
 from qualify.verdict import EXIT_USAGE
 
 DEFAULT_MEMORY = "4G"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRequest:
+    """``qualify run`` as typed: the flags, unvalidated (``build_spec`` validates them)."""
+
+    family_name: str
+    mem: str | None = None
+    profile_name: str | None = None
+    families_dirs: Sequence[Path] = ()
+    out: Path = Path("reports")
+    timeout: str | None = None
+    backend: str = "auto"
+    repo: Path | None = None
+    sets: Sequence[str] = ()
+    sample_interval: str = "50ms"
+    base_ref: str | None = None
+    command_line: Sequence[str] = ()
+    image: str | None = None
+    shm: str | None = None
+    network: str = "none"
+    gpus: str | None = None
+    mount_host_python: bool = False
+    gpu_mem: str | None = None
+    """PyTorch budget per process (``--gpu-mem``); a profile's ``gpu.budget`` otherwise."""
+    cuda_history: bool = False
+
+
 GRACE_S = 5.0
 
 
@@ -48,29 +79,15 @@ def _parse_sets(sets: Sequence[str]) -> dict[str, str]:
     return overrides
 
 
-def build_spec(
-    *,
-    family_name: str,
-    mem: str | None,
-    profile_name: str | None,
-    families_dirs: Sequence[Path],
-    out: Path,
-    timeout: str | None,
-    backend: str,
-    repo: Path | None,
-    sets: Sequence[str],
-    sample_interval: str,
-    base_ref: str | None,
-    command_line: Sequence[str],
-) -> RunSpec:
+def build_spec(request: RunRequest) -> RunSpec:
     """Validate every input and decide the run; raises UsageError before anything is written."""
-    validate_name(family_name)
-    root = repo_root(repo if repo is not None else Path.cwd())
-    search = list(families_dirs) or default_family_dirs(root)
-    family = find_family(family_name, search)
-    profile = find_profile(profile_name) if profile_name else None
-    if mem is not None:
-        memory = parse_size(mem, what="--mem")
+    validate_name(request.family_name)
+    root = repo_root(request.repo if request.repo is not None else Path.cwd())
+    search = list(request.families_dirs) or default_family_dirs(root)
+    family = find_family(request.family_name, search)
+    profile = find_profile(request.profile_name) if request.profile_name else None
+    if request.mem is not None:
+        memory = parse_size(request.mem, what="--mem")
     elif profile is not None:
         memory = profile.memory_bytes
     else:
@@ -81,19 +98,27 @@ def build_spec(
         swap_bytes=profile.swap_bytes if profile else 0,
         pids_max=profile.pids_max if profile else DEFAULT_PIDS,
     )
-    options = merge_options(family, _parse_sets(sets))
-    interval = parse_duration(sample_interval, what="--interval")
+    options = merge_options(family, _parse_sets(request.sets))
+    interval = parse_duration(request.sample_interval, what="--interval")
     run_id = new_run_id()
-    commit = commit_info(root, base_ref)
-    run_dir = out / commit.head / family.name / (profile.name if profile else "custom") / run_id
+    commit = commit_info(root, request.base_ref)
+    run_dir = (
+        request.out / commit.head / family.name / (profile.name if profile else "custom") / run_id
+    )
     allocator = allocator_policy(family, os.environ)
+    docker = _docker_options(request)
+    gpu_budget = _gpu_budget(request.gpu_mem, profile)
     return RunSpec(
         run_id=run_id,
         family=family,
         profile=profile.name if profile else "custom",
-        backend=backend,
+        backend=request.backend,
         limits=limits,
-        argv=resolve_argv(family.command, os.environ.get("PATH")),
+        argv=resolve_argv(
+            family.command,
+            os.environ.get("PATH"),
+            in_image=docker is not None and not docker.mount_host_python,
+        ),
         workdir=family.workdir,
         env=sandbox_env(
             base=os.environ,
@@ -102,17 +127,61 @@ def build_spec(
             run_dir=run_dir.resolve(),
             run_id=run_id,
             allocator=allocator,
+            gpu_budget_bytes=gpu_budget,
+            cuda_history=request.cuda_history,
         ),
         options=options,
-        timeout_s=parse_duration(timeout, what="--timeout") if timeout else family.timeout_s,
+        timeout_s=(
+            parse_duration(request.timeout, what="--timeout")
+            if request.timeout
+            else family.timeout_s
+        ),
         grace_s=GRACE_S,
         sample_interval_s=interval,
         run_dir=run_dir.resolve(),
         commit=commit,
         repo=root,
         allocator=allocator,
-        command_line=tuple(command_line),
+        command_line=tuple(request.command_line),
+        docker=docker,
     )
+
+
+def _docker_options(request: RunRequest) -> DockerOptions | None:
+    """The docker flags, validated; None when no container was asked for."""
+    image, backend, network = request.image, request.backend, request.network
+    if image is None:
+        if backend == "docker":
+            raise UsageError("--backend docker needs --image IMAGE (an image in the engine)")
+        given = [
+            flag for flag, value in (("--shm", request.shm), ("--gpus", request.gpus)) if value
+        ]
+        given += ["--mount-host-python"] if request.mount_host_python else []
+        given += ["--network"] if network != "none" else []
+        if given:
+            raise UsageError(f"{', '.join(given)} only apply with --image IMAGE")
+        return None
+    if backend not in ("auto", "docker"):
+        raise UsageError(f"--image only applies to --backend docker or auto, not {backend}")
+    if not network:
+        raise UsageError("--network '' is not valid: name a docker network (bridge, host)")
+    device_requests(request.gpus, host_gpu_count())
+    return DockerOptions(
+        image=image,
+        shm_bytes=parse_size(request.shm, what="--shm") if request.shm else DEFAULT_SHM,
+        network=network,
+        gpus=request.gpus,
+        mount_host_python=request.mount_host_python,
+    )
+
+
+def _gpu_budget(gpu_mem: str | None, profile: Profile | None) -> int | None:
+    """--gpu-mem, else the profile's emulation budget (l4-budget), else none."""
+    if gpu_mem is not None:
+        return parse_size(gpu_mem, what="--gpu-mem")
+    if profile is not None and profile.gpu is not None:
+        return profile.gpu.budget_bytes
+    return None
 
 
 def _properties(result: RunResult) -> dict[str, str]:
@@ -145,6 +214,18 @@ def write_reports(result: RunResult) -> None:
     write_json_atomic(spec.run_dir / "audit.json", build_audit(result))
 
 
+def _judge_or_error(spec: RunSpec, execution: Execution) -> RunResult:
+    """The judged result; a bug in judging still yields reports (ERROR, traceback in debug.log)."""
+    try:
+        return judge(spec, execution, current_layout().version)
+    except Exception as exc:
+        (spec.run_dir / "debug.log").write_text(traceback.format_exc(), encoding="utf-8")
+        failed = dataclasses.replace(
+            execution, setup_error=f"qualify failed while judging the run: {exc!r} (see debug.log)"
+        )
+        return judge(spec, failed, None)
+
+
 def _write_provisional(spec: RunSpec) -> None:
     message = "qualify did not finish (it was killed before it could write its report)"
     case = JUnitCase("qualify", "run", "error", 0.0, message, message, kind="ERROR")
@@ -163,40 +244,13 @@ def _display(path: Path) -> str:
         return str(path)
 
 
-def run(
-    *,
-    family_name: str,
-    mem: str | None,
-    profile_name: str | None,
-    families_dirs: Sequence[Path],
-    out: Path,
-    timeout: str | None,
-    backend: str,
-    repo: Path | None,
-    sets: Sequence[str],
-    sample_interval: str,
-    base_ref: str | None,
-    command_line: Sequence[str],
-    stdout: TextIO = sys.stdout,
-    stderr: TextIO = sys.stderr,
-) -> int:
+def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
     """Run one family once; returns the verdict's exit code (2 for bad input)."""
     try:
-        spec = build_spec(
-            family_name=family_name,
-            mem=mem,
-            profile_name=profile_name,
-            families_dirs=families_dirs,
-            out=out,
-            timeout=timeout,
-            backend=backend,
-            repo=repo,
-            sets=sets,
-            sample_interval=sample_interval,
-            base_ref=base_ref,
-            command_line=command_line,
+        spec = build_spec(request)
+        sandbox = select_sandbox(
+            spec.backend, spec.run_id, docker=spec.docker, family_dir=spec.family.directory
         )
-        sandbox = select_sandbox(spec.backend, spec.run_id)
     except UsageError as exc:
         stderr.write(f"qualify run: error: {exc}\n")
         return EXIT_USAGE
@@ -205,7 +259,11 @@ def run(
         spec.run_dir.mkdir(parents=True, exist_ok=False)
         _write_provisional(spec)
         execution = execute(spec, sandbox, interrupts)
-        result = judge(spec, execution, current_layout().version)
+        if spec.backend == "auto" and execution.sandbox and spec.docker is None:
+            why = f"--backend auto chose {execution.sandbox.backend}: no --image was given"
+            info = dataclasses.replace(execution.sandbox, notes=(why, *execution.sandbox.notes))
+            execution = dataclasses.replace(execution, sandbox=info)
+        result = _judge_or_error(spec, execution)
         write_reports(result)
     print_summary(result, stdout)
     stdout.write(f"{_display(spec.run_dir)}\n")

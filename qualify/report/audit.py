@@ -6,7 +6,10 @@ import dataclasses
 import time
 from typing import Any
 
+from qualify.cuda_oom import gpu_evidence
 from qualify.diagnose import signal_name
+from qualify.events import read_events
+from qualify.gpu import read_summary
 from qualify.result import RunResult
 from qualify.sandbox.base import Limits
 
@@ -61,6 +64,16 @@ def _limits(requested: Limits, in_effect: Limits | None) -> dict[str, Any]:
     }
 
 
+# --- GPU (issue 4)
+def _gpu(result: RunResult) -> dict[str, Any]:
+    run_dir = result.spec.run_dir
+    evidence = gpu_evidence(read_events(run_dir / "events.jsonl"), run_dir / "stderr.log")
+    return evidence.to_dict(read_summary(run_dir))
+
+
+# --- end GPU
+
+
 def build_audit(result: RunResult) -> dict[str, Any]:
     """The audit document of ``result``."""
     spec, execution = result.spec, result.execution
@@ -98,6 +111,7 @@ def build_audit(result: RunResult) -> dict[str, Any]:
         "parity": result.parity.to_dict() if result.parity is not None else None,
         "parity_error": result.parity_error,
         "allocator": dataclasses.asdict(spec.allocator),
+        "gpu": _gpu(result),
         "timings": {
             "started": iso(execution.started_wall),
             "ended": iso(execution.ended_wall),

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TextIO
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, TextIO
 
 from qualify.result import RunResult
 from qualify.sizes import format_bytes, format_duration
 from qualify.verdict import Verdict
 
+if TYPE_CHECKING:
+    from rich.table import Table
+
 _STYLE = {Verdict.PASSED: "bold green", Verdict.ERROR: "bold magenta"}
 
 
 def _phase_table(result: RunResult) -> Table | None:
+    from rich.table import Table
+
     monitor = result.execution.monitor
     if monitor is None or not monitor.phases:
         return None
@@ -51,6 +53,8 @@ def _parity_line(result: RunResult) -> str | None:
 
 def print_summary(result: RunResult, stream: TextIO) -> None:
     """Verdict, limits and peak, tests, phases, parity; the run directory is printed after."""
+    from rich.console import Console  # imported late: it is the slowest import of a run
+
     console = Console(file=stream, highlight=False, soft_wrap=True)
     spec, execution = result.spec, result.execution
     sandbox = execution.sandbox

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from qualify.errors import SandboxError, UsageError
 from qualify.sandbox.base import Limits, Probe, Sandbox, SandboxInfo, limit_mismatches
 from qualify.sandbox.layout import current_layout, v2_mount_point
 
-BACKENDS = ("auto", "cgroup", "none")
+if TYPE_CHECKING:
+    from qualify.sandbox.docker import DockerOptions
+
+BACKENDS = ("auto", "cgroup", "docker", "none")
 
 __all__ = [
     "BACKENDS",
@@ -32,30 +37,55 @@ def _cgroup_sandbox(run_id: str) -> Sandbox:
 
         pids = layout.pids_dir if layout.pids_dir and os.access(layout.pids_dir, os.W_OK) else None
         return CgroupV1Sandbox(layout.memory_dir, layout.memory_path, pids, run_id)
-    from pathlib import Path
-
     from qualify.sandbox.cgroup_v2 import CgroupV2Sandbox
 
     mount = v2_mount_point(Path("/proc/self/mountinfo").read_bytes())
     return CgroupV2Sandbox(layout.memory_dir, layout.memory_path, run_id, mount)
 
 
-def select_sandbox(backend: str, run_id: str) -> Sandbox:
+def _docker_sandbox(
+    run_id: str, docker: DockerOptions | None, family_dir: Path | None, reason: str | None
+) -> Sandbox:
+    from qualify.sandbox.docker import DockerSandbox, check_image, connect
+    from qualify.spec import HARNESS_ROOT
+
+    if docker is None or family_dir is None:
+        raise UsageError("--backend docker needs --image IMAGE")
+    client = connect()
+    check_image(client, docker.image)
+    sandbox = DockerSandbox(client, docker, run_id, family_dir, HARNESS_ROOT)
+    sandbox.reason = reason
+    return sandbox
+
+
+def select_sandbox(
+    backend: str,
+    run_id: str,
+    docker: DockerOptions | None = None,
+    family_dir: Path | None = None,
+) -> Sandbox:
     """The sandbox for ``backend``; no silent uncapped fallback.
 
-    ``auto`` picks a cgroup when this process can create one; when it cannot, the one-line
-    UsageError says what to do instead.
+    ``auto`` picks docker when ``--image`` was given (the family asked for its image), else a
+    cgroup when this process can create one; when it cannot, the one-line UsageError says
+    what to do instead. The engine and the image are checked here, before any run directory.
     """
     if backend == "none":
         from qualify.sandbox.none import NoSandbox
 
         return NoSandbox()
-    if backend not in ("auto", "cgroup"):
+    if backend not in BACKENDS:
         raise UsageError(f"--backend {backend!r} is not valid (valid: {', '.join(BACKENDS)})")
+    if backend == "docker":
+        return _docker_sandbox(run_id, docker, family_dir, None)
+    if backend == "auto" and docker is not None:
+        reason = f"--backend auto chose docker: --image {docker.image} was given"
+        return _docker_sandbox(run_id, docker, family_dir, reason)
     try:
         return _cgroup_sandbox(run_id)
     except SandboxError as exc:
         raise UsageError(
             f"cannot cap memory with a cgroup here ({exc}): run as root or in a delegated "
-            "cgroup subtree, or pass --backend none to run uncapped"
+            "cgroup subtree, pass --image IMAGE for --backend docker, or pass --backend none "
+            "to run uncapped"
         ) from None

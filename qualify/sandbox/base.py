@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 # Kernels keep memory limits in pages: a limit written in bytes reads back rounded down.
 PAGE_SIZE = 4096
@@ -51,7 +52,7 @@ class SandboxInfo:
     """How the run is confined, as read back from the kernel after setup."""
 
     backend: str
-    """"cgroup-v1", "cgroup-v2" or "none"."""
+    """"cgroup-v1", "cgroup-v2", "docker" or "none"."""
     capped: bool
     """False only for ``--backend none``: every report says the run was uncapped."""
     cgroup: str | None
@@ -107,3 +108,35 @@ class Sandbox(Protocol):
 
     def teardown(self) -> list[str]:
         """Kill what is left and remove the confinement; returns problems, never raises."""
+
+
+class Child(Protocol):
+    """The started E2E as execute() sees it: a Popen, or a container that behaves like one."""
+
+    @property
+    def returncode(self) -> int | None:
+        """Exit code once ended (negative signal for a Popen, 128+signal for a container)."""
+
+    def poll(self) -> int | None:
+        """The exit code, or None while running."""
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Wait for the end; raises subprocess.TimeoutExpired after ``timeout``."""
+
+    def kill(self) -> None:
+        """SIGKILL the child."""
+
+
+@runtime_checkable
+class StartsItself(Protocol):
+    """A backend that starts the E2E itself (docker) instead of Popen of ``wrap(argv)``.
+
+    Its confinement exists only once the E2E starts, so ``start`` reads the limits back and
+    raises SandboxError on a mismatch; ``info()`` is the SandboxInfo read back so far.
+    """
+
+    def start(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], run_dir: Path) -> Any:
+        """Start the E2E; returns a Child whose ``stdout`` / ``stderr`` are byte pipes."""
+
+    def info(self) -> SandboxInfo | None:
+        """The SandboxInfo with what was read back after start."""

@@ -91,6 +91,8 @@ def reclaim_orphans(parent: Path, prefix: str = "qualify-", min_age_s: float = 6
         for child in parent.iterdir():
             if not (child.is_dir() and child.name.startswith(prefix)):
                 continue
+            if child.name == "qualify-supervisor":
+                continue
             with contextlib.suppress(FileNotFoundError):
                 if now - child.stat().st_mtime < min_age_s or procs_of([child]):
                     continue

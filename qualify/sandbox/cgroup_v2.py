@@ -27,6 +27,12 @@ from qualify.sandbox.cgroupfs import (
 )
 
 _CONTROLLERS = ("memory", "pids")
+SUPERVISOR_LEAF = "qualify-supervisor"
+
+
+def can_self_delegate(procs: Sequence[int], own_pid: int) -> bool:
+    """True when qualify is the only process of its cgroup and may move into a leaf."""
+    return list(procs) == [own_pid]
 
 
 def v2_limits_in_effect(
@@ -116,16 +122,29 @@ class CgroupV2Sandbox:
         missing = [c for c in _CONTROLLERS if c not in enabled]
         if not missing:
             return
+        request = " ".join(f"+{c}" for c in missing)
         try:
-            common.write_file(control, " ".join(f"+{c}" for c in missing))
+            common.write_file(control, request)
+            return
         except SandboxError as exc:
-            # "no internal processes": a cgroup holding processes (ours) cannot hand memory
-            # to children (EBUSY). A delegated scope or systemd-run --scope is the way out.
-            raise SandboxError(
-                f"cannot enable {'+'.join(missing)} for children of {self.parent_path}: {exc} "
-                "(run qualify inside a delegated cgroup, e.g. `systemd-run --scope -p "
-                "Delegate=yes`, or use --backend docker)"
-            ) from exc
+            first_error = exc
+        # "No internal processes" (cgroup-v2.rst): a cgroup that holds processes cannot hand
+        # memory to children (EBUSY). When the only process here is qualify itself, it moves
+        # into a leaf of its own first, as container runtimes do in a delegated subtree.
+        if can_self_delegate(common.procs_of([self.parent]), os.getpid()):
+            leaf = self.parent / SUPERVISOR_LEAF
+            leaf.mkdir(exist_ok=True)
+            common.write_file(leaf / "cgroup.procs", str(os.getpid()))
+            try:
+                common.write_file(control, request)
+                return
+            except SandboxError as exc:
+                first_error = exc
+        raise SandboxError(
+            f"cannot enable {'+'.join(missing)} for children of {self.parent_path}: "
+            f"{first_error} (run qualify in a delegated cgroup of its own, e.g. "
+            "`systemd-run --scope -p Delegate=yes qualify run ...`, or use --backend docker)"
+        ) from first_error
 
     def prepare(self, requested: Limits) -> SandboxInfo:
         """Create the cgroup, write the limits, read them back."""

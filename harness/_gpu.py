@@ -1,0 +1,343 @@
+"""GPU side of the harness: budget, allocator record and CUDA OOM evidence, all lazy.
+
+Nothing here imports torch. ``install()`` (called by the ``sitecustomize`` in ``harness/_site``)
+puts a one-shot finder on ``sys.meta_path``; when the family itself imports ``torch``, the
+finder lets the import run unchanged and then queues ``_on_cuda_init`` with
+``torch.cuda._lazy_call``. torch runs queued calls inside ``torch.cuda._lazy_init`` right after
+``torch._C._cuda_init()`` (torch 2.13 torch/cuda/__init__.py), that is, before the first CUDA
+allocation of the process: the budget is in place before the family allocates anything.
+
+Events (one JSON line each in events.jsonl, stamped with t, mono and pid):
+
+- ``gpu_budget``: ``device, fraction, total_bytes, budget_bytes, applied`` and ``error`` when
+  the budget could not be applied (larger than the device, or torch refused it).
+- ``gpu_allocator``: the allocator variables the process saw, the settings string torch parsed,
+  the backend, and whether ``expandable_segments`` is on in that string.
+- ``cuda_oom``: ``source`` ("observer": torch's out-of-memory observer, exact numbers; or
+  "exception": a raised ``torch.OutOfMemoryError`` with its message), the allocator counters of
+  the device, and ``snapshot`` when ``QUALIFY_CUDA_HISTORY=1`` dumped one.
+- ``gpu_hook_error``: the hook itself failed; the family's run is never broken by the hook.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import threading
+import types
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from harness._events import ENV_EVENTS, emit
+
+ENV_BUDGET = "QUALIFY_GPU_BUDGET_BYTES"
+ENV_HISTORY = "QUALIFY_CUDA_HISTORY"
+ENV_RUN_DIR = "QUALIFY_RUN_DIR"
+ALLOC_VARIABLES = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF")
+SNAPSHOT_NAME = "cuda-snapshot.pickle"
+HISTORY_MAX_ENTRIES = 100_000
+
+_state = {"installed": False, "torch_seen": False, "snapshot_done": False}
+_lock = threading.Lock()
+
+
+def budget_bytes(environ: dict[str, str] | os._Environ[str] | None = None) -> int | None:
+    """The GPU budget asked by the host, or None (unset or empty means no budget)."""
+    raw = (os.environ if environ is None else environ).get(ENV_BUDGET, "").strip()
+    return int(raw) if raw else None
+
+
+def budget_fraction(budget: int, total: int) -> tuple[float | None, str | None]:
+    """The fraction for ``set_per_process_memory_fraction``, or None and why it cannot be."""
+    if budget <= 0:
+        return None, f"GPU budget {budget} bytes must be positive"
+    if total <= 0:
+        return None, f"device total memory reads {total} bytes"
+    if budget > total:
+        return None, f"GPU budget {budget} bytes exceeds the device's {total} bytes"
+    return budget / total, None
+
+
+def expandable_in(settings: str | None) -> bool | None:
+    """Whether an allocator settings string turns ``expandable_segments`` on (None: unset)."""
+    if not settings:
+        return None
+    found: bool | None = None
+    for item in settings.split(","):
+        key, _, value = item.partition(":")
+        if key.strip() == "expandable_segments":
+            found = value.strip().lower() in ("true", "1")
+    return found
+
+
+class _TorchFinder(importlib.abc.MetaPathFinder):
+    """One-shot finder: lets ``import torch`` proceed, then runs ``on_torch`` on the module."""
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None,
+        target: types.ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != "torch":
+            return None
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        spec.loader = _AfterExecLoader(spec.loader)
+        return spec
+
+
+class _AfterExecLoader(importlib.abc.Loader):
+    """Delegates to torch's own loader; after the module executed, queues the CUDA hook."""
+
+    def __init__(self, inner: importlib.abc.Loader):
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        # get_resource_reader, is_package... used by importlib.resources on torch.
+        return getattr(self._inner, name)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        module.__spec__.loader = self._inner  # type: ignore[union-attr]
+        module.__loader__ = self._inner
+        self._inner.exec_module(module)
+        on_torch(module)
+
+
+def install() -> None:
+    """Watch for the family's ``import torch``; a no-op outside a qualify run."""
+    if not os.environ.get(ENV_EVENTS) or _state["installed"]:
+        return
+    _state["installed"] = True
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        on_torch(torch)
+    else:
+        sys.meta_path.insert(0, _TorchFinder())
+
+
+def on_torch(torch: Any) -> None:
+    """torch was imported: queue the CUDA init hook and chain the exception hooks."""
+    with _lock:
+        if _state["torch_seen"]:
+            return
+        _state["torch_seen"] = True
+    try:
+        _chain_excepthooks()
+        torch.cuda._lazy_call(functools.partial(_on_cuda_init, torch))
+    except Exception as exc:
+        _hook_error("on_torch", exc)
+
+
+def _hook_error(where: str, exc: BaseException) -> None:
+    emit({"event": "gpu_hook_error", "where": where, "error": f"{type(exc).__name__}: {exc}"})
+
+
+def _on_cuda_init(torch: Any) -> None:
+    # Runs inside torch.cuda._lazy_init: every failure is recorded, never raised, since a
+    # raise here becomes the family's DeferredCudaCallError.
+    for step in (_record_allocator, _apply_budget, _attach_observer, _start_history):
+        try:
+            step(torch)
+        except Exception as exc:
+            _hook_error(step.__name__, exc)
+
+
+def _allocator_settings(torch: Any) -> str | None:
+    getter = getattr(torch._C, "_accelerator_getAllocatorSettings", None)
+    return str(getter()) if getter is not None else None
+
+
+def _record_allocator(torch: Any) -> None:
+    settings = _allocator_settings(torch)
+    backend = None
+    with contextlib.suppress(Exception):
+        backend = str(torch.cuda.get_allocator_backend())
+    emit(
+        {
+            "event": "gpu_allocator",
+            "variables": {name: os.environ.get(name) for name in ALLOC_VARIABLES},
+            "settings": settings,
+            "backend": backend,
+            "expandable_segments": expandable_in(settings),
+            "torch_version": str(torch.__version__),
+            "device_count": int(torch.cuda.device_count()),
+        },
+        durable=True,
+    )
+
+
+def _apply_budget(torch: Any) -> None:
+    budget = budget_bytes()
+    if budget is None:
+        return
+    # Every visible device: the sandbox's CUDA_VISIBLE_DEVICES already names what the run owns.
+    for device in range(int(torch.cuda.device_count())):
+        total = int(torch.cuda.get_device_properties(device).total_memory)
+        fraction, error = budget_fraction(budget, total)
+        record: dict[str, Any] = {
+            "event": "gpu_budget",
+            "device": device,
+            "fraction": fraction,
+            "total_bytes": total,
+            "budget_bytes": budget,
+            "applied": False,
+        }
+        if fraction is not None:
+            try:
+                torch.cuda.set_per_process_memory_fraction(fraction, device)
+                record["applied"] = True
+            except Exception as exc:
+                error = f"set_per_process_memory_fraction failed: {exc}"
+        if error:
+            record["error"] = error
+        emit(record, durable=True)
+
+
+def _attach_observer(torch: Any) -> None:
+    attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
+    if attach is None:
+        emit({"event": "gpu_hook_error", "where": "observer", "error": "no OOM observer API"})
+        return
+
+    def observer(device: int, alloc: int, device_limit: int, device_free: int) -> None:
+        # Called by the caching allocator after it released its lock, before it raises.
+        try:
+            record_oom(
+                torch,
+                source="observer",
+                device=int(device),
+                requested_bytes=int(alloc),
+                observer_limit_bytes=int(device_limit),
+                observer_free_bytes=int(device_free),
+            )
+        except Exception as exc:
+            _hook_error("observer", exc)
+
+    attach(observer)
+
+
+def _start_history(torch: Any) -> None:
+    if os.environ.get(ENV_HISTORY) != "1" or not os.environ.get(ENV_RUN_DIR):
+        return
+    torch.cuda.memory._record_memory_history(max_entries=HISTORY_MAX_ENTRIES)
+    emit({"event": "cuda_history", "state": "recording", "max_entries": HISTORY_MAX_ENTRIES})
+
+
+def _device_counters(torch: Any, device: int) -> dict[str, Any]:
+    stats = torch.cuda.memory_stats(device)
+    free, total = torch.cuda.mem_get_info(device)
+    return {
+        "total_bytes": int(total),
+        "free_bytes": int(free),
+        "allocated_bytes": stats.get("allocated_bytes.all.current"),
+        "reserved_bytes": stats.get("reserved_bytes.all.current"),
+        "inactive_split_bytes": stats.get("inactive_split_bytes.all.current"),
+        "num_alloc_retries": stats.get("num_alloc_retries"),
+        "num_ooms": stats.get("num_ooms"),
+    }
+
+
+def _dump_snapshot(torch: Any) -> str | None:
+    run_dir = os.environ.get(ENV_RUN_DIR)
+    if os.environ.get(ENV_HISTORY) != "1" or not run_dir:
+        return None
+    with _lock:
+        if _state["snapshot_done"]:
+            return None
+        _state["snapshot_done"] = True
+    path = os.path.join(run_dir, SNAPSHOT_NAME)
+    torch.cuda.memory._dump_snapshot(path)
+    return path
+
+
+def record_oom(
+    torch: Any,
+    *,
+    source: str,
+    device: int | None = None,
+    message: str | None = None,
+    **extra: Any,
+) -> None:
+    """Write one ``cuda_oom`` event with the allocator counters of ``device``."""
+    record: dict[str, Any] = {
+        "event": "cuda_oom",
+        "source": source,
+        "device": device,
+        "requested_bytes": extra.pop("requested_bytes", None),
+    }
+    try:
+        index = int(torch.cuda.current_device()) if device is None else device
+        record["device"] = index
+        record.update(_device_counters(torch, index))
+    except Exception as exc:
+        record["counters_error"] = f"{type(exc).__name__}: {exc}"
+    record["allocator_conf"] = _allocator_settings(torch)
+    record["message"] = message
+    record.update(extra)
+    try:
+        record["snapshot"] = _dump_snapshot(torch)
+    except Exception as exc:
+        record["snapshot_error"] = f"{type(exc).__name__}: {exc}"
+    emit(record, durable=True)
+
+
+def is_cuda_oom(exc: BaseException) -> bool:
+    """True for ``torch.OutOfMemoryError`` (checked by name: torch is never imported here)."""
+    torch = sys.modules.get("torch")
+    oom_type = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
+    return isinstance(oom_type, type) and isinstance(exc, oom_type)
+
+
+def record_exception(exc: BaseException) -> None:
+    """Record a raised ``torch.OutOfMemoryError`` once (guards and hooks may both see it)."""
+    if not os.environ.get(ENV_EVENTS) or not is_cuda_oom(exc):
+        return
+    if getattr(exc, "_qualify_recorded", False):
+        return
+    with contextlib.suppress(Exception):
+        exc._qualify_recorded = True  # type: ignore[attr-defined]
+    try:
+        record_oom(sys.modules["torch"], source="exception", message=str(exc)[:4000])
+    except Exception as hook_exc:
+        _hook_error("record_exception", hook_exc)
+
+
+@contextlib.contextmanager
+def cuda_oom_guard() -> Iterator[None]:
+    """Record a ``torch.OutOfMemoryError`` leaving the block as a ``cuda_oom`` event, re-raise."""
+    try:
+        yield
+    except BaseException as exc:
+        record_exception(exc)
+        raise
+
+
+def _chain_excepthooks() -> None:
+    previous_sys: Callable[..., Any] = sys.excepthook
+    previous_thread: Callable[..., Any] = threading.excepthook
+
+    def sys_hook(
+        kind: type[BaseException], value: BaseException, tb: types.TracebackType | None
+    ) -> None:
+        record_exception(value)
+        previous_sys(kind, value, tb)
+
+    def thread_hook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_value is not None:
+            record_exception(args.exc_value)
+        previous_thread(args)
+
+    sys.excepthook = sys_hook
+    threading.excepthook = thread_hook

@@ -1,0 +1,44 @@
+"""qualify's sitecustomize: watch for the family's ``import torch`` (see harness/_gpu.py).
+
+The host puts this directory on the sandbox's PYTHONPATH, so Python's ``site`` module imports
+this file at start-up. It installs a one-shot import finder (a no-op outside a qualify run) and
+then hands over to the environment's own ``sitecustomize``, if there is one further down
+``sys.path`` (a distribution's or a venv's), which ours would otherwise shadow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import sys
+
+
+def _install_hook() -> None:
+    if not os.environ.get("QUALIFY_EVENTS"):
+        return
+    # Never let the hook break interpreter start-up: a broken harness must not fail the E2E.
+    with contextlib.suppress(Exception):
+        from harness import _gpu
+
+        _gpu.install()
+
+
+def _chain_next_sitecustomize() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    ours = sys.modules.pop("sitecustomize", None)
+    saved = list(sys.path)
+    sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or ".") != here]
+    try:
+        importlib.import_module("sitecustomize")
+    except ModuleNotFoundError as exc:
+        if exc.name != "sitecustomize":
+            raise
+        if ours is not None:
+            sys.modules["sitecustomize"] = ours
+    finally:
+        sys.path[:] = saved
+
+
+_install_hook()
+_chain_next_sitecustomize()
