@@ -53,6 +53,19 @@ def _run_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     )
     run.add_argument("--gpus", help="docker: GPUs as for docker run --gpus: all, N, or ids 0,1")
     run.add_argument(
+        "--publish",
+        "--publish-level",
+        choices=("public", "internal"),
+        default="public",
+        help="sanitized bundle in public/: public (no raw logs) or internal (logs, no secrets)",
+    )
+    run.add_argument(
+        "--junit-flavour",
+        choices=("xunit2", "xunit1"),
+        default="xunit2",
+        help="xunit2 (junit-10 schema) or xunit1 (adds file/line on testcases)",
+    )
+    run.add_argument(
         "--gpu-mem",
         metavar="SIZE",
         help="PyTorch GPU memory budget per process (e.g. 21.8G; default: the profile's)",
@@ -80,6 +93,31 @@ def _compare_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     compare.add_argument("--format", dest="output_format", choices=("text", "json"), default="text")
 
 
+def _report_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
+    report = commands.add_parser("report", help="write report.html of a run directory")
+    report.add_argument("run_dir", type=Path, help="reports/<sha>/<family>/<profile>/<run-id>")
+    report.add_argument(
+        "--github",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="step summary, annotations, outputs (default: when GITHUB_ACTIONS=true)",
+    )
+
+
+def _shard_parsers(commands: argparse._SubParsersAction[_Parser]) -> None:
+    matrix = commands.add_parser("matrix", help="print a GitHub Actions strategy.matrix JSON")
+    matrix.add_argument("--families", required=True, help="comma-separated family names")
+    matrix.add_argument("--profiles", required=True, help="comma-separated profile names")
+    matrix.add_argument("--families-dir", action="append", type=Path, default=[])
+    matrix.add_argument("--repo", type=Path, help="repo whose families/ is searched (default: .)")
+    merge = commands.add_parser("merge", help="merge run directories into one JUnit and index")
+    merge.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="run dirs or trees")
+    merge.add_argument("--out", type=Path, help="default: reports/merged/<head-sha>/")
+    merge.add_argument("--expect", metavar="FAMILY:PROFILE,...", help="shards that must exist")
+    merge.add_argument("--matrix", type=Path, help="matrix JSON (qualify matrix) of the shards")
+    merge.add_argument("--allow-mixed-heads", action="store_true")
+
+
 def build_parser() -> _Parser:
     """The whole command line."""
     parser = _Parser(prog="qualify", description=__doc__)
@@ -88,6 +126,15 @@ def build_parser() -> _Parser:
     _run_parser(commands)
     _compare_parser(commands)
     commands.add_parser("profiles", help="list the resource profiles")
+    triage = commands.add_parser("triage", help="why a run died and what to change")
+    triage.add_argument("run_dir", type=Path, nargs="?", help="a qualify run directory")
+    for flag in ("log", "inspect", "kernel", "junit", "report-log"):
+        triage.add_argument(f"--{flag}", action="append", type=Path, default=[])
+    triage.add_argument(
+        "--format", dest="output_format", choices=("text", "markdown", "json"), default="text"
+    )
+    _report_parser(commands)
+    _shard_parsers(commands)
     return parser
 
 
@@ -119,6 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 mount_host_python=args.mount_host_python,
                 gpu_mem=args.gpu_mem,
                 cuda_history=args.cuda_history,
+                junit_flavour=args.junit_flavour,
+                publish=args.publish,
             )
         )
     if args.command == "compare":
@@ -140,6 +189,41 @@ def main(argv: Sequence[str] | None = None) -> int:
             reference=args.reference,
             gate=ParityGate.from_table(overrides),
             output_format=args.output_format,
+        )
+    if args.command == "report":
+        from qualify.commands.report import report
+
+        return report(run_dir=args.run_dir, github=args.github)
+    if args.command == "triage":
+        from qualify.commands.triage import triage as triage_command
+
+        return triage_command(
+            run_dir=args.run_dir,
+            logs=args.log,
+            inspect=args.inspect,
+            kernel=args.kernel,
+            junit=args.junit,
+            report_log=args.report_log,
+            output_format=args.output_format,
+        )
+    if args.command == "matrix":
+        from qualify.commands.matrix import matrix
+
+        return matrix(
+            families=args.families,
+            profiles=args.profiles,
+            families_dirs=args.families_dir,
+            repo=args.repo,
+        )
+    if args.command == "merge":
+        from qualify.commands.merge import merge
+
+        return merge(
+            inputs=args.dirs,
+            out=args.out,
+            expect=args.expect,
+            matrix_file=args.matrix,
+            allow_mixed_heads=args.allow_mixed_heads,
         )
     from qualify.commands.profiles import profiles
 

@@ -99,6 +99,7 @@ def execute(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts) -> Executio
     monitor_result: MonitorResult | None = None
     logs: dict[str, BoundedLog] = {}
     returncode, timed_out, setup_error = None, False, None
+    pid: int | None = None
     problems: list[str] = []
     try:
         info = sandbox.prepare(spec.limits)
@@ -116,6 +117,7 @@ def execute(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts) -> Executio
         )
         monitor.start()
         process = _spawn(spec, sandbox)
+        pid = getattr(process, "pid", None)
         if not isinstance(sandbox, StartsItself):
             sandbox.attach(process.pid)
         for stream, pipe in (("stdout", process.stdout), ("stderr", process.stderr)):
@@ -141,6 +143,7 @@ def execute(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts) -> Executio
     return Execution(
         sandbox=info,
         returncode=returncode,
+        pid=pid if isinstance(pid, int) and pid > 0 else None,
         timed_out=timed_out,
         interrupted=interrupts.received,
         setup_error=setup_error,

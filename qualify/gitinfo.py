@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from qualify.errors import UsageError
 from qualify.subproc import run_capture
@@ -30,6 +33,8 @@ class CommitInfo:
     """merge-base of HEAD and ``base_ref``, when that ref exists."""
     base_ref: str | None
     branch: str | None
+    github: dict[str, Any] | None = None
+    """Inside GitHub Actions: ``{event, head, base, merge, pr_number}`` (see ``github_commit``)."""
 
 
 def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
@@ -69,8 +74,62 @@ def _diff_hash(repo: Path, tree: str) -> str:
     return hashlib.sha256(diff.stdout).hexdigest()
 
 
-def commit_info(repo: Path, base_ref: str | None = None) -> CommitInfo:
-    """Read the provenance of ``repo`` (a work tree root, see ``repo_root``)."""
+def github_commit(environ: Mapping[str, str]) -> dict[str, Any] | None:
+    """The commits of a GitHub Actions run; None outside Actions (``GITHUB_ACTIONS``).
+
+    For ``pull_request`` events ``GITHUB_SHA`` is the merge commit GitHub made of the PR head
+    and its base, not the head the author pushed; the head and base come from the event file
+    (``GITHUB_EVENT_PATH``: ``pull_request.head.sha``, ``pull_request.base.sha``).
+    https://docs.github.com/en/actions/writing-workflows/choosing-when-your-workflow-runs/events-that-trigger-workflows#pull_request
+    """
+    if environ.get("GITHUB_ACTIONS") != "true":
+        return None
+    event_name = environ.get("GITHUB_EVENT_NAME")
+    sha = environ.get("GITHUB_SHA") or None
+    record: dict[str, Any] = {
+        "event": event_name,
+        "head": sha,
+        "base": None,
+        "merge": None,
+        "pr_number": None,
+    }
+    if event_name not in ("pull_request", "pull_request_target"):
+        return record
+    try:
+        event = json.loads(Path(environ.get("GITHUB_EVENT_PATH", "")).read_text(encoding="utf-8"))
+        pull = event["pull_request"]
+        record.update(
+            head=pull["head"]["sha"],
+            base=pull["base"]["sha"],
+            pr_number=pull.get("number", event.get("number")),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(
+            f"GITHUB_EVENT_PATH {environ.get('GITHUB_EVENT_PATH')!r} is not a readable "
+            f"pull_request event ({exc!r}): the PR head cannot be told from the merge commit"
+        ) from exc
+    # pull_request_target runs on the base branch: GITHUB_SHA is the base, not a merge.
+    record["merge"] = sha if event_name == "pull_request" else None
+    return record
+
+
+def record_sha(commit: CommitInfo) -> str:
+    """The SHA a run is recorded under: the PR head in a pull_request run, else HEAD."""
+    if commit.github and commit.github.get("event") in ("pull_request", "pull_request_target"):
+        head = commit.github.get("head")
+        if isinstance(head, str) and head:
+            return head
+    return commit.head
+
+
+def commit_info(
+    repo: Path, base_ref: str | None = None, environ: Mapping[str, str] | None = None
+) -> CommitInfo:
+    """Read the provenance of ``repo`` (a work tree root, see ``repo_root``).
+
+    ``environ`` (the process environment, passed by ``qualify run``) adds ``github``
+    inside GitHub Actions; without it, or outside Actions, ``github`` is None.
+    """
     head = _git(repo, "rev-parse", "HEAD")
     head_tree = _git(repo, "rev-parse", "HEAD^{tree}")
     tree = _working_tree(repo)
@@ -89,4 +148,5 @@ def commit_info(repo: Path, base_ref: str | None = None) -> CommitInfo:
         base=base,
         base_ref=base_ref,
         branch=branch_result.stdout.decode().strip() or None,
+        github=github_commit(environ) if environ is not None else None,
     )

@@ -19,6 +19,8 @@ class Execution:
 
     sandbox: SandboxInfo | None
     returncode: int | None
+    pid: int | None
+    """Host pid of the E2E's root process (None when it never started or has none on the host)."""
     timed_out: bool
     interrupted: str | None
     setup_error: str | None

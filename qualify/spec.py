@@ -62,6 +62,7 @@ class RunSpec:
     allocator: AllocatorPolicy
     command_line: tuple[str, ...]
     """The qualify command as typed (argv), for the audit and reproduction."""
+    junit_flavour: str = "xunit2"
     docker: DockerOptions | None = None
     """The container asked for with ``--image`` (None: no docker)."""
 

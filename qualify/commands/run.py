@@ -13,12 +13,15 @@ from typing import TextIO
 from qualify.errors import UsageError
 from qualify.execute import Interrupts, execute
 from qualify.families import default_family_dirs, find_family, validate_name
-from qualify.gitinfo import commit_info, repo_root
+from qualify.gitinfo import commit_info, record_sha, repo_root
 from qualify.judge import judge
 from qualify.profiles import DEFAULT_PIDS, Profile, find_profile
 from qualify.report.atomic import write_json_atomic
 from qualify.report.audit import build_audit, iso, provisional_audit
+from qualify.report.github import publish_github
+from qualify.report.html import write_html_report
 from qualify.report.junit import write_junit
+from qualify.report.publish import LEVELS, PublishResult, publish_run, run_sanitizer
 from qualify.report.summary import print_summary
 from qualify.result import Execution, RunResult
 from qualify.sandbox import Limits, select_sandbox
@@ -64,6 +67,10 @@ class RunRequest:
     gpu_mem: str | None = None
     """PyTorch budget per process (``--gpu-mem``); a profile's ``gpu.budget`` otherwise."""
     cuda_history: bool = False
+    junit_flavour: str = "xunit2"
+    """xunit2 validates against the junit-10 schema; xunit1 adds file/line on testcases."""
+    publish: str = "public"
+    """Level of the sanitized bundle in public/: public (no raw logs) or internal."""
 
 
 GRACE_S = 5.0
@@ -82,6 +89,8 @@ def _parse_sets(sets: Sequence[str]) -> dict[str, str]:
 def build_spec(request: RunRequest) -> RunSpec:
     """Validate every input and decide the run; raises UsageError before anything is written."""
     validate_name(request.family_name)
+    if request.publish not in LEVELS:
+        raise UsageError(f"--publish {request.publish!r} is not valid (valid: {', '.join(LEVELS)})")
     root = repo_root(request.repo if request.repo is not None else Path.cwd())
     search = list(request.families_dirs) or default_family_dirs(root)
     family = find_family(request.family_name, search)
@@ -101,10 +110,10 @@ def build_spec(request: RunRequest) -> RunSpec:
     options = merge_options(family, _parse_sets(request.sets))
     interval = parse_duration(request.sample_interval, what="--interval")
     run_id = new_run_id()
-    commit = commit_info(root, request.base_ref)
-    run_dir = (
-        request.out / commit.head / family.name / (profile.name if profile else "custom") / run_id
-    )
+    commit = commit_info(root, request.base_ref, os.environ)
+    # Keyed by the commit under test: the PR head on pull_request events, not the merge commit.
+    profile_label = profile.name if profile else "custom"
+    run_dir = request.out / record_sha(commit) / family.name / profile_label / run_id
     allocator = allocator_policy(family, os.environ)
     docker = _docker_options(request)
     gpu_budget = _gpu_budget(request.gpu_mem, profile)
@@ -143,6 +152,7 @@ def build_spec(request: RunRequest) -> RunSpec:
         repo=root,
         allocator=allocator,
         command_line=tuple(request.command_line),
+        junit_flavour=request.junit_flavour,
         docker=docker,
     )
 
@@ -210,8 +220,23 @@ def write_reports(result: RunResult) -> None:
         result.testcases,
         _properties(result),
         iso(result.execution.started_wall) or "",
+        with_location=spec.junit_flavour == "xunit1",
     )
     write_json_atomic(spec.run_dir / "audit.json", build_audit(result))
+
+
+def _publish(spec: RunSpec, level: str, stdout: TextIO) -> PublishResult:
+    """report.html, then the sanitized public/ bundle, then (in Actions) summary and outputs."""
+    try:
+        write_html_report(spec.run_dir)
+    except Exception:  # the page is a convenience: its failure must not cost the reports
+        (spec.run_dir / "debug.log").write_text(traceback.format_exc(), encoding="utf-8")
+    environ = {**os.environ, **spec.env}
+    publication = publish_run(spec.run_dir, level, environ)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        clean = run_sanitizer(spec.run_dir, environ).clean
+        publish_github(spec.run_dir, os.environ, stdout, clean=clean)
+    return publication
 
 
 def _judge_or_error(spec: RunSpec, execution: Execution) -> RunResult:
@@ -265,7 +290,11 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
             execution = dataclasses.replace(execution, sandbox=info)
         result = _judge_or_error(spec, execution)
         write_reports(result)
+        publication = _publish(spec, request.publish, stdout)
     print_summary(result, stdout)
+    if not publication:
+        stderr.write(f"qualify run: publication failed: {publication.reason}\n")
     stdout.write(f"{_display(spec.run_dir)}\n")
     stdout.flush()
-    return result.verdict.exit_code
+    # A failed publication exits 4 (fail closed); the verdict itself is unchanged.
+    return max(result.verdict.exit_code, publication.exit_code)

@@ -105,6 +105,7 @@ def build_audit(result: RunResult) -> dict[str, Any]:
         "exit": {
             "code": execution.returncode,
             "signal": signal_name(execution.returncode),
+            "pid": execution.pid,
             "timed_out": execution.timed_out,
         },
         "tests": _tests(result),
@@ -116,6 +117,7 @@ def build_audit(result: RunResult) -> dict[str, Any]:
             "started": iso(execution.started_wall),
             "ended": iso(execution.ended_wall),
             "wall_s": round(execution.ended_wall - execution.started_wall, 3),
+            "started_mono": round(execution.started_mono, 4),
             "timeout_s": spec.timeout_s,
         },
         "monitor": {

@@ -88,6 +88,7 @@ def write_junit(
     cases: Sequence[JUnitCase],
     properties: Mapping[str, str],
     timestamp: str,
+    with_location: bool = False,
 ) -> None:
     """Render and write atomically."""
-    write_bytes_atomic(path, render_junit(suite_name, cases, properties, timestamp))
+    write_bytes_atomic(path, render_junit(suite_name, cases, properties, timestamp, with_location))

@@ -21,7 +21,6 @@ from qualify.sandbox.cgroupfs import (
     parse_flat_keyed,
     parse_int,
     parse_limit,
-    parse_procs,
     read_bytes,
 )
 
@@ -91,8 +90,9 @@ class V1Probe:
         return {"anon": stat.get("total_rss", 0), "file": stat.get("total_cache", 0)}
 
     def pids(self) -> list[int]:
-        """cgroup.procs."""
-        return parse_procs(self.files.read("cgroup.procs"))
+        """cgroup.procs, opened afresh: v1 caches the pid list per open file and re-reading
+        it from offset 0 returns the stale list for a second (kernel/cgroup/cgroup-v1.c)."""
+        return common.procs_of([self.directory])
 
     def close(self) -> None:
         """Close the files held open."""

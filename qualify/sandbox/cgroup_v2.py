@@ -22,7 +22,6 @@ from qualify.sandbox.cgroupfs import (
     parse_flat_keyed,
     parse_int,
     parse_limit,
-    parse_procs,
     read_bytes,
 )
 
@@ -88,8 +87,8 @@ class V2Probe:
         return {"anon": stat.get("anon", 0), "file": stat.get("file", 0)}
 
     def pids(self) -> list[int]:
-        """cgroup.procs."""
-        return parse_procs(self.files.read("cgroup.procs"))
+        """cgroup.procs, opened afresh (a re-read open file may return a stale pid list)."""
+        return common.procs_of([self.directory])
 
     def close(self) -> None:
         """Release the descriptors held open."""

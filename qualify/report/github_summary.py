@@ -1,0 +1,110 @@
+"""The Markdown step summary of a run, bounded so that GitHub never rejects it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from qualify.sizes import format_bytes
+
+if TYPE_CHECKING:
+    from qualify.report.github import Failure
+
+SUMMARY_LIMIT = 1024 * 1024 - 16 * 1024
+"""GitHub accepts 1 MiB per step; 16 KiB stay free for other tools writing to the same step."""
+FAILURE_TEXT_LIMIT = 4096
+
+
+def _cell(value: object) -> str:
+    """A Markdown table cell: HTML-escaped, pipes and line breaks neutralised."""
+    text = "-" if value is None else str(value)
+    return escape(text).replace("|", "&#124;").replace("\r", "").replace("\n", "<br>")
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: limit // 2] + "\n[... truncated ...]\n" + text[-limit // 2 :]
+
+
+def _header(audit: Mapping[str, Any], run_dir: Path) -> str:
+    family = audit.get("family") or {}
+    commit = audit.get("commit") or {}
+    github = commit.get("github") or {}
+    limits = (audit.get("limits") or {}).get("in_effect") or {}
+    memory = audit.get("memory") or {}
+    tests = audit.get("tests") or {}
+    parity = audit.get("parity") or {}
+    rows = [
+        ("reason", audit.get("reason")),
+        ("head", github.get("head") or commit.get("head")),
+        ("base / merge", f"{github.get('base') or commit.get('base')} / {github.get('merge')}"),
+        ("cap in effect", format_bytes(limits.get("memory_bytes"))),
+        ("peak", format_bytes(memory.get("peak_bytes"))),
+        ("OOM kills", (audit.get("oom") or {}).get("kills")),
+        ("phase at end", memory.get("phase_at_end")),
+        (
+            "tests",
+            f"{tests.get('passed')} passed, {tests.get('failed')} failed, "
+            f"{tests.get('errors')} errors, {tests.get('skipped')} skipped",
+        ),
+        ("parity", parity.get("reason") if parity else None),
+        ("run directory", str(run_dir)),
+    ]
+    table = "\n".join(f"| {_cell(key)} | {_cell(value)} |" for key, value in rows)
+    return (
+        f"## qualify {_cell(audit.get('verdict'))}: {_cell(family.get('name'))} "
+        f"({_cell(audit.get('profile'))})\n\n| | |\n|---|---|\n{table}\n\n"
+    )
+
+
+def _failure(failure: Failure) -> str:
+    where = f" ({failure.file}:{failure.line})" if failure.file else ""
+    return (
+        f"<details><summary><b>{escape(failure.title)}</b>{escape(where)}: "
+        f"{escape(_clip(failure.message, 500))}</summary>\n\n"
+        f"<pre>{escape(_clip(failure.text, FAILURE_TEXT_LIMIT))}</pre>\n</details>\n\n"
+    )
+
+
+def _priority(failure: Failure) -> int:
+    """Errors (what killed the run) first, then test failures, then parity cases."""
+    if failure.outcome == "error":
+        return 0
+    return 2 if failure.classname.endswith("parity") else 1
+
+
+def _fit(text: str, budget: int) -> str:
+    data = text.encode("utf-8")
+    return text if len(data) <= budget else data[: max(budget, 0)].decode("utf-8", "ignore")
+
+
+def render_summary(
+    audit: Mapping[str, Any], failures: Sequence[Failure], run_dir: Path, budget: int
+) -> str:
+    """Header, then failures (most important first) while they fit in ``budget`` bytes."""
+    if budget <= 0:
+        return ""
+    pointer_reserve = 600
+    text = _header(audit, run_dir)
+    ordered = sorted(failures, key=_priority)
+    if ordered:
+        text += f"### Failures ({len(ordered)})\n\n"
+    used = len(text.encode("utf-8"))
+    shown = 0
+    for failure in ordered:
+        entry = _failure(failure)
+        size = len(entry.encode("utf-8"))
+        if used + size + pointer_reserve > budget:
+            break
+        text += entry
+        used += size
+        shown += 1
+    if shown < len(ordered):
+        text += (
+            f"**{len(ordered) - shown} more failures not shown** (the step summary is limited to "
+            f"1 MiB): see junit.xml in the uploaded artifact of {escape(str(run_dir))}.\n"
+        )
+    return _fit(text, budget)

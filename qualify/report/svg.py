@@ -1,0 +1,245 @@
+"""The memory timeline of a run as one inline SVG (no script, no external resources).
+
+timeline.jsonl can hold hours of 50 ms samples; it is read twice as a stream (time range,
+then buckets) and reduced to at most ``2 * buckets`` points, each bucket keeping its lowest
+and highest sample so that spikes (the peak, the moment of an OOM kill) survive.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from qualify.events import read_events
+from qualify.sizes import format_bytes
+
+WIDTH, HEIGHT = 1000, 340
+LEFT, RIGHT, TOP, BOTTOM = 78, 20, 34, 36
+DEFAULT_BUCKETS = 400
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """One plotted sample: seconds since the run started, bytes."""
+
+    t: float
+    value: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Band:
+    """A phase window in seconds since the run started."""
+
+    name: str
+    start: float
+    end: float
+    error: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Marker:
+    """A vertical event line (OOM kill, CUDA OOM) at ``t`` seconds."""
+
+    label: str
+    t: float
+    css: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Timeline:
+    """Everything the chart draws."""
+
+    memory: tuple[Point, ...]
+    gpu: tuple[Point, ...] = ()
+    bands: tuple[Band, ...] = ()
+    markers: tuple[Marker, ...] = ()
+    cap_bytes: int | None = None
+    peak: Point | None = None
+    samples: int = 0
+
+
+def _gpu_bytes(sample: dict[str, Any]) -> int | None:
+    gpu = sample.get("gpu")
+    if not isinstance(gpu, dict) or not gpu.get("devices"):
+        return None
+    try:
+        return sum(int(device[1]) for device in gpu["devices"])
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def _reduce(points: Iterable[Point], start: float, end: float, buckets: int) -> list[Point]:
+    """Lowest and highest point of each of ``buckets`` equal time slices, in time order."""
+    span = max(end - start, 1e-9)
+    lowest: dict[int, Point] = {}
+    highest: dict[int, Point] = {}
+    for point in points:
+        index = min(int((point.t - start) / span * buckets), buckets - 1)
+        if index not in lowest or point.value < lowest[index].value:
+            lowest[index] = point
+        if index not in highest or point.value > highest[index].value:
+            highest[index] = point
+    kept = {id(p): p for p in (*lowest.values(), *highest.values())}
+    return sorted(kept.values(), key=lambda p: p.t)
+
+
+def read_series(
+    path: Path, origin_wall: float | None, buckets: int = DEFAULT_BUCKETS
+) -> tuple[list[Point], list[Point], list[float], int]:
+    """(memory, gpu, oom-kill times, samples) of timeline.jsonl, downsampled.
+
+    An OOM kill is a sample whose ``oom_kill`` counter is higher than the sample before.
+    """
+    first = last = None
+    samples = 0
+    for sample in read_events(path):
+        if isinstance(sample.get("t"), int | float):
+            first = sample["t"] if first is None else first
+            last = sample["t"]
+            samples += 1
+    if first is None or last is None:
+        return [], [], [], 0
+    origin = origin_wall if origin_wall is not None else first
+    kills: list[float] = []
+
+    def memory() -> Iterable[Point]:
+        previous = None
+        for sample in read_events(path):
+            if not isinstance(sample.get("t"), int | float):
+                continue
+            counter = sample.get("oom_kill")
+            if isinstance(counter, int):
+                if previous is not None and counter > previous:
+                    kills.append(sample["t"] - origin)
+                previous = counter
+            if isinstance(sample.get("usage"), int):
+                yield Point(sample["t"] - origin, sample["usage"])
+
+    def gpu() -> Iterable[Point]:
+        for sample in read_events(path):
+            value = _gpu_bytes(sample)
+            if value is not None and isinstance(sample.get("t"), int | float):
+                yield Point(sample["t"] - origin, value)
+
+    start, end = first - origin, last - origin
+    memory_points = _reduce(memory(), start, end, buckets)
+    gpu_points = _reduce(gpu(), start, end, buckets)
+    return memory_points, gpu_points, kills, samples
+
+
+def _ticks(maximum: float, count: int = 5) -> list[float]:
+    return [maximum * i / count for i in range(count + 1)]
+
+
+class _Scale:
+    def __init__(self, t_max: float, y_max: float):
+        self.t_max = max(t_max, 1e-3)
+        self.y_max = max(y_max, 1.0)
+
+    def x(self, t: float) -> float:
+        return LEFT + (WIDTH - LEFT - RIGHT) * max(0.0, min(t, self.t_max)) / self.t_max
+
+    def y(self, value: float) -> float:
+        return HEIGHT - BOTTOM - (HEIGHT - TOP - BOTTOM) * min(value, self.y_max) / self.y_max
+
+    def points(self, series: Sequence[Point]) -> str:
+        return " ".join(f"{self.x(p.t):.1f},{self.y(p.value):.1f}" for p in series)
+
+
+def _axes(scale: _Scale) -> list[str]:
+    parts = []
+    for value in _ticks(scale.y_max):
+        y = scale.y(value)
+        parts.append(
+            f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>'
+        )
+        parts.append(
+            f'<text class="tick" x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
+            f"{escape(format_bytes(value))}</text>"
+        )
+    for t in _ticks(scale.t_max):
+        x = scale.x(t)
+        parts.append(
+            f'<text class="tick" x="{x:.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">'
+            f"{t:.1f}s</text>"
+        )
+    return parts
+
+
+def _bands(scale: _Scale, bands: Sequence[Band]) -> list[str]:
+    parts = []
+    for index, band in enumerate(bands):
+        x0, x1 = scale.x(band.start), scale.x(band.end)
+        css = "band band-error" if band.error else f"band band{index % 2}"
+        title = escape(band.name + (f" ({band.error})" if band.error else ""))
+        parts.append(
+            f'<rect class="{css}" x="{x0:.1f}" y="{TOP}" width="{max(x1 - x0, 1):.1f}" '
+            f'height="{HEIGHT - TOP - BOTTOM}"><title>{title}</title></rect>'
+        )
+        parts.append(
+            f'<text class="band-label" x="{x0 + 3:.1f}" y="{TOP - 6 - 10 * (index % 2)}">'
+            f"{escape(band.name)}</text>"
+        )
+    return parts
+
+
+def _label(x: float, offset: float) -> str:
+    """x and anchor of a label beside ``x``: to the left near the right edge, so it stays in."""
+    if x > WIDTH * 0.7:
+        return f'x="{x - offset:.1f}" text-anchor="end"'
+    return f'x="{x + offset:.1f}"'
+
+
+def _markers(scale: _Scale, timeline: Timeline) -> list[str]:
+    parts = []
+    if timeline.cap_bytes is not None:
+        y = scale.y(timeline.cap_bytes)
+        parts.append(
+            f'<line class="cap" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>'
+            f'<text class="cap-label" x="{LEFT + 4}" y="{y - 4:.1f}">'
+            f"cap {escape(format_bytes(timeline.cap_bytes))}</text>"
+        )
+    for marker in timeline.markers:
+        x = scale.x(marker.t)
+        parts.append(
+            f'<line class="{marker.css}" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" '
+            f'y2="{HEIGHT - BOTTOM}"><title>{escape(marker.label)} at {marker.t:.2f}s</title>'
+            f'</line><text class="{marker.css}-label" {_label(x, 4)} y="{TOP + 12}">'
+            f"{escape(marker.label)}</text>"
+        )
+    if timeline.peak is not None:
+        x, y = scale.x(timeline.peak.t), scale.y(timeline.peak.value)
+        label = f"peak {format_bytes(timeline.peak.value)}"
+        parts.append(
+            f'<circle class="peak" cx="{x:.1f}" cy="{y:.1f}" r="5"><title>{escape(label)} '
+            f'at {timeline.peak.t:.2f}s</title></circle><text class="peak-label" '
+            f'{_label(x, 8)} y="{y + 16:.1f}">{escape(label)}</text>'
+        )
+    return parts
+
+
+def render_timeline(timeline: Timeline) -> str:
+    """The ``<svg id="timeline">`` element (a placeholder text when nothing was sampled)."""
+    every = [*timeline.memory, *timeline.gpu]
+    t_max = max([p.t for p in every] + [b.end for b in timeline.bands] + [0.0])
+    values = [p.value for p in every] + [timeline.cap_bytes or 0]
+    values += [timeline.peak.value] if timeline.peak else []
+    scale = _Scale(t_max, max(values) * 1.08)
+    parts = [
+        f'<svg id="timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'width="100%" role="img" aria-label="memory timeline">',
+        *_bands(scale, timeline.bands),
+        *_axes(scale),
+    ]
+    if timeline.memory:
+        parts.append(f'<polyline class="memory" points="{scale.points(timeline.memory)}"/>')
+    else:
+        parts.append(f'<text class="empty" x="{WIDTH / 2}" y="{HEIGHT / 2}">no samples</text>')
+    if timeline.gpu:
+        parts.append(f'<polyline class="gpu" points="{scale.points(timeline.gpu)}"/>')
+    parts += _markers(scale, timeline)
+    parts.append("</svg>")
+    return "\n".join(parts)

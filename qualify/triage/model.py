@@ -1,0 +1,104 @@
+"""The triage result: one class Enum, evidence lines, findings and remedies."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any
+
+from qualify.verdict import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, EXIT_RESOURCE
+
+MAX_EVIDENCE_TEXT = 400
+
+
+class TriageClass(enum.Enum):
+    """Why a run ended, as triage decides it from every signal it was given."""
+
+    PASSED = "PASSED"
+    CGROUP_OOM = "CGROUP_OOM"
+    GLOBAL_OOM = "GLOBAL_OOM"
+    CUDA_OOM_CAPACITY = "CUDA_OOM_CAPACITY"
+    CUDA_OOM_FRAGMENTATION = "CUDA_OOM_FRAGMENTATION"
+    CUDA_OOM_BUDGET = "CUDA_OOM_BUDGET"
+    EXTERNAL_KILL = "EXTERNAL_KILL"
+    TIMEOUT = "TIMEOUT"
+    TEST_FAILURE = "TEST_FAILURE"
+    PARITY_FAILURE = "PARITY_FAILURE"
+    INFRA_ERROR = "INFRA_ERROR"
+    UNKNOWN = "UNKNOWN"
+
+    @property
+    def exit_code(self) -> int:
+        """0 passed, 1 test/parity, 3 resource (memory, time, a kill), 4 infra or unknown."""
+        if self is TriageClass.PASSED:
+            return EXIT_PASSED
+        if self in (TriageClass.TEST_FAILURE, TriageClass.PARITY_FAILURE):
+            return EXIT_FAILED
+        if self in (TriageClass.INFRA_ERROR, TriageClass.UNKNOWN):
+            return EXIT_ERROR
+        return EXIT_RESOURCE
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """One line that a decision rests on."""
+
+    source: str
+    """The file it was read from (as given on the command line or inside the run dir)."""
+    line: int | None
+    """1-based line number (None for a value read from a JSON document)."""
+    text: str
+    """The line, stripped and bounded to MAX_EVIDENCE_TEXT characters."""
+    kind: str = ""
+    """The parser's name for it (kernel_oom_kill, exit_code, cuda_oom, audit...)."""
+
+    @classmethod
+    def of(cls, source: str, line: int | None, text: str, kind: str = "") -> Evidence:
+        """Evidence with the text stripped and bounded."""
+        text = text.strip()
+        if len(text) > MAX_EVIDENCE_TEXT:
+            text = text[: MAX_EVIDENCE_TEXT - 3] + "..."
+        return cls(source, line, text, kind)
+
+    def cite(self) -> str:
+        """ "file:12: the line" """
+        where = f"{self.source}:{self.line}" if self.line is not None else self.source
+        return f"{where}: {self.text}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One statement of the triage with the evidence that supports it."""
+
+    title: str
+    evidence: tuple[Evidence, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"title": self.title, "evidence": [e.to_dict() for e in self.evidence]}
+
+
+@dataclasses.dataclass(frozen=True)
+class Triage:
+    """The whole answer: class, why, evidence, attribution, remedies, what was missing."""
+
+    triage_class: TriageClass
+    summary: str
+    decided_by: tuple[Evidence, ...]
+    findings: tuple[Finding, ...] = ()
+    conflicts: tuple[Finding, ...] = ()
+    warnings: tuple[str, ...] = ()
+    remedies: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    inputs: tuple[dict[str, Any], ...] = ()
+    attribution: dict[str, Any] = dataclasses.field(default_factory=dict)
+    sparkline: dict[str, Any] | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """The exit code of ``qualify triage`` for this class."""
+        return self.triage_class.exit_code

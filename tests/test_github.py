@@ -1,0 +1,238 @@
+"""GitHub Actions: workflow-command escaping, bounded summary, outputs, the PR event, and the
+example workflow's qualify step run end to end with a real pull_request payload."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from qualify.errors import UsageError
+from qualify.gitinfo import commit_info, github_commit, record_sha
+from qualify.report.github import (
+    Failure,
+    annotation,
+    annotation_lines,
+    escape_property,
+    output_lines,
+    publish_github,
+)
+from qualify.report.github_summary import SUMMARY_LIMIT, render_summary
+from tests.conftest import ROOT, git
+
+EVENT = ROOT / "tests" / "data" / "github" / "pull_request.opened.payload.json"
+PR_HEAD = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+PR_BASE = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e"
+MERGE = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.mark.parametrize(
+    ("value", "escaped"),
+    [
+        ("plain", "plain"),
+        ("a:b,c", "a%3Ab%2Cc"),
+        ("100%", "100%25"),
+        ("two\r\nlines", "two%0D%0Alines"),
+        ("%3A", "%253A"),
+    ],
+)
+def test_property_escaping(value: str, escaped: str) -> None:
+    assert escape_property(value) == escaped
+
+
+def test_annotation_keeps_its_message_on_one_line() -> None:
+    line = annotation("OOM: t::x", "peak 100%\nkilled: yes", "families/a,b/t.py", 7)
+    assert line == (
+        "::error file=families/a%2Cb/t.py,line=7,title=OOM%3A t%3A%3Ax::peak 100%25%0Akilled: yes"
+    )
+
+
+def _failures(count: int, text_size: int = 100) -> list[Failure]:
+    return [
+        Failure("test_m", f"test_{i}", "failed", f"boom {i}", "x" * text_size, None, "t.py", i)
+        for i in range(count)
+    ]
+
+
+def test_at_most_ten_annotations_the_rest_folded() -> None:
+    lines = annotation_lines({"verdict": "FAILED"}, _failures(25))
+    assert len(lines) == 10
+    assert all(line.startswith("::error file=t.py,line=") for line in lines[:9])
+    assert "16 more failures" in lines[9]
+    assert len(annotation_lines({"verdict": "FAILED"}, _failures(10))) == 10
+    assert annotation_lines({"verdict": "PASSED"}, []) == []
+    assert annotation_lines({"verdict": "ERROR", "reason": "r"}, []) == [
+        "::error title=qualify ERROR::r"
+    ]
+
+
+def test_huge_failure_list_stays_under_the_step_limit(tmp_path: Path) -> None:
+    failures = [
+        *_failures(3000, text_size=5000),
+        Failure("test_m", "killer", "error", "OOM_KILLED", "e", "OOM_KILLED"),
+    ]
+    text = render_summary({"verdict": "OOM_KILLED"}, failures, tmp_path, SUMMARY_LIMIT)
+    size = len(text.encode())
+    assert SUMMARY_LIMIT - 10_000 < size <= SUMMARY_LIMIT < 1024 * 1024
+    assert text.index("test_m::killer") < text.index("test_m::test_0")  # errors first
+    assert re.search(r"\*\*\d+ more failures not shown\*\*", text)
+    assert "artifact" in text
+    assert render_summary({}, failures, tmp_path, 0) == ""
+    assert len(render_summary({}, failures, tmp_path, 300).encode()) <= 300
+
+
+def test_outputs_use_the_heredoc_form() -> None:
+    text = output_lines({"verdict": "PASSED", "run-dir": "a\nb"})
+    match = re.fullmatch(r"verdict<<(\S+)\nPASSED\n\1\nrun-dir<<(\S+)\na\nb\n\2\n", text)
+    assert match is not None and match.group(1) != match.group(2)
+
+
+def _pr_environ(tmp_path: Path, event: Path = EVENT) -> dict[str, str]:
+    return {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_SHA": MERGE,
+        "GITHUB_OUTPUT": str(tmp_path / "github_output"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "step_summary.md"),
+    }
+
+
+def test_pull_request_head_base_and_merge_are_recorded_apart(tmp_path: Path) -> None:
+    environ = _pr_environ(tmp_path)
+    assert github_commit(environ) == {
+        "event": "pull_request",
+        "head": PR_HEAD,
+        "base": PR_BASE,
+        "merge": MERGE,
+        "pr_number": 2,
+    }
+    assert github_commit({}) is None
+    push = github_commit({"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "push", "GITHUB_SHA": "s"})
+    assert push is not None and push["head"] == "s" and push["merge"] is None
+
+
+def test_record_is_keyed_by_the_pr_head(repo: Path, tmp_path: Path) -> None:
+    plain = commit_info(repo)
+    assert plain.github is None
+    assert record_sha(plain) == plain.head
+    in_actions = commit_info(repo, None, _pr_environ(tmp_path))
+    assert record_sha(in_actions) == PR_HEAD
+    assert in_actions.head == plain.head  # what was checked out stays recorded as such
+
+
+def test_unreadable_event_file_is_a_usage_error(tmp_path: Path) -> None:
+    broken = tmp_path / "event.json"
+    broken.write_text('{"action": "opened"}')
+    with pytest.raises(UsageError, match="GITHUB_EVENT_PATH"):
+        github_commit(_pr_environ(tmp_path, broken))
+
+
+def test_publish_once_per_run_directory(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "audit.json").write_text(json.dumps({"verdict": "ERROR", "reason": "x"}))
+    environ = _pr_environ(tmp_path)
+    first, second = io.StringIO(), io.StringIO()
+    assert publish_github(run_dir, environ, first)
+    assert not publish_github(run_dir, environ, second)
+    assert first.getvalue() == "::error title=qualify ERROR::x\n" and second.getvalue() == ""
+    assert (tmp_path / "github_output").read_text().count("verdict<<") == 1
+
+
+# --- the example workflow, run locally
+
+
+def _expand(value: str, context: dict[str, Any]) -> str:
+    """``${{ a.b }}`` expressions of the workflow, from ``context`` (only what is used)."""
+
+    def lookup(match: re.Match[str]) -> str:
+        scope, _, name = match.group(1).strip().partition(".")
+        return str(context[scope].get(name, ""))
+
+    return re.sub(r"\$\{\{(.*?)\}\}", lookup, value)
+
+
+def _parse_outputs(text: str) -> dict[str, str]:
+    pattern = re.compile(r"^([\w-]+)<<(\S+)\n(.*?)\n\2$", re.S | re.M)
+    return {name: value for name, _, value in pattern.findall(text)}
+
+
+@pytest.mark.privileged
+@pytest.mark.slow
+def test_example_workflow_step_end_to_end(repo: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "qualify.yml").read_text())
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    job = workflow["jobs"]["qualify"]
+    assert job["strategy"]["fail-fast"] is False
+    steps = job["steps"]
+    uses = next(step for step in steps if step.get("uses") == "./")
+    upload = next(step for step in steps if "upload-artifact" in step.get("uses", ""))
+    assert upload["if"] == "always()"
+    assert upload["with"]["path"] == "${{ steps.qualify.outputs.run-dir }}/public/"
+    assert set(action["outputs"]) == {"verdict", "run-dir", "junit"}
+    assert set(action["inputs"]) >= {
+        "family", "mem", "profile", "backend", "image", "gpu-mem", "out", "publish-level"
+    }  # fmt: skip
+    install, run_step = action["runs"]["steps"]
+    assert '"$GITHUB_ACTION_PATH"' in install["run"]  # installing is skipped: .venv has qualify
+
+    # The matrix entry: the hog family on the small profile, with a cap it cannot fit in.
+    matrix = {"family": "hog", "profile": "small"}
+    given = {key: _expand(str(value), {"matrix": matrix}) for key, value in uses["with"].items()}
+    inputs = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
+    inputs |= given | {"mem": "128M", "out": str(tmp_path / "reports")}
+    env = {key: _expand(str(value), {"inputs": inputs}) for key, value in run_step["env"].items()}
+    environ = _pr_environ(tmp_path)
+    environ["GITHUB_SHA"] = git(repo, "rev-parse", "HEAD")  # checkout gives the merge commit
+    script = tmp_path / "step.sh"
+    script.write_text(run_step["run"])
+    process = subprocess.run(
+        # how a composite step with `shell: bash` runs its script
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+        cwd=repo,
+        env=dict(
+            os.environ,
+            **environ,
+            **env,
+            GITHUB_WORKSPACE=str(repo),
+            PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert process.returncode == 3, process.stdout + process.stderr  # OOM_KILLED's code
+
+    outputs = _parse_outputs((tmp_path / "github_output").read_text())
+    assert outputs["verdict"] == "OOM_KILLED"
+    run_dir = Path(outputs["run-dir"])
+    assert outputs["junit"] == str(run_dir / "junit.xml") and run_dir.is_dir()
+    assert (run_dir / "report.html").is_file()
+    audit = json.loads((run_dir / "audit.json").read_text())
+    assert audit["commit"]["github"]["head"] == PR_HEAD
+    assert audit["commit"]["github"]["merge"] == environ["GITHUB_SHA"]
+    assert run_dir.relative_to(tmp_path / "reports").parts[0] == PR_HEAD
+
+    errors = [line for line in process.stdout.splitlines() if line.startswith("::error")]
+    assert len(errors) == 1, process.stdout
+    line = int(git(repo, "grep", "-n", "def test_alloc", "--", "families/hog").split(":")[1])
+    assert errors[0].startswith(
+        f"::error file=families/hog/test_hog.py,line={line},"
+        "title=OOM_KILLED%3A test_hog%3A%3Atest_alloc::OOM_KILLED in phase second"
+    )
+
+    summary = (tmp_path / "step_summary.md").read_text()
+    assert summary.startswith("## qualify OOM_KILLED: hog (small)")
+    assert "test_hog::test_alloc" in summary and "### Failures (1)" in summary

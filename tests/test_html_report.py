@@ -1,0 +1,244 @@
+"""report.html: pure rendering checks, then real runs opened in a real headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from qualify.report.html import render_html, write_html_report
+from qualify.report.svg import DEFAULT_BUCKETS, Timeline, read_series, render_timeline
+from tests.conftest import Completed, RunQualify, git
+
+CHROMIUM = shutil.which("chromium")
+
+PARITY_TEST = """
+import harness
+
+
+def test_generate():
+    with harness.phase("generate"):
+        for i in range(3):
+            reference = [1, 2, 3, 4, 5]
+            native = list(reference) if i == 0 else [1, 2, 9, 4, 5]
+            top = [[(t, -0.1, f"<t{t}>"), (9, -0.3 if i == 1 else -4.0, "<b>&")] for t in reference]
+            for side, ids in (("reference", reference), ("native", native)):
+                harness.record_case(
+                    f"case-{i}", side=side, token_ids=ids, text="</td><script>x</script>",
+                    top_logprobs=top, token_texts=[f"<t{t}>" for t in ids], prompt="p", eos=True,
+                )
+"""
+
+
+def _write_timeline(path: Path, samples: int) -> None:
+    with path.open("w") as handle:
+        for index in range(samples):
+            usage = 1000 + index % 97 + (10**6 if index == samples // 3 else 0)
+            handle.write(json.dumps({"t": 100.0 + index * 0.05, "usage": usage, "oom_kill": 0}))
+            handle.write("\n")
+        handle.write('{"t": 1e9, "usa')  # truncated last line, as after a SIGKILL
+
+
+def test_long_timeline_is_downsampled_and_keeps_its_peak(tmp_path: Path) -> None:
+    path = tmp_path / "timeline.jsonl"
+    _write_timeline(path, 50_000)
+    memory, gpu, kills, samples = read_series(path, origin_wall=100.0)
+    assert samples == 50_000
+    assert len(memory) <= 2 * DEFAULT_BUCKETS
+    assert max(p.value for p in memory) == 1000 + (50_000 // 3) % 97 + 10**6
+    assert (gpu, kills) == ([], [])
+    svg = render_timeline(Timeline(memory=tuple(memory)))
+    assert len(svg) < 40_000
+
+
+def test_oom_kill_increments_become_markers(tmp_path: Path) -> None:
+    path = tmp_path / "timeline.jsonl"
+    counters = [0, 0, 1, 1, 3]
+    path.write_text(
+        "".join(
+            json.dumps({"t": float(i), "usage": 10, "oom_kill": c}) + "\n"
+            for i, c in enumerate(counters)
+        )
+    )
+    _, _, kills, _ = read_series(path, origin_wall=0.0)
+    assert kills == [2.0, 4.0]
+
+
+def test_everything_from_the_run_is_escaped(tmp_path: Path) -> None:
+    hostile = '<script>alert("x")</script>'
+    audit = {
+        "verdict": "FAILED",
+        "reason": hostile,
+        "family": {"name": hostile},
+        "profile": hostile,
+        "memory": {"phases": [{"name": hostile, "start": 0.0, "end": 1.0, "peak_bytes": 5}]},
+        "tests": {"running_at_end": hostile},
+        "parity": {"per_case": [{"case_id": hostile, "context": [{"id": 1, "text": hostile}]}]},
+    }
+    (tmp_path / "audit.json").write_text(json.dumps(audit))
+    (tmp_path / "timeline.jsonl").write_text('{"t": 0, "usage": 1}\n{"t": 1, "usage": 2}\n')
+    page = render_html(tmp_path)
+    assert "<script" not in page
+    assert page.count("&lt;script&gt;") >= 6
+    assert re.search(r'<polyline class="memory" points="[^"]+,', page)
+
+
+def test_gpu_series_and_cuda_oom_marker(tmp_path: Path) -> None:
+    (tmp_path / "audit.json").write_text(json.dumps({"verdict": "CUDA_OOM"}))
+    (tmp_path / "timeline.jsonl").write_text(
+        "".join(
+            json.dumps({"t": t, "usage": 100, "gpu": {"devices": [[0, t * 1000, 10**6, 0]]}}) + "\n"
+            for t in range(5)
+        )
+    )
+    (tmp_path / "events.jsonl").write_text(json.dumps({"event": "cuda_oom", "t": 3.0}) + "\n")
+    page = render_html(tmp_path)
+    assert '<polyline class="gpu"' in page
+    assert 'class="cuda-oom"' in page
+
+
+# --- real runs in a real browser
+
+
+def _chromium(*args: str, user_data: Path) -> subprocess.CompletedProcess[str]:
+    assert CHROMIUM is not None
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            f"--user-data-dir={user_data}",
+            "--enable-logging=stderr",
+            "--v=0",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _console_messages(stderr: str) -> list[str]:
+    # Chromium logs every console message (errors, CSP refusals, uncaught exceptions) to stderr
+    # as "...:CONSOLE(line)] ..." or "...:INFO:CONSOLE:1] ..." (chromium 150, Debian 12).
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Path:
+    """A Chromium user-data directory; no Chromium is a failure in CI, a skip elsewhere."""
+    if CHROMIUM is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is not installed (scripts/bootstrap.sh installs it)")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    return tmp_path / "chromium-profile"
+
+
+def _open(page: Path, browser: Path, screenshot: Path) -> str:
+    """The DOM after load; asserts no console message and that a screenshot was rendered."""
+    dumped = _chromium("--dump-dom", page.as_uri(), user_data=browser)
+    assert dumped.returncode == 0, dumped.stderr
+    assert _console_messages(dumped.stderr) == []
+    shot = _chromium(
+        f"--screenshot={screenshot}", "--window-size=1280,2000", page.as_uri(), user_data=browser
+    )
+    assert shot.returncode == 0, shot.stderr
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert screenshot.stat().st_size > 10_000
+    return dumped.stdout
+
+
+def _timeline_points(dom: str) -> int:
+    svg = re.search(r'<svg id="timeline".*?</svg>', dom, re.S)
+    assert svg is not None, "no <svg id=timeline> in the DOM"
+    polyline = re.search(r'<polyline class="memory" points="([^"]*)"', svg.group())
+    assert polyline is not None, "the timeline has no memory series"
+    return len(polyline.group(1).split())
+
+
+@pytest.mark.slow
+def test_console_check_catches_a_script_error(tmp_path: Path, browser: Path) -> None:
+    page = tmp_path / "broken.html"
+    page.write_text('<!DOCTYPE html><p>x</p><script>throw new Error("planted-7f3a")</script>')
+    dumped = _chromium("--dump-dom", page.as_uri(), user_data=browser)
+    assert any("planted-7f3a" in line for line in _console_messages(dumped.stderr))
+
+
+def _parity_repo(root: Path) -> Path:
+    family = root / "families" / "par"
+    family.mkdir(parents=True)
+    (family / "family.toml").write_text(
+        textwrap.dedent("""
+        name = "par"
+        description = "records divergent parity cases"
+        [e2e]
+        command = ["python", "-m", "pytest", "test_par.py", "-q"]
+        timeout = "2m"
+        [parity]
+        min_exact = 2
+        """)
+    )
+    (family / "test_par.py").write_text(PARITY_TEST)
+    (family / "pytest.ini").write_text("[pytest]\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "par family")
+    return root
+
+
+def _report(completed: Completed, verdict: str, browser: Path, out: Path) -> str:
+    assert completed.run_dir is not None, completed.stdout + completed.stderr
+    assert completed.audit()["verdict"] == verdict
+    page = write_html_report(completed.run_dir)
+    return _open(page, browser, out / f"{verdict}.png")
+
+
+@pytest.mark.privileged
+@pytest.mark.slow
+def test_report_of_a_passed_run(repo: Path, run_qualify: RunQualify, browser: Path) -> None:
+    completed = run_qualify("run", "--family", "hog", "--mem", "512M", "--repo", str(repo))
+    dom = _report(completed, "PASSED", browser, repo.parent)
+    assert _timeline_points(dom) > 2
+    assert 'class="cap"' in dom and 'class="peak"' in dom
+    assert dom.count('class="band') >= 3  # first, second, sleep
+
+
+@pytest.mark.privileged
+@pytest.mark.slow
+def test_report_of_an_oom_killed_run(repo: Path, run_qualify: RunQualify, browser: Path) -> None:
+    completed = run_qualify(
+        "run", "--family", "hog", "--mem", "256M", "--set", "second_mib=400", "--repo", str(repo)
+    )
+    dom = _report(completed, "OOM_KILLED", browser, repo.parent)
+    assert _timeline_points(dom) > 2
+    assert 'class="oom"' in dom
+    assert 'id="triage"' in dom and "test_hog.py::test_alloc" in dom
+
+
+@pytest.mark.privileged
+@pytest.mark.slow
+def test_report_of_a_parity_failure(tmp_path: Path, run_qualify: RunQualify, browser: Path) -> None:
+    root = _parity_repo(tmp_path / "par-repo")
+    completed = run_qualify("run", "--family", "par", "--mem", "512M", "--repo", str(root))
+    dom = _report(completed, "PARITY_FAILED", browser, tmp_path)
+    assert _timeline_points(dom) >= 2
+    parity = re.search(r'<div id="parity">.*?</div>', dom, re.S)
+    assert parity is not None
+    assert "near_tie" in parity.group() and "wrong" in parity.group()
+    assert "&lt;t3&gt;" in parity.group() and "&lt;t9&gt;" in parity.group()
+    assert "<script>x" not in dom

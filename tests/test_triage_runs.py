@@ -1,0 +1,174 @@
+"""qualify triage of real qualify runs under a real cgroup: every class this machine can make."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.conftest import Completed, RunQualify, git, qualify_argv
+
+pytestmark = [pytest.mark.privileged, pytest.mark.slow]
+
+PARITY_TEST = """
+import harness
+
+
+def test_generate():
+    with harness.phase("generate"):
+        for i in range(3):
+            reference = [1, 2, 3, 4, 5]
+            native = list(reference) if i == 0 else [1, 2, 9, 4, 5]
+            top = [[(t, -0.1), (9, -4.0)] for t in reference]
+            for side, ids in (("reference", reference), ("native", native)):
+                harness.record_case(f"case-{i}", side=side, token_ids=ids, text="t",
+                                    top_logprobs=top, prompt="p", eos=True)
+"""
+
+
+def triage_json(run_qualify: RunQualify, run_dir: Path | None, *extra: str) -> dict[str, Any]:
+    args = ["triage", *([str(run_dir)] if run_dir else []), *extra, "--format", "json"]
+    result = run_qualify(*args)
+    document: dict[str, Any] = json.loads(result.stdout)
+    assert result.returncode == document["exit_code"], result.stderr
+    return document
+
+
+def hog(run_qualify: RunQualify, repo: Path, *args: str) -> Completed:
+    return run_qualify("run", "--family", "hog", "--repo", str(repo), *args)
+
+
+def test_cgroup_oom(repo: Path, run_qualify: RunQualify) -> None:
+    run = hog(run_qualify, repo, "--mem", "256M", "--set", "second_mib=400")
+    assert run.returncode == 3 and run.run_dir is not None
+    found = triage_json(run_qualify, run.run_dir)
+    assert found["class"] == "CGROUP_OOM" and found["exit_code"] == 3
+    assert {k: found["decided_by"][0][k] for k in ("source", "line")} == {
+        "source": "audit.json",
+        "line": None,
+    }
+    assert found["decided_by"][0]["text"].startswith("oom.kills = ")
+    attribution = found["attribution"]
+    assert attribution["cap_bytes"] == 256 << 20
+    assert attribution["phase_at_end"] == "second"
+    assert [p["name"] for p in attribution["phase_peaks"]][:2] == ["first", "second"]
+    # culprits come from the monitor's per-process samples (empty when it saw no pids)
+    assert isinstance(attribution["culprits"], list)
+    assert any(
+        r.startswith("this run needs more than 256 MiB in phase second") for r in found["remedies"]
+    )
+    text = run_qualify("triage", str(run.run_dir))
+    assert text.returncode == 3 and "CGROUP_OOM" in text.stdout and "▁" in text.stdout
+    markdown = run_qualify("triage", str(run.run_dir), "--format", "markdown")
+    assert markdown.stdout.startswith("### qualify triage: `CGROUP_OOM`")
+
+
+def _e2e_pytest(repo: Path, deadline: float) -> psutil.Process:
+    family_dir = str(repo / "families" / "hog")
+    while time.monotonic() < deadline:
+        for process in psutil.process_iter(["cmdline"]):
+            try:
+                if (
+                    "pytest" in " ".join(process.info["cmdline"] or [])
+                    and process.cwd() == family_dir
+                ):
+                    return process
+            except psutil.Error:
+                continue
+        time.sleep(0.1)
+    raise AssertionError("the E2E's pytest process never appeared")
+
+
+def test_external_kill(repo: Path, run_qualify: RunQualify, tmp_path: Path) -> None:
+    command = qualify_argv(
+        "run",
+        "--family",
+        "hog",
+        "--repo",
+        str(repo),
+        "--mem",
+        "512M",
+        "--set",
+        "sleep_s=60",
+        "--set",
+        "first_mib=8",
+        "--set",
+        "second_mib=8",
+    )
+    process = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        text=True,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        victim = _e2e_pytest(repo, time.monotonic() + 60)
+        time.sleep(2.0)  # inside the sleep phase
+        victim.send_signal(signal.SIGKILL)
+        stdout, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    run_dir = tmp_path / stdout.strip().splitlines()[-1]
+    found = triage_json(run_qualify, run_dir)
+    assert found["class"] == "EXTERNAL_KILL" and found["exit_code"] == 3
+    assert any("exit.signal = SIGKILL" in e["text"] for e in found["decided_by"])
+    assert found["attribution"]["victims"] == [
+        {"pid": None, "comm": "the E2E", "signal": "SIGKILL"}
+    ]
+
+
+def test_timeout(repo: Path, run_qualify: RunQualify) -> None:
+    run = hog(run_qualify, repo, "--mem", "512M", "--timeout", "3s", "--set", "sleep_s=60")
+    assert run.run_dir is not None
+    found = triage_json(run_qualify, run.run_dir)
+    assert found["class"] == "TIMEOUT" and found["exit_code"] == 3
+    assert found["decided_by"][0]["text"] == "exit.timed_out = True"
+    assert "phase sleep" in found["remedies"][0]
+
+
+def test_test_failure_on_a_dirty_tree(repo: Path, run_qualify: RunQualify) -> None:
+    (repo / "families" / "hog" / "pytest.ini").write_text("[pytest]\n# uncommitted\n")
+    run = hog(run_qualify, repo, "--mem", "512M", "--set", "first_mib=-1")
+    assert run.run_dir is not None
+    found = triage_json(run_qualify, run.run_dir)
+    assert found["class"] == "TEST_FAILURE" and found["exit_code"] == 1
+    assert any("test_setup_ok" in e["text"] for e in found["decided_by"])
+    assert any(
+        w.startswith("dirty tree: the run tested uncommitted changes") for w in found["warnings"]
+    )
+    text = run_qualify("triage", str(run.run_dir))
+    assert "dirty tree" in text.stdout
+
+
+def test_parity_failure(repo: Path, run_qualify: RunQualify) -> None:
+    family = repo / "families" / "par"
+    family.mkdir()
+    (family / "family.toml").write_text(
+        textwrap.dedent("""
+        name = "par"
+        [e2e]
+        command = ["python", "-m", "pytest", "test_par.py", "-q"]
+        [resources]
+        memory = "512M"
+        [parity]
+        min_exact = 3
+        """)
+    )
+    (family / "test_par.py").write_text(PARITY_TEST)
+    (family / "pytest.ini").write_text("[pytest]\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "par family")
+    run = run_qualify("run", "--family", "par", "--repo", str(repo), "--mem", "512M")
+    assert run.returncode == 1 and run.run_dir is not None, run.stdout + run.stderr
+    found = triage_json(run_qualify, run.run_dir)
+    assert found["class"] == "PARITY_FAILURE" and found["exit_code"] == 1
+    assert found["warnings"] == []
