@@ -30,7 +30,7 @@ import os
 import sys
 import threading
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from harness._events import ENV_EVENTS, emit
@@ -235,18 +235,26 @@ def _start_history(torch: Any) -> None:
     emit({"event": "cuda_history", "state": "recording", "max_entries": HISTORY_MAX_ENTRIES})
 
 
+# cuda_oom event field -> torch.cuda.memory_stats() key (names stable since torch 1.4, the
+# allocator statistics of https://github.com/pytorch/pytorch/pull/27361).
+ALLOCATOR_COUNTERS = {
+    "allocated_bytes": "allocated_bytes.all.current",
+    "reserved_bytes": "reserved_bytes.all.current",
+    "inactive_split_bytes": "inactive_split_bytes.all.current",
+    "num_alloc_retries": "num_alloc_retries",
+    "num_ooms": "num_ooms",
+}
+
+
+def allocator_counters(stats: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``cuda_oom`` allocator fields from a ``memory_stats()`` dict (None: key absent)."""
+    return {field: stats.get(key) for field, key in ALLOCATOR_COUNTERS.items()}
+
+
 def _device_counters(torch: Any, device: int) -> dict[str, Any]:
     stats = torch.cuda.memory_stats(device)
     free, total = torch.cuda.mem_get_info(device)
-    return {
-        "total_bytes": int(total),
-        "free_bytes": int(free),
-        "allocated_bytes": stats.get("allocated_bytes.all.current"),
-        "reserved_bytes": stats.get("reserved_bytes.all.current"),
-        "inactive_split_bytes": stats.get("inactive_split_bytes.all.current"),
-        "num_alloc_retries": stats.get("num_alloc_retries"),
-        "num_ooms": stats.get("num_ooms"),
-    }
+    return {"total_bytes": int(total), "free_bytes": int(free), **allocator_counters(stats)}
 
 
 def _dump_snapshot(torch: Any) -> str | None:
