@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from qualify import parity as parity_mod
 from qualify.cuda_oom import gpu_evidence
 from qualify.diagnose import Signals, decide, signal_name
@@ -20,6 +22,14 @@ from qualify.testcases import (
     split_nodeid,
 )
 from qualify.verdict import Verdict
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when below it (reports name no host paths)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _phase_at_death(monitor: MonitorResult | None) -> str | None:
@@ -131,7 +141,7 @@ def judge(spec: RunSpec, execution: Execution, cgroup_version: int | None) -> Ru
     phase = _phase_at_death(monitor)
     cases = _cases(spec, execution, verdict, reason, progress, phase)
     if parity is not None:
-        repro = f"qualify compare {spec.run_dir / 'parity.jsonl'}"
+        repro = f"qualify compare {display_path(spec.run_dir / 'parity.jsonl')}"
         cases += parity_mod.junit_cases(parity, spec.family.name, repro)
     return RunResult(
         spec=spec,

@@ -183,3 +183,13 @@ def docker_engine() -> Iterator[tuple[str, str]]:
                 os.environ.pop("DOCKER_HOST", None)
             else:
                 os.environ["DOCKER_HOST"] = previous
+
+
+@pytest.fixture(scope="session")
+def small_checkpoint() -> None:
+    """The tiny family's size-small checkpoint, created uncapped (creating it takes more memory
+    than the caps its build is tested under; later runs load it from the cache)."""
+    subprocess.run(
+        [sys.executable, "-m", "tiny_engine.checkpoint", "small"],
+        cwd=ROOT / "families" / "tiny", check=True, capture_output=True, timeout=600,
+    )  # fmt: skip

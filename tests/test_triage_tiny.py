@@ -23,6 +23,7 @@ CAP = "850M"
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.usefixtures("small_checkpoint")
 def test_retained_plan_is_named(run_qualify: RunQualify) -> None:
     if not (ROOT / "families" / "tiny" / "family.toml").exists():
         pytest.fail("families/tiny is missing")

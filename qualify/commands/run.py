@@ -14,7 +14,7 @@ from qualify.errors import UsageError
 from qualify.execute import Interrupts, execute
 from qualify.families import default_family_dirs, find_family, validate_name
 from qualify.gitinfo import commit_info, record_sha, repo_root
-from qualify.judge import judge
+from qualify.judge import display_path, judge
 from qualify.profiles import DEFAULT_PIDS, Profile, find_profile
 from qualify.report.atomic import write_json_atomic
 from qualify.report.audit import build_audit, iso, provisional_audit
@@ -261,14 +261,6 @@ def _write_provisional(spec: RunSpec) -> None:
     )
 
 
-def _display(path: Path) -> str:
-    """``path`` relative to the working directory when it lies below it."""
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
 def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
     """Run one family once; returns the verdict's exit code (2 for bad input)."""
     try:
@@ -294,7 +286,7 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
     print_summary(result, stdout)
     if not publication:
         stderr.write(f"qualify run: publication failed: {publication.reason}\n")
-    stdout.write(f"{_display(spec.run_dir)}\n")
+    stdout.write(f"{display_path(spec.run_dir)}\n")
     stdout.flush()
     # A failed publication exits 4 (fail closed); the verdict itself is unchanged.
     return max(result.verdict.exit_code, publication.exit_code)

@@ -1,0 +1,164 @@
+"""Engine build: one bf16 plan per network, each staged to disk as soon as it is built.
+
+A plan is the ``torch.export`` archive of one network: its serialized program and its own
+copy of the bf16 weights, held in memory as one buffer while it is built, like a TensorRT
+engine plan. Built plans are written out and released before the next network is built,
+unless ``retain_plans`` is set: that keeps every plan buffer alive until the end of the build,
+the bug class where the prefill plan is still resident while decode builds.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.export import Dim
+
+import harness
+from tiny_engine import checkpoint
+from tiny_engine.bundle import BundleWriter, StagedPlan
+from tiny_engine.network import DecodeNetwork, NetworkShape, PrefillNetwork
+
+NETWORKS = ("prefill", "decode")
+PLAN_DTYPE = torch.bfloat16
+PERTURB_SEED = 4321
+
+# Measured on a 2-core x86-64 VM (torch 2.13.0+cpu, transformers 5.24.0) with
+# benchmarks/bench_tiny.py, which reads the E2E process's RSS and anonymous RSS between phase
+# boundaries (MiB = 2**20 bytes):
+#
+#   plan sizes      tiny 10.6 MB each; small 204.1 MB (194.7 MiB) each, sum 389.3 MiB;
+#                   medium 396.7 MB (378.4 MiB) each
+#   size small      anon RSS at build:prefill start (baseline: libraries, the bf16 weights of
+#                   195 MiB, no plan yet) 456 MiB
+#                   build peak, retain_plans=false  718 MiB = baseline + max plan + ~65
+#                   build peak, retain_plans=true   911 MiB = baseline + sum of plans + ~65
+#                   (the ~65 MiB are export and serialization transients of the network being
+#                   built); other phases: native 724 MiB, reference 347 MiB anonymous plus its
+#                   400 MB of fp32 weights mapped from model.safetensors (page cache)
+#   cgroup v1 caps  (qualify run --set size=small, checkpoint already cached): 800M PASSED in
+#                   51 s; 850M PASSED (native 9 s, reference 24 s) and, with retain_plans=true,
+#                   OOM_KILLED in build:decode; 900M the same pair; 950M retain_plans=true
+#                   PASSED. A cap of ~850M separates the two.
+
+
+def build_engine(
+    checkpoint_dir: Path,
+    bundle_dir: Path,
+    *,
+    retain_plans: bool = False,
+    perturb_native: float = 0.0,
+    on_staged: Callable[[StagedPlan], None] | None = None,
+) -> Path:
+    """Build every network's plan from the checkpoint and publish the bundle at ``bundle_dir``.
+
+    The build runs in ``harness.phase("build")``, each network in ``build:<network>``.
+    ``on_staged`` is called after each plan is on disk; an exception from it, or from
+    anything else, aborts the build and leaves no bundle behind.
+    """
+    with harness.phase("build"):
+        shape, weights = load_plan_weights(checkpoint_dir, perturb_native)
+        with BundleWriter(bundle_dir) as writer:
+            retained = _build_networks(writer, shape, weights, retain_plans, on_staged)
+            published = writer.publish(
+                {
+                    "networks": list(NETWORKS),
+                    "dtype": str(PLAN_DTYPE).removeprefix("torch."),
+                    "stop_token_ids": checkpoint.stop_token_ids(checkpoint_dir),
+                    "perturb_native": perturb_native,
+                }
+            )
+        del retained
+    return published
+
+
+def load_plan_weights(
+    checkpoint_dir: Path, perturb_native: float
+) -> tuple[NetworkShape, dict[str, torch.Tensor]]:
+    """The checkpoint's weights in the plan dtype (loaded as such: no fp32 copy stays alive)."""
+    model = checkpoint.load_model(checkpoint_dir, PLAN_DTYPE)
+    shape = NetworkShape.from_config(model.config)
+    weights = {name: tensor.detach() for name, tensor in model.state_dict().items()}
+    if perturb_native:
+        perturb(weights, perturb_native)
+    return shape, weights
+
+
+def _build_networks(
+    writer: BundleWriter,
+    shape: NetworkShape,
+    weights: dict[str, torch.Tensor],
+    retain_plans: bool,
+    on_staged: Callable[[StagedPlan], None] | None,
+) -> list[io.BytesIO]:
+    """Build, stage and (unless retained) release each plan in turn; return the retained."""
+    retained: list[io.BytesIO] = []
+    for network in NETWORKS:
+        with harness.phase(f"build:{network}"):
+            plan = build_plan(network, shape, weights)
+            with plan.getbuffer() as view:
+                staged = writer.stage(network, view)
+            if retain_plans:
+                retained.append(plan)
+            # Unless retained, this was the buffer's last reference: it is freed here, before
+            # the next network builds.
+            del plan
+        if on_staged is not None:
+            on_staged(staged)
+    return retained
+
+
+def build_plan(network: str, shape: NetworkShape, weights: dict[str, torch.Tensor]) -> io.BytesIO:
+    """Export ``network`` over ``weights`` and serialize it into one in-memory buffer."""
+    exported = export_network(network, shape, weights)
+    plan = io.BytesIO()
+    torch.export.save(exported, plan)
+    return plan
+
+
+def export_network(network: str, shape: NetworkShape, weights: dict[str, torch.Tensor]) -> Any:
+    """``torch.export`` of one network, with its sequence (prefill) or cache (decode) dynamic."""
+    exporters = {"prefill": _export_prefill, "decode": _export_decode}
+    if network not in exporters:
+        raise ValueError(f"network {network!r} is not one of {', '.join(NETWORKS)}")
+    with torch.no_grad():
+        return exporters[network](shape, weights)
+
+
+def _export_prefill(shape: NetworkShape, weights: dict[str, torch.Tensor]) -> Any:
+    prompt = torch.zeros((1, 8), dtype=torch.long)
+    length = Dim("length", min=2, max=shape.max_positions)
+    return torch.export.export(
+        PrefillNetwork(shape, weights),
+        (prompt,),
+        dynamic_shapes={"input_ids": {1: length}},
+        strict=False,
+    )
+
+
+def _export_decode(shape: NetworkShape, weights: dict[str, torch.Tensor]) -> Any:
+    token = torch.zeros((1, 1), dtype=torch.long)
+    cache_shape = (shape.layers, 1, shape.kv_heads, 8, shape.head_dim)
+    # Two distinct tensors: export treats one tensor passed twice as an alias and would
+    # trace the keys as the values.
+    keys = torch.zeros(cache_shape, dtype=PLAN_DTYPE)
+    values = torch.zeros(cache_shape, dtype=PLAN_DTYPE)
+    past = Dim("past", min=1, max=shape.max_positions - 1)
+    return torch.export.export(
+        DecodeNetwork(shape, weights),
+        (token, keys, values),
+        dynamic_shapes={"input_ids": None, "keys": {3: past}, "values": {3: past}},
+        strict=False,
+    )
+
+
+def perturb(weights: dict[str, torch.Tensor], std: float) -> None:
+    """Add seeded Gaussian noise of ``std`` to every weight in place (a broken engine)."""
+    generator = torch.Generator().manual_seed(PERTURB_SEED)
+    for name in sorted(weights):
+        tensor = weights[name]
+        noise = torch.randn(tensor.shape, generator=generator, dtype=torch.float32) * std
+        tensor.add_(noise.to(tensor.dtype))
