@@ -19,10 +19,12 @@ pytestmark = [pytest.mark.family, pytest.mark.privileged, pytest.mark.slow]
 
 CAP = "850M"
 SHORT = ("--set", "new_tokens=8")  # the build is under test here, not 30 tokens of decoding
+# Reports go to the test's own directory; the family comes from this repository.
+REPO = str(ROOT)
 
 
 def test_main_job_passes_with_parity_and_phase_peaks(run_qualify: RunQualify) -> None:
-    result = run_qualify("run", "--family", "tiny", "--mem", "2G", cwd=ROOT, timeout=600)
+    result = run_qualify("run", "--family", "tiny", "--repo", REPO, "--mem", "2G", timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     audit = result.audit()
     assert audit["verdict"] == "PASSED"
@@ -44,14 +46,15 @@ def test_main_job_passes_with_parity_and_phase_peaks(run_qualify: RunQualify) ->
 @pytest.mark.timeout(900)
 @pytest.mark.usefixtures("small_checkpoint")
 def test_retained_plans_oom_where_staged_plans_pass(run_qualify: RunQualify) -> None:
-    common = ("run", "--family", "tiny", "--mem", CAP, "--set", "size=small", *SHORT)
-    retained = run_qualify(*common, "--set", "retain_plans=true", cwd=ROOT, timeout=600)
+    common = ("run", "--family", "tiny", "--repo", REPO, "--mem", CAP, "--set", "size=small")
+    common += SHORT
+    retained = run_qualify(*common, "--set", "retain_plans=true", timeout=600)
     assert retained.returncode == 3, retained.stdout + retained.stderr
     audit = retained.audit()
     assert audit["verdict"] == "OOM_KILLED"
     assert audit["memory"]["phase_at_end"] == "build:decode"
     assert audit["tests"]["running_at_end"] == "test_e2e.py::test_build_engine"
-    staged = run_qualify(*common, cwd=ROOT, timeout=600)
+    staged = run_qualify(*common, timeout=600)
     assert staged.returncode == 0, staged.stdout + staged.stderr
     phases = {p["name"]: p["peak_bytes"] for p in staged.audit()["memory"]["phases"]}
     # Staged: decode's build peak stays near prefill's (one plan at a time), under the cap.
@@ -61,8 +64,8 @@ def test_retained_plans_oom_where_staged_plans_pass(run_qualify: RunQualify) -> 
 
 def test_perturbed_engine_fails_parity(run_qualify: RunQualify) -> None:
     result = run_qualify(
-        "run", "--family", "tiny", "--mem", "2G", "--set", "perturb_native=0.01",
-        cwd=ROOT, timeout=600,
+        "run", "--family", "tiny", "--repo", REPO, "--mem", "2G", "--set", "perturb_native=0.01",
+        timeout=600,
     )  # fmt: skip
     assert result.returncode == 1, result.stdout + result.stderr
     audit = result.audit()
