@@ -21,7 +21,10 @@ from typing import Any
 
 from qualify.errors import SandboxError, UsageError
 from qualify.sandbox.base import Limits, SandboxInfo, expected_in_effect, limit_mismatches
+from qualify.sandbox.cgroup_common import remove_dir
+from qualify.sandbox.cgroup_v1 import V1Probe
 from qualify.sandbox.docker_run import ContainerChild, DockerProbe, cgroup_read_back
+from qualify.sandbox.layout import current_layout
 
 HARNESS_MOUNT = "/qualify/harness-root"
 LABEL_RUN = "qualify.run-id"
@@ -119,6 +122,7 @@ def container_kwargs(
     user: str,
     gpu_requests: list[dict[str, Any]],
     python_dirs: Sequence[str] = (),
+    cgroup_parent: str | None = None,
 ) -> dict[str, Any]:
     """Arguments of ``containers.create`` (pure: tests check them without an engine).
 
@@ -152,6 +156,8 @@ def container_kwargs(
         kwargs["pids_limit"] = limits.pids_max
     if gpu_requests:
         kwargs["device_requests"] = gpu_requests
+    if cgroup_parent is not None:
+        kwargs["cgroup_parent"] = cgroup_parent
     return kwargs
 
 
@@ -239,6 +245,7 @@ class DockerSandbox:
         self._requested = Limits(None, None, None)
         self._info: SandboxInfo | None = None
         self.reason: str | None = None
+        self._parents: list[Path] = []
 
     def prepare(self, requested: Limits) -> SandboxInfo:
         """Reclaim orphans; limits are read back in ``start`` (the container does not exist yet)."""
@@ -246,6 +253,9 @@ class DockerSandbox:
         notes = [f"reclaimed orphaned container {cid[:12]}" for cid in reclaim_orphans(self.client)]
         if self.reason:
             notes.insert(0, self.reason)
+        parent_note = self._make_parent()
+        if parent_note:
+            notes.append(parent_note)
         notes += [
             f"image {self.options.image}",
             f"network {self.options.network}",
@@ -253,6 +263,33 @@ class DockerSandbox:
         ]
         self._info = SandboxInfo(self.name, True, None, expected_in_effect(requested), tuple(notes))
         return self._info
+
+    @property
+    def parent_path(self) -> str:
+        """The cgroup the container is created under (cgroupfs driver, cgroup v1)."""
+        return f"/qualify-{self.run_id}"
+
+    def _make_parent(self) -> str | None:
+        """Create an unlimited parent memory cgroup for the container, so that the run's
+        watermark outlives the container (the engine removes the container's cgroup the moment
+        it exits, OOM kill included). Only where the engine uses the cgroupfs driver on v1."""
+        layout = current_layout()
+        if layout.version != 1 or layout.memory_dir is None or layout.memory_path is None:
+            return None
+        try:
+            driver = self.client.info().get("CgroupDriver")
+        except Exception:
+            return None
+        if driver != "cgroupfs":
+            return None
+        root = Path(str(layout.memory_dir)[: -len(layout.memory_path)] or "/")
+        parent = root / self.parent_path.lstrip("/")
+        try:
+            parent.mkdir()
+        except OSError:
+            return None
+        self._parents.append(parent)
+        return f"container under cgroup {self.parent_path}, whose watermark outlives it"
 
     def info(self) -> SandboxInfo | None:
         """The SandboxInfo with the limits read back after start (None before prepare)."""
@@ -275,7 +312,10 @@ class DockerSandbox:
             user=f"{os.getuid()}:{os.getgid()}",
             gpu_requests=device_requests(self.options.gpus, host_gpu_count()),
             python_dirs=host_python_dirs() if self.options.mount_host_python else (),
+            cgroup_parent=self.parent_path if self._parents else None,
         )
+        if self._parents:
+            self._probe.parent = V1Probe(self._parents[0])
         try:
             self.container = self.client.containers.create(**kwargs)
         except Exception as exc:
@@ -344,6 +384,17 @@ class DockerSandbox:
             self._info = dataclasses.replace(
                 self._info, notes=(*self._info.notes, *self.child.oom_notes(self._probe))
             )
+        return problems + self._remove_parents()
+
+    def _remove_parents(self) -> list[str]:
+        """rmdir the parent in every v1 hierarchy the engine created it in."""
+        if not self._parents:
+            return []
+        problems: list[str] = []
+        for hierarchy in self._parents[0].parent.parent.iterdir():
+            candidate = hierarchy / self.parent_path.lstrip("/")
+            if candidate.is_dir():
+                problems += remove_dir(candidate)
         return problems
 
 

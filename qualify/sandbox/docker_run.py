@@ -164,6 +164,9 @@ class DockerProbe:
 
     def __init__(self) -> None:
         self.inner: Probe | None = None
+        self.parent: Probe | None = None
+        """The container's parent cgroup, when qualify made one: it holds the same charge and
+        its watermark survives the container's cgroup."""
         self.child: ContainerChild | None = None
         self.last_oom_kills: int | None = None
 
@@ -171,17 +174,23 @@ class DockerProbe:
         """Read the container's cgroup ``directory`` from now on."""
         self.inner = V1Probe(directory) if version == 1 else V2Probe(directory)
 
+    def _memory(self) -> Probe | None:
+        return self.parent or self.inner
+
     def usage_bytes(self) -> int | None:
-        """memory usage of the container's cgroup."""
-        return self.inner.usage_bytes() if self.inner else None
+        """memory usage of the container (through its parent cgroup when there is one)."""
+        memory = self._memory()
+        return memory.usage_bytes() if memory else None
 
     def watermark_bytes(self) -> int | None:
-        """The container cgroup's watermark."""
-        return self.inner.watermark_bytes() if self.inner else None
+        """The container's watermark (the parent's outlives the container)."""
+        memory = self._memory()
+        return memory.watermark_bytes() if memory else None
 
     def reset_watermark(self) -> bool:
-        """Reset the container cgroup's watermark."""
-        return self.inner.reset_watermark() if self.inner else False
+        """Reset the watermark."""
+        memory = self._memory()
+        return memory.reset_watermark() if memory else False
 
     def oom_kills(self) -> int | None:
         """The cgroup's counter; at least 1 once the engine says OOMKilled."""
@@ -203,5 +212,6 @@ class DockerProbe:
 
     def close(self) -> None:
         """Release descriptors."""
-        if self.inner is not None:
-            self.inner.close()
+        for probe in (self.inner, self.parent):
+            if probe is not None:
+                probe.close()
