@@ -193,15 +193,17 @@ class Monitor(threading.Thread):
     def _sample(self, timeline: IO[str], full: bool = False) -> None:
         mono, wall = time.monotonic(), time.time()
         usage = self._safe(self.probe.usage_bytes)
-        watermark = self._safe(self.probe.watermark_bytes) if self._resettable else None
-        if watermark is not None:
-            # The last reading before a container's cgroup vanishes may be the only one that
-            # saw the peak; every reading counts, not only those at phase boundaries.
-            self._peak_watermark = max(self._peak_watermark or 0, watermark)
         breakdown = self._safe(self.probe.memory_breakdown) or {}
-        # The OOM counter rides with the process sampling (every ``process_every`` samples);
-        # the run's final count is read again when the monitor stops.
+        # The watermark, the OOM counter and the processes are read every ``process_every``
+        # samples (and at every phase boundary and at the end): each read is a syscall, and the
+        # monitor must stay near 1% of a core. Every watermark reading counts toward the run's
+        # peak, not only those at boundaries.
         every_nth = full or self._samples % self.process_every == 0
+        watermark = None
+        if every_nth and self._resettable:
+            watermark = self._safe(self.probe.watermark_bytes)
+            if watermark is not None:
+                self._peak_watermark = max(self._peak_watermark or 0, watermark)
         oom = self._safe(self.probe.oom_kills) if every_nth else None
         if oom is not None:
             self._oom_last = oom

@@ -15,6 +15,7 @@ from qualify.sandbox.cgroupfs import (
     parse_limit,
     parse_mountinfo,
     parse_proc_cgroup,
+    pick_keyed,
 )
 from qualify.sandbox.layout import detect_layout
 from tests.conftest import SAMPLES
@@ -200,3 +201,22 @@ def test_page_rounding_is_not_a_mismatch() -> None:
 def test_meminfo_swap_total() -> None:
     assert host_swap_total(b"MemTotal: 1 kB\nSwapTotal:  2048 kB\n") == 2 * 2**20
     assert host_swap_total(Path("/proc/meminfo").read_bytes()) >= 0
+
+
+@pytest.mark.parametrize(
+    ("name", "keys"),
+    [
+        (V2 / "elastic-docker2-memory.stat.txt", (b"anon", b"file", b"pgfault")),
+        (V1 / "local-k6.18-memory.stat-after-oom-kill.txt", (b"total_rss", b"total_cache")),
+        (V1 / "elastic-amzn2-eks-memory.stat-hierarchical-memsw.txt", (b"total_rss", b"rss")),
+        (V1 / "elastic-ubuntu1804-memory.stat-no-memsw.txt", (b"total_cache", b"absent_key")),
+    ],
+)
+def test_pick_keyed_agrees_with_the_full_parse(name: Path, keys: tuple[bytes, ...]) -> None:
+    data = sample(name)
+    full = parse_flat_keyed(data)
+    expected = {k.decode(): full[k.decode()] for k in keys if k.decode() in full}
+    assert pick_keyed(data, keys) == expected
+    # "rss" must not match inside "total_rss": keys match whole line starts only.
+    if b"rss" in keys:
+        assert pick_keyed(data, (b"rss",))["rss"] == full["rss"]

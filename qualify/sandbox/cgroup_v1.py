@@ -21,6 +21,7 @@ from qualify.sandbox.cgroupfs import (
     parse_flat_keyed,
     parse_int,
     parse_limit,
+    pick_keyed,
     read_bytes,
 )
 
@@ -86,7 +87,7 @@ class V1Probe:
 
     def memory_breakdown(self) -> dict[str, int]:
         """total_rss / total_cache of memory.stat as anon / file."""
-        stat = parse_flat_keyed(self.files.read("memory.stat"))
+        stat = pick_keyed(self.files.read("memory.stat"), (b"total_rss", b"total_cache"))
         return {"anon": stat.get("total_rss", 0), "file": stat.get("total_cache", 0)}
 
     def pids(self) -> list[int]:

@@ -22,6 +22,7 @@ from qualify.sandbox.cgroupfs import (
     parse_flat_keyed,
     parse_int,
     parse_limit,
+    pick_keyed,
     read_bytes,
 )
 
@@ -83,7 +84,7 @@ class V2Probe:
 
     def memory_breakdown(self) -> dict[str, int]:
         """anon and file of memory.stat."""
-        stat = parse_flat_keyed(self.files.read("memory.stat"))
+        stat = pick_keyed(self.files.read("memory.stat"), (b"anon", b"file"))
         return {"anon": stat.get("anon", 0), "file": stat.get("file", 0)}
 
     def pids(self) -> list[int]:
