@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_triage.py [--size-mb 1024] [--keep PATH]
 
-Target (issue 5): under 10 s on the 2-core development machine, memory flat (the scan reads
+Target: under 10 s on the 2-core development machine, memory flat (the scan reads
 2 MiB blocks; peak RSS must not grow with the log). The machine is shared, so the CPU time of
 the triage (this process and the forked scanner child) is printed next to the wall time.
 """

@@ -8,7 +8,7 @@ same test also runs under plain pytest.
 from __future__ import annotations
 
 from harness._events import emit, record_case, sync_point
-from harness._gpu import cuda_oom_guard  # GPU (issue 4): stdlib only, torch is never imported
+from harness._gpu import cuda_oom_guard  # stdlib only: torch is never imported here
 from harness._options import option
 from harness._phase import phase
 

@@ -21,7 +21,7 @@ class Signals:
     oom_kills: int | None = None
     cuda_oom: bool = False
     cuda_oom_kind: str | None = None
-    """GPU (issue 4): "capacity", "fragmentation" or "budget" (qualify.cuda_oom), when known."""
+    """CUDA OOM sub-kind: "capacity", "fragmentation" or "budget" (qualify.cuda_oom), when known."""
     tests_failed: int = 0
     session_exitstatus: int | None = None
     parity_passed: bool | None = None

@@ -65,7 +65,7 @@ def sample_record(readings: Sequence[DeviceReading], pids: set[int] | None) -> d
 class NvmlSampler:
     """Samples every device; remembers per-device and per-process peaks for the audit.
 
-    Monitor wiring (qualify/monitor.py, lead):
+    Used by qualify/monitor.py:
         self.gpu = NvmlSampler()                       # in __init__
         record["gpu"] = self.gpu.sample(set(pids))     # in _sample, every Nth sample
         self.gpu.write_summary(run_dir)                # after the loop, in run()

@@ -117,7 +117,7 @@ def judge(spec: RunSpec, execution: Execution, cgroup_version: int | None) -> Ru
     """Decide the verdict from every signal and derive the test cases and parity report."""
     events = list(read_events(spec.run_dir / "events.jsonl"))
     progress = progress_from_events(events)
-    gpu = gpu_evidence(events, spec.run_dir / "stderr.log")  # GPU (issue 4)
+    gpu = gpu_evidence(events, spec.run_dir / "stderr.log")
     parity, parity_error = _compare(spec) if execution.setup_error is None else (None, None)
     monitor = execution.monitor
     failed = sum(1 for case in progress.cases if case.outcome in ("failed", "error"))

@@ -20,7 +20,7 @@ from qualify.sandbox.base import Limits
 from qualify.sandbox.docker import DockerOptions
 
 HARNESS_ROOT = Path(harness.__file__).resolve().parent.parent
-# --- GPU (issue 4): the directory holding harness's sitecustomize (torch hook, see harness/_gpu.py)
+# --- GPU: the directory holding harness's sitecustomize (torch hook, see harness/_gpu.py)
 HARNESS_SITE = HARNESS_ROOT / "harness" / "_site"
 ENV_GPU_BUDGET = "QUALIFY_GPU_BUDGET_BYTES"
 ENV_CUDA_HISTORY = "QUALIFY_CUDA_HISTORY"
@@ -163,7 +163,7 @@ def sandbox_env(
     return env
 
 
-# --- GPU (issue 4)
+# --- GPU
 def gpu_env(budget_bytes: int | None, cuda_history: bool) -> dict[str, str]:
     """The QUALIFY_ variables the harness's GPU hook reads (nothing set: the hook only observes)."""
     env: dict[str, str] = {}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU self-check of qualify's harness (issue 4): runs the real CUDA paths once and prints a
+# GPU self-check of qualify's harness: runs the real CUDA paths once and prints a
 # pass/fail table. Needs a python with torch (CUDA build); uses $PYTHON, else .venv/bin/python,
 # else python3. Everything it writes goes to a temp dir. Runs in well under a minute.
 #

@@ -1,4 +1,4 @@
-"""GPU half of issue 4: CUDA OOM parsing (every real sample), the torch hook, NVML sampling."""
+"""GPU side: CUDA OOM parsing (every real sample), the torch hook, NVML sampling."""
 
 from __future__ import annotations
 

@@ -122,7 +122,7 @@ def test_external_kill(repo: Path, run_qualify: RunQualify, tmp_path: Path) -> N
     assert found["class"] == "EXTERNAL_KILL" and found["exit_code"] == 3
     assert any("exit.signal = SIGKILL" in e["text"] for e in found["decided_by"])
     assert found["attribution"]["victims"] == [
-        {"pid": None, "comm": "the E2E", "signal": "SIGKILL"}
+        {"pid": victim.pid, "comm": "the E2E", "signal": "SIGKILL"}
     ]
 
 

@@ -64,7 +64,7 @@ def _limits(requested: Limits, in_effect: Limits | None) -> dict[str, Any]:
     }
 
 
-# --- GPU (issue 4)
+# --- GPU
 def _gpu(result: RunResult) -> dict[str, Any]:
     run_dir = result.spec.run_dir
     evidence = gpu_evidence(read_events(run_dir / "events.jsonl"), run_dir / "stderr.log")

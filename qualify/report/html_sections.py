@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
@@ -167,18 +166,22 @@ def _value_html(value: Any, depth: int = 0) -> str:
 
 
 def _triage(run_dir: Path) -> Any:
-    # qualify.triage is another module's (issue 6 runs beside it): use its entry point when it
-    # has one, looked up by name so that this module builds with or without it.
+    """The triage of the run (class, findings, conflicts, remedies); a triage bug must not cost
+    the report, so it is shown instead."""
+    from qualify.triage import Sources, triage
+
     try:
-        triage_run_dir = getattr(importlib.import_module("qualify.triage"), "triage_run_dir", None)
-    except ImportError:
-        return None
-    if triage_run_dir is None:
-        return None
-    try:
-        return triage_run_dir(run_dir)
-    except Exception as exc:  # a triage bug must not cost the report
+        found = triage(Sources(run_dir=run_dir))
+    except Exception as exc:
         return {"triage failed": repr(exc)}
+    return {
+        "class": found.triage_class.value,
+        "summary": found.summary,
+        "findings": [finding.title for finding in found.findings],
+        "conflicts": [conflict.title for conflict in found.conflicts],
+        "remedies": list(found.remedies),
+        "warnings": list(found.warnings),
+    }
 
 
 def triage_section(run_dir: Path, audit: dict[str, Any]) -> str:

@@ -45,7 +45,8 @@ def attribution(run: RunData | None, bag: Bag) -> dict[str, Any]:
         {k: v for k, v in victim.items() if k != "evidence"} for victim in victims.values()
     ]
     if not victims and bag.kill_signal:
-        section["victims"] = [{"pid": None, "comm": "the E2E", "signal": bag.kill_signal}]
+        pid = run.get("exit", "pid") if run is not None else None
+        section["victims"] = [{"pid": pid, "comm": "the E2E", "signal": bag.kill_signal}]
     return section
 
 
