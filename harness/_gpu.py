@@ -9,8 +9,11 @@ allocation of the process: the budget is in place before the family allocates an
 
 Events (one JSON line each in events.jsonl, stamped with t, mono and pid):
 
-- ``gpu_budget``: ``device, fraction, total_bytes, budget_bytes, applied`` and ``error`` when
-  the budget could not be applied (larger than the device, or torch refused it).
+- ``gpu_budget``: ``mode, device, fraction, total_bytes, budget_bytes, applied`` and ``error``
+  when the budget could not be applied (larger than the device, or torch refused it). In mps
+  mode (``QUALIFY_GPU_BUDGET_MODE=mps``) the driver enforces ``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``
+  itself: the event records the limit this process's environment gives the device
+  (``mps_limit_bytes``) and what ``cudaMemGetInfo`` reports under it (``mem_get_info``).
 - ``gpu_allocator``: the allocator variables the process saw, the settings string torch parsed,
   the backend, and whether ``expandable_segments`` is on in that string.
 - ``cuda_oom``: ``source`` ("observer": torch's out-of-memory observer, exact numbers; or
@@ -36,6 +39,10 @@ from typing import Any
 from harness._events import ENV_EVENTS, emit
 
 ENV_BUDGET = "QUALIFY_GPU_BUDGET_BYTES"
+ENV_BUDGET_MODE = "QUALIFY_GPU_BUDGET_MODE"
+ENV_MPS_LIMIT = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
+_MPS_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "M": 1 << 20, "MB": 1 << 20}
+_MPS_UNITS |= {"G": 1 << 30, "GB": 1 << 30, "T": 1 << 40, "TB": 1 << 40}
 ENV_HISTORY = "QUALIFY_CUDA_HISTORY"
 ENV_RUN_DIR = "QUALIFY_RUN_DIR"
 ALLOC_VARIABLES = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF")
@@ -61,6 +68,20 @@ def budget_fraction(budget: int, total: int) -> tuple[float | None, str | None]:
     if budget > total:
         return None, f"GPU budget {budget} bytes exceeds the device's {total} bytes"
     return budget / total, None
+
+
+def mps_limit_bytes(value: str | None, device: int) -> int | None:
+    """The limit ``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`` ("0=1G,1=512MB") sets on ``device``."""
+    for pair in (value or "").split(","):
+        ordinal, sep, size = pair.partition("=")
+        if not sep or ordinal.strip() != str(device):
+            continue
+        size = size.strip()
+        digits = len(size) - len(size.lstrip("0123456789"))
+        unit = _MPS_UNITS.get(size[digits:].strip().upper())
+        if digits and unit is not None:
+            return int(size[:digits]) * unit
+    return None
 
 
 def expandable_in(settings: str | None) -> bool | None:
@@ -182,18 +203,23 @@ def _apply_budget(torch: Any) -> None:
     budget = budget_bytes()
     if budget is None:
         return
+    mode = os.environ.get(ENV_BUDGET_MODE) or "torch"
     # Every visible device: the sandbox's CUDA_VISIBLE_DEVICES already names what the run owns.
     for device in range(int(torch.cuda.device_count())):
         total = int(torch.cuda.get_device_properties(device).total_memory)
         fraction, error = budget_fraction(budget, total)
         record: dict[str, Any] = {
             "event": "gpu_budget",
+            "mode": mode,
             "device": device,
             "fraction": fraction,
             "total_bytes": total,
             "budget_bytes": budget,
             "applied": False,
         }
+        if mode == "mps":
+            _record_mps(torch, device, record, error)
+            continue
         if fraction is not None:
             try:
                 torch.cuda.set_per_process_memory_fraction(fraction, device)
@@ -203,6 +229,22 @@ def _apply_budget(torch: Any) -> None:
         if error:
             record["error"] = error
         emit(record, durable=True)
+
+
+def _record_mps(torch: Any, device: int, record: dict[str, Any], error: str | None) -> None:
+    """mps mode: nothing to apply here (the driver read the limit at init); record it."""
+    value = os.environ.get(ENV_MPS_LIMIT)
+    limit = mps_limit_bytes(value, device)
+    record.update(fraction=None, mps_limit_env=value, mps_limit_bytes=limit)
+    with contextlib.suppress(Exception):
+        free, seen_total = torch.cuda.mem_get_info(device)
+        record["mem_get_info"] = [int(free), int(seen_total)]
+    if error is None and limit is None:
+        error = f"{ENV_MPS_LIMIT}={value!r} sets no limit on device {device}"
+    record["applied"] = error is None
+    if error:
+        record["error"] = error
+    emit(record, durable=True)
 
 
 def _attach_observer(torch: Any) -> None:

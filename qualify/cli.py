@@ -68,7 +68,14 @@ def _run_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     run.add_argument(
         "--gpu-mem",
         metavar="SIZE",
-        help="PyTorch GPU memory budget per process (e.g. 21.8G; default: the profile's)",
+        help="GPU memory budget per process (e.g. 21.8G; default: the profile's)",
+    )
+    run.add_argument(
+        "--gpu-budget-mode",
+        choices=("torch", "mps", "auto"),
+        default="torch",
+        help="how the GPU budget is enforced: torch (PyTorch memory fraction, default), mps "
+        "(CUDA MPS per-client pinned limit; needs a running MPS daemon), auto (mps when one runs)",
     )
     run.add_argument(
         "--cuda-history",
@@ -165,6 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 gpus=args.gpus,
                 mount_host_python=args.mount_host_python,
                 gpu_mem=args.gpu_mem,
+                gpu_budget_mode=args.gpu_budget_mode,
                 cuda_history=args.cuda_history,
                 junit_flavour=args.junit_flavour,
                 publish=args.publish,

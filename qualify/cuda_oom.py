@@ -42,6 +42,7 @@ _LEGACY = re.compile(
     rf"\(GPU (\d+); {_SIZE} total capacity; {_SIZE} already allocated; {_SIZE} free; "
     rf"{_SIZE} (reserved in total by PyTorch|cached)\)"
 )
+_LEGACY_START = re.compile(r"\s*\(GPU (\d+);")
 _HINT = re.compile(r"try setting (\S+?)(?:=(\S+))? to avoid")
 _HINT_VARIABLE = re.compile(r"\b(PYTORCH_\w*ALLOC_CONF)\b")
 _COMMENT = re.compile(r"^\s*#+ ?", re.MULTILINE)
@@ -54,7 +55,8 @@ class CudaOom:
     backend: str
     """"CUDA" or "HIP" (ROCm builds)."""
     format: str
-    """"current", "capacty-typo" (torch 2.1) or "legacy" (torch 1.x-2.0)."""
+    """"current", "capacty-typo" (torch 2.1), "legacy" (torch 1.x-2.0), or "unknown" (only the
+    head of the message survived)."""
     requested_bytes: int
     device: int | None = None
     total_bytes: int | None = None
@@ -132,8 +134,12 @@ def parse_cuda_oom(text: str) -> CudaOom | None:
         fields["free_bytes"] = size_bytes(total.group(5), total.group(6))
     elif legacy is not None:
         fields.update(_legacy_fields(legacy))
+    elif cut := _LEGACY_START.match(rest):
+        # A legacy message cut before its numbers (a truncated log line).
+        fields["format"] = "legacy"
+        fields["device"] = int(cut.group(1))
     else:
-        fields["format"] = "current"
+        fields["format"] = "unknown"
     fields.update(_usage_fields(rest))
     return CudaOom(**fields)
 
@@ -213,10 +219,47 @@ class GpuEvidence:
         return self.logged
 
     @property
+    def budget_mode(self) -> str | None:
+        """ "torch" or "mps" as the harness applied it (None: no budget event)."""
+        for event in self.budgets:
+            return str(event.get("mode") or "torch")
+        return None
+
+    @property
+    def mps_limit_bytes(self) -> int | None:
+        """The smallest MPS pinned limit below its device's total (None: no such limit)."""
+        limits = [
+            event["mps_limit_bytes"]
+            for event in self.budgets
+            if event.get("mode") == "mps"
+            and event.get("applied")
+            and isinstance(event.get("mps_limit_bytes"), int)
+            and isinstance(event.get("total_bytes"), int)
+            and event["mps_limit_bytes"] < event["total_bytes"]
+        ]
+        return min(limits) if limits else None
+
+    def _over_mps_limit(self, in_use: int | None, requested: int) -> bool:
+        """An MPS limit is set and this process's usage plus the request crosses it."""
+        limit = self.mps_limit_bytes
+        return limit is not None and in_use is not None and in_use + requested > limit
+
+    @property
     def oom_kind(self) -> str | None:
-        """The CUDA_OOM sub-kind, from the parsed message or the observer's counters."""
+        """The CUDA_OOM sub-kind, from the parsed message or the observer's counters.
+
+        Under an MPS limit the driver refuses the allocation and torch reports it like a full
+        device: "budget" when the process's usage plus the request crosses the limit.
+        """
         if parsed := self.oom:
-            return parsed.kind
+            kind = parsed.kind
+            if kind == "capacity":
+                in_use = parsed.this_process_bytes
+                if in_use is None and parsed.allocated_bytes is not None:
+                    in_use = parsed.allocated_bytes + (parsed.reserved_unallocated_bytes or 0)
+                if self._over_mps_limit(in_use, parsed.requested_bytes):
+                    return "budget"
+            return kind
         for event in self.ooms:
             requested = event.get("requested_bytes")
             reserved, allocated = event.get("reserved_bytes"), event.get("allocated_bytes")
@@ -225,14 +268,17 @@ class GpuEvidence:
                     return "fragmentation"
                 limit, total = event.get("observer_limit_bytes"), event.get("total_bytes")
                 budgeted = isinstance(limit, int) and isinstance(total, int) and limit < total
-                return "budget" if budgeted else "capacity"
+                if budgeted or self._over_mps_limit(reserved, requested):
+                    return "budget"
+                return "capacity"
         return None
 
     def to_dict(self, nvml: dict[str, Any] | None) -> dict[str, Any]:
         """The audit's ``gpu`` section."""
         parsed = self.oom
         return {
-            "budget_scope": BUDGET_SCOPE,
+            "budget_mode": self.budget_mode,
+            "budget_scope": BUDGET_SCOPES.get(self.budget_mode or "torch", BUDGET_SCOPE),
             "budgets": [_public(event) for event in self.budgets],
             "budget_error": self.budget_error,
             "allocator_seen": [_public(event) for event in self.allocator],
@@ -253,6 +299,15 @@ BUDGET_SCOPE = (
     "the CUDA context, cuBLAS/cuDNN workspaces, NCCL and other libraries allocate outside it. "
     "nvml gives the device-level usage measured by the driver beside it."
 )
+
+
+MPS_BUDGET_SCOPE = (
+    "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT is enforced by the driver on each MPS client process: it "
+    "bounds every device allocation the process makes through CUDA (PyTorch, cuBLAS, NCCL, "
+    "other libraries), per process, not per run; the limit is written in whole MiB, rounded "
+    "down from the budget. nvml gives the device-level usage measured by the driver beside it."
+)
+BUDGET_SCOPES = {"torch": BUDGET_SCOPE, "mps": MPS_BUDGET_SCOPE}
 
 
 def _public(event: dict[str, Any]) -> dict[str, Any]:

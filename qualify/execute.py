@@ -13,6 +13,7 @@ from types import FrameType
 from typing import Any
 
 from qualify.errors import SandboxError
+from qualify.gpu import NvmlSampler
 from qualify.logs import BoundedLog
 from qualify.monitor import Monitor, MonitorResult
 from qualify.result import Execution
@@ -114,6 +115,7 @@ def execute(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts) -> Executio
             ack_path=run_dir / ".phase-ack",
             timeline_path=run_dir / "timeline.jsonl",
             interval_s=spec.sample_interval_s,
+            gpu=NvmlSampler(mps=spec.gpu_budget is not None and spec.gpu_budget.mode == "mps"),
         )
         monitor.start()
         process = _spawn(spec, sandbox)

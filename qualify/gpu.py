@@ -12,6 +12,7 @@ are reported side by side for that reason.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import json
@@ -34,18 +35,34 @@ class DeviceReading:
     processes: tuple[tuple[int, int | None], ...]
     """(pid, usedGpuMemory) from nvmlDeviceGetComputeRunningProcesses; None when NVML cannot
     tell (WDDM, or no permission for another container's process)."""
+    reserved_bytes: int | None = None
+    """Memory the driver keeps for itself (nvmlMemory_v2; None: only v1 answered, whose
+    ``used`` includes it)."""
+    mps_pids: tuple[int, ...] = ()
+    """Pids NVML lists as MPS clients (nvmlDeviceGetMPSComputeRunningProcesses)."""
 
 
-def device_reading(index: int, memory: Any, processes: Sequence[Any]) -> DeviceReading:
-    """A reading from what pynvml returns: a ``c_nvmlMemory_t`` and process info objects."""
+def device_reading(
+    index: int, memory: Any, processes: Sequence[Any], mps_processes: Sequence[Any] = ()
+) -> DeviceReading:
+    """A reading from what pynvml returns: a ``c_nvmlMemory_t`` and process info objects.
+
+    ``mps_processes`` (MPS clients) are merged into ``processes`` once per pid, keeping the
+    reading that has a size.
+    """
+    merged: dict[int, int | None] = {}
+    for info in (*processes, *mps_processes):
+        used = None if info.usedGpuMemory is None else int(info.usedGpuMemory)
+        pid = int(info.pid)
+        if merged.get(pid) is None:
+            merged[pid] = used
     return DeviceReading(
         index=index,
         total_bytes=int(memory.total),
         used_bytes=int(memory.used),
-        processes=tuple(
-            (int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
-            for p in processes
-        ),
+        reserved_bytes=int(memory.reserved) if hasattr(memory, "reserved") else None,
+        processes=tuple(merged.items()),
+        mps_pids=tuple(int(info.pid) for info in mps_processes),
     )
 
 
@@ -71,8 +88,15 @@ class NvmlSampler:
         self.gpu.write_summary(run_dir)                # after the loop, in run()
     """
 
-    def __init__(self, nvml: Any = None, loader: Callable[[], Any] | None = None):
+    def __init__(
+        self, nvml: Any = None, loader: Callable[[], Any] | None = None, mps: bool = False
+    ):
         self._nvml = nvml
+        self._mps = mps
+        """Also list MPS clients (the run's budget is an MPS limit)."""
+        self._mps_seen: set[int] = set()
+        self._memory_v2: bool | None = None
+        self._reserved: dict[int, int] = {}
         self._reason: str | None = None
         self._handles: list[Any] = []
         self._samples = 0
@@ -109,14 +133,29 @@ class NvmlSampler:
         """The record of a host without NVML readings."""
         return {"available": False, "reason": self._reason}
 
+    def _memory_info(self, handle: Any) -> Any:
+        """nvmlMemory_v2 (used without the driver's reserve) where the driver has it, else v1."""
+        nvml = self._nvml
+        version = getattr(nvml, "nvmlMemory_v2", None)
+        if self._memory_v2 is not False and version is not None:
+            try:
+                memory = nvml.nvmlDeviceGetMemoryInfo(handle, version=version)
+            except Exception:
+                self._memory_v2 = False  # FunctionNotFound on old drivers: v1 from now on
+            else:
+                self._memory_v2 = True
+                return memory
+        return nvml.nvmlDeviceGetMemoryInfo(handle)
+
     def read(self) -> list[DeviceReading]:
         """One reading per device (raises pynvml's NVMLError)."""
         nvml = self._nvml
         readings = []
         for index, handle in enumerate(self._handles):
-            memory = nvml.nvmlDeviceGetMemoryInfo(handle)
+            memory = self._memory_info(handle)
             processes = nvml.nvmlDeviceGetComputeRunningProcesses(handle)
-            readings.append(device_reading(index, memory, processes))
+            clients = nvml.nvmlDeviceGetMPSComputeRunningProcesses(handle) if self._mps else []
+            readings.append(device_reading(index, memory, processes, clients))
         return readings
 
     def sample(self, pids: set[int] | None = None) -> dict[str, Any]:
@@ -136,7 +175,10 @@ class NvmlSampler:
         for reading in readings:
             index = reading.index
             self._total[index] = reading.total_bytes
+            if reading.reserved_bytes is not None:
+                self._reserved[index] = reading.reserved_bytes
             self._peak_used[index] = max(self._peak_used.get(index, 0), reading.used_bytes)
+            self._mps_seen.update(pid for pid in reading.mps_pids if pids is None or pid in pids)
             run_bytes = 0
             for pid, used in reading.processes:
                 if used is None or (pids is not None and pid not in pids):
@@ -158,10 +200,12 @@ class NvmlSampler:
                     "total_bytes": self._total[index],
                     "peak_used_bytes": self._peak_used[index],
                     "peak_run_bytes": self._peak_run.get(index, 0),
+                    "reserved_bytes": self._reserved.get(index),
                 }
                 for index in sorted(self._total)
             ],
             "peak_process_bytes": {str(pid): used for pid, used in self._peak_process.items()},
+            "mps_client_pids": sorted(self._mps_seen) if self._mps else None,
         }
 
     def write_summary(self, run_dir: Path) -> None:
@@ -172,6 +216,21 @@ class NvmlSampler:
                 self._nvml.nvmlShutdown()
             except Exception as exc:
                 self._reason = f"nvmlShutdown: {exc}"
+
+
+def device_totals(nvml: Any = None) -> tuple[list[int], str]:
+    """Each device's total memory in bytes as NVML reads it on this host, and why none ("")."""
+    sampler = NvmlSampler(nvml)
+    if not sampler.available:
+        return [], str(sampler.absent()["reason"])
+    try:
+        totals = [reading.total_bytes for reading in sampler.read()]
+    except Exception as exc:
+        return [], f"{type(exc).__name__}: {exc}"
+    finally:
+        with contextlib.suppress(Exception):
+            sampler._nvml.nvmlShutdown()
+    return totals, ""
 
 
 def _import_pynvml() -> Any:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any
 
 from qualify import parity as parity_mod
 from qualify.cuda_oom import gpu_evidence
@@ -11,6 +13,7 @@ from qualify.events import read_events
 from qualify.fingerprint import fingerprint
 from qualify.monitor import MonitorResult
 from qualify.result import Execution, RunResult
+from qualify.sandbox.base import Limits, limit_mismatches
 from qualify.sizes import format_bytes
 from qualify.spec import RunSpec
 from qualify.testcases import (
@@ -113,6 +116,32 @@ def _cases(
     return cases
 
 
+def inside_limits(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The limits the family's first Python process read from inside the sandbox, or None."""
+    for event in events:
+        if event.get("event") == "sandbox_limits":
+            return {k: v for k, v in event.items() if k not in ("event", "t", "mono")}
+    return None
+
+
+def inside_limits_error(
+    spec: RunSpec, execution: Execution, inside: dict[str, Any] | None
+) -> str | None:
+    """Why the limits seen inside a capped sandbox are not the ones asked (None: they are,
+    or nothing inside could read them: a family without Python records nothing)."""
+    sandbox = execution.sandbox
+    if inside is None or sandbox is None or not sandbox.capped:
+        return None
+    if inside.get("error"):
+        return f"limits could not be read inside the sandbox: {inside['error']}"
+    seen = Limits(inside.get("memory_bytes"), inside.get("swap_bytes"), None)
+    asked = dataclasses.replace(spec.limits, pids_max=None)
+    problems = limit_mismatches(asked, seen)
+    if not problems:
+        return None
+    return "limits read inside the sandbox differ from those asked: " + "; ".join(problems)
+
+
 def judge(spec: RunSpec, execution: Execution, cgroup_version: int | None) -> RunResult:
     """Decide the verdict from every signal and derive the test cases and parity report."""
     events = list(read_events(spec.run_dir / "events.jsonl"))
@@ -125,7 +154,9 @@ def judge(spec: RunSpec, execution: Execution, cgroup_version: int | None) -> Ru
     if parity is not None or parity_error is not None:
         parity_passed = parity.passed if parity is not None else False
     found = Signals(
-        setup_error=execution.setup_error or gpu.budget_error,
+        setup_error=execution.setup_error
+        or inside_limits_error(spec, execution, inside_limits(events))
+        or gpu.budget_error,
         interrupted=execution.interrupted,
         timed_out=execution.timed_out,
         returncode=execution.returncode,

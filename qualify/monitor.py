@@ -70,6 +70,7 @@ class Monitor(threading.Thread):
         interval_s: float = 0.05,
         boundary_poll_s: float = 0.05,
         process_every: int = 4,
+        gpu: NvmlSampler | None = None,
     ):
         super().__init__(name="qualify-monitor", daemon=True)
         self.probe = probe
@@ -95,7 +96,7 @@ class Monitor(threading.Thread):
         self._current_test: str | None = None
         self._cpu_seconds = 0.0
         self._procs: dict[int, psutil.Process] = {}
-        self.gpu = NvmlSampler()
+        self.gpu = gpu if gpu is not None else NvmlSampler()
         self.run_dir = timeline_path.parent
 
     @staticmethod

@@ -16,6 +16,7 @@ from harness._options import env_name, parse_like
 from qualify.errors import UsageError
 from qualify.families import Family, OptionValue
 from qualify.gitinfo import CommitInfo
+from qualify.mps import GpuBudgetPlan
 from qualify.sandbox.base import Limits
 from qualify.sandbox.docker import DockerOptions
 
@@ -23,6 +24,7 @@ HARNESS_ROOT = Path(harness.__file__).resolve().parent.parent
 # --- GPU: the directory holding harness's sitecustomize (torch hook, see harness/_gpu.py)
 HARNESS_SITE = HARNESS_ROOT / "harness" / "_site"
 ENV_GPU_BUDGET = "QUALIFY_GPU_BUDGET_BYTES"
+ENV_GPU_BUDGET_MODE = "QUALIFY_GPU_BUDGET_MODE"
 ENV_CUDA_HISTORY = "QUALIFY_CUDA_HISTORY"
 # --- end GPU
 MIN_MEMORY = 1 << 20
@@ -65,6 +67,8 @@ class RunSpec:
     junit_flavour: str = "xunit2"
     docker: DockerOptions | None = None
     """The container asked for with ``--image`` (None: no docker)."""
+    gpu_budget: GpuBudgetPlan | None = None
+    """The GPU budget and how it is enforced (None: no budget)."""
 
 
 def new_run_id() -> str:
@@ -125,14 +129,15 @@ def sandbox_env(
     run_dir: Path,
     run_id: str,
     allocator: AllocatorPolicy,
-    gpu_budget_bytes: int | None = None,
+    gpu_budget: GpuBudgetPlan | None = None,
     cuda_history: bool = False,
 ) -> dict[str, str]:
     """The E2E's environment: the caller's, the family's, and the harness plumbing.
 
-    ``gpu_budget_bytes`` (``--gpu-mem``) becomes the per-process PyTorch budget the harness
-    applies when CUDA initializes; ``cuda_history`` (``--cuda-history``) records the
-    allocator's history and dumps a snapshot on a CUDA OOM.
+    ``gpu_budget`` (``--gpu-mem``) becomes the per-process budget the harness applies (torch
+    mode) or records (mps mode: the MPS limit variable is set here) when CUDA initializes;
+    ``cuda_history`` (``--cuda-history``) records the allocator's history and dumps a
+    snapshot on a CUDA OOM.
     """
     env = dict(base)
     env.update(family.env)
@@ -159,18 +164,19 @@ def sandbox_env(
         env[env_name(name)] = str(value).lower() if isinstance(value, bool) else str(value)
     if allocator.variable and not allocator.caller_kept and allocator.value:
         env[allocator.variable] = allocator.value
-    env.update(gpu_env(gpu_budget_bytes, cuda_history))
+    env.update(gpu_env(gpu_budget, cuda_history))
     return env
 
 
 # --- GPU
-def gpu_env(budget_bytes: int | None, cuda_history: bool) -> dict[str, str]:
-    """The QUALIFY_ variables the harness's GPU hook reads (nothing set: the hook only observes)."""
+def gpu_env(plan: GpuBudgetPlan | None, cuda_history: bool) -> dict[str, str]:
+    """The variables the harness's GPU hook reads (nothing set: the hook only observes), and
+    in mps mode the MPS limit the driver enforces."""
     env: dict[str, str] = {}
-    if budget_bytes is not None:
-        if budget_bytes < MIN_MEMORY:
-            raise UsageError(f"--gpu-mem {budget_bytes} bytes is too small: at least 1MiB")
-        env[ENV_GPU_BUDGET] = str(budget_bytes)
+    if plan is not None:
+        env[ENV_GPU_BUDGET] = str(plan.budget_bytes)
+        env[ENV_GPU_BUDGET_MODE] = plan.mode
+        env.update(plan.env)
     if cuda_history:
         env[ENV_CUDA_HISTORY] = "1"
     return env

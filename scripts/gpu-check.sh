@@ -3,6 +3,8 @@
 # pass/fail table. Needs a python with torch (CUDA build); uses $PYTHON, else .venv/bin/python,
 # else python3. Everything it writes goes to a temp dir. Runs in well under a minute.
 #
+# QUALIFY_GPU_CHECK_CAPTURE=DIR keeps real captures there (memory_stats() after the budget OOM,
+# nvidia-smi -q -x) for the CPU tests' sample data.
 # Exit codes: 0 all checks passed; 1 a check failed; 3 no CUDA device (every line SKIP);
 #             4 no usable python/torch.
 set -u
@@ -22,16 +24,23 @@ export PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"
 
 if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
     for check in budget_applied budget_hit observer_fired cuda_oom_event snapshot \
-                 expandable_segments nvml_samples; do
+                 expandable_segments nvml_samples mps_daemon_found mps_limit_recorded \
+                 mps_limit_hit mps_client_seen; do
         printf '%-22s SKIP  no CUDA device\n' "$check"
     done
     exit 3
 fi
 
+if [ -n "${QUALIFY_GPU_CHECK_CAPTURE:-}" ]; then
+    mkdir -p "$QUALIFY_GPU_CHECK_CAPTURE"
+    command -v nvidia-smi >/dev/null 2>&1 \
+        && nvidia-smi -q -x >"$QUALIFY_GPU_CHECK_CAPTURE/nvidia-smi-q-x.xml" 2>&1
+fi
+
 # Budget: 1 GiB, so a 2 GiB tensor must raise OutOfMemoryError on any GPU.
 export QUALIFY_GPU_BUDGET_BYTES=$((1 << 30))
 timeout 120 "$PY" - <<'PYEOF' >"$WORK/family.out" 2>&1
-import sys
+import json, os, sys
 import torch
 import harness
 
@@ -42,8 +51,15 @@ try:
     with harness.cuda_oom_guard():
         torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
     print("BUDGET_HIT False")
-except torch.OutOfMemoryError:
+except torch.OutOfMemoryError as exc:
     print("BUDGET_HIT True")
+    capture = os.environ.get("QUALIFY_GPU_CHECK_CAPTURE")
+    if capture:  # real samples for the CPU tests: the whole dict and message, as torch gave them
+        with open(os.path.join(capture, "memory-stats-after-budget-oom.json"), "w") as out:
+            json.dump({"torch": torch.__version__, "device": torch.cuda.get_device_name(0),
+                       "memory_stats": torch.cuda.memory_stats(0),
+                       "mem_get_info": list(torch.cuda.mem_get_info(0)),
+                       "message": str(exc)}, out, indent=1)
 PYEOF
 FAMILY_RC=$?
 
@@ -87,3 +103,66 @@ for e in of("gpu_hook_error"):
     print("hook error:", e)
 sys.exit(1 if failed or rc else 0)
 PYEOF
+TORCH_RC=$?
+
+# MPS mode: a private control daemon (own pipe and log directories), a client limited to
+# 1 GiB by CUDA_MPS_PINNED_DEVICE_MEM_LIMIT that tries 2 GiB, NVML listing it as an MPS client.
+MPS_RC=0
+if ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+    for check in mps_daemon_found mps_limit_recorded mps_limit_hit mps_client_seen; do
+        printf '%-22s SKIP  nvidia-cuda-mps-control not installed\n' "$check"
+    done
+else
+    export CUDA_MPS_PIPE_DIRECTORY="$WORK/mps-pipe" CUDA_MPS_LOG_DIRECTORY="$WORK/mps-log"
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    if nvidia-cuda-mps-control -d; then
+        trap 'echo quit | nvidia-cuda-mps-control >/dev/null 2>&1; rm -rf "$WORK"' EXIT
+        for _ in $(seq 50); do [ -e "$CUDA_MPS_PIPE_DIRECTORY/control" ] && break; sleep 0.1; done
+        unset PYTORCH_CUDA_ALLOC_CONF QUALIFY_CUDA_HISTORY
+        export QUALIFY_EVENTS="$WORK/mps-events.jsonl" QUALIFY_GPU_BUDGET_MODE=mps
+        export CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="0=1024M"
+        timeout 120 "$PY" - "$WORK" "$ROOT" <<'PYEOF'
+import json, os, sys, time
+work, root = sys.argv[1], sys.argv[2]
+sys.path.insert(0, root)
+from qualify.mps import find_daemon
+from qualify.gpu import NvmlSampler
+import torch
+import harness
+daemon, why = find_daemon(os.environ)
+x = torch.ones(1 << 20, device="cuda")
+sampler = NvmlSampler(mps=True)
+sampler.sample({os.getpid()})
+hit = False
+try:
+    with harness.cuda_oom_guard():
+        torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
+except torch.OutOfMemoryError:
+    hit = True
+events = [json.loads(l) for l in open(os.path.join(work, "mps-events.jsonl")) if l.strip()]
+budget = [e for e in events if e.get("event") == "gpu_budget"]
+summary = sampler.summary()
+rows = [
+    ("mps_daemon_found", daemon is not None, daemon.as_dict() if daemon else why),
+    ("mps_limit_recorded", bool(budget) and budget[0].get("mode") == "mps"
+        and budget[0].get("mps_limit_bytes") == 1 << 30 and budget[0].get("applied"), budget[:1]),
+    ("mps_limit_hit", hit, [e for e in events if e.get("event") == "cuda_oom"][:1]),
+    ("mps_client_seen", os.getpid() in (summary.get("mps_client_pids") or []), summary),
+]
+failed = 0
+for name, ok, detail in rows:
+    failed += not ok
+    print(f"{name:<22} {'PASS' if ok else 'FAIL'}  {json.dumps(detail, default=str)[:300]}")
+sys.exit(1 if failed else 0)
+PYEOF
+        MPS_RC=$?
+        echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
+    else
+        for check in mps_daemon_found mps_limit_recorded mps_limit_hit mps_client_seen; do
+            printf '%-22s SKIP  nvidia-cuda-mps-control -d failed\n' "$check"
+        done
+        tail -5 "$CUDA_MPS_LOG_DIRECTORY/control.log" 2>/dev/null
+    fi
+fi
+[ "$TORCH_RC" -ne 0 ] || [ "$MPS_RC" -ne 0 ] && exit 1
+exit 0

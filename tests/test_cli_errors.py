@@ -71,6 +71,13 @@ def _unknown_key(repo: Path) -> None:
             "option first_mib='lots' is not a valid int",
         ),
         (["--family", "hog", "--backend", "magic"], "argument --backend: invalid choice"),
+        (["--family", "hog", "--gpu-mem", "100"], "--gpu-mem 100 (100 bytes) is too small"),
+        (["--family", "hog", "--gpu-budget-mode", "mps"], "mps needs a GPU budget: --gpu-mem"),
+        (
+            ["--family", "hog", "--gpu-budget-mode", "mps", "--gpu-mem", "1G"],
+            "--gpu-budget-mode mps: no MPS control daemon: ",
+        ),
+        (["--family", "hog", "--gpu-budget-mode", "fraction"], "invalid choice: 'fraction'"),
     ],
 )
 def test_bad_input_one_line_exit_2(

@@ -16,6 +16,7 @@ from harness import _gpu
 from qualify.cuda_oom import CudaOom, gpu_evidence, parse_cuda_oom
 from qualify.diagnose import Signals, decide
 from qualify.gpu import NvmlSampler, device_reading, read_summary, sample_record
+from qualify.mps import plan_budget
 from qualify.spec import HARNESS_ROOT, HARNESS_SITE, gpu_env
 from qualify.verdict import Verdict
 
@@ -191,8 +192,10 @@ def test_expandable_in_settings() -> None:
 
 def test_gpu_env_and_pythonpath() -> None:
     assert gpu_env(None, False) == {}
-    assert gpu_env(22 << 30, True) == {
+    plan = plan_budget("torch", 22 << 30, {}, None)
+    assert gpu_env(plan, True) == {
         "QUALIFY_GPU_BUDGET_BYTES": str(22 << 30),
+        "QUALIFY_GPU_BUDGET_MODE": "torch",
         "QUALIFY_CUDA_HISTORY": "1",
     }
     assert (HARNESS_SITE / "sitecustomize.py").is_file()
@@ -236,7 +239,8 @@ def test_hook_never_imports_torch_for_a_family_without_it(tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True"
-    assert _events(tmp_path) == []
+    # Only the sandbox's limits (harness/_limits.py), no GPU event: CUDA was never touched.
+    assert [event["event"] for event in _events(tmp_path)] == ["sandbox_limits"]
 
 
 def test_hook_is_inert_outside_a_run(tmp_path: Path) -> None:
@@ -341,7 +345,7 @@ def test_aggregation_with_pynvml_structures() -> None:
     summary = sampler.summary()
     assert summary["devices"] == [
         {"index": 0, "total_bytes": total, "peak_used_bytes": used,
-         "peak_run_bytes": size("419.48 MiB")}
+         "peak_run_bytes": size("419.48 MiB"), "reserved_bytes": None}
     ]  # fmt: skip
     assert summary["peak_process_bytes"] == {"2086283": size("419.48 MiB")}
     assert gib > mib

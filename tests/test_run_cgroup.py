@@ -56,6 +56,10 @@ def test_oom_killed_with_evidence(repo: Path, run_qualify: RunQualify) -> None:
     assert audit["exit"]["signal"] == "SIGKILL"
     assert audit["limits"]["in_effect"]["memory_bytes"] == 256 * MIB
     assert audit["limits"]["in_effect"]["swap_bytes"] == 0
+    # Read again by the family's own first Python process, from inside the cgroup.
+    inside = audit["sandbox"]["inside"]
+    assert (inside["memory_bytes"], inside["swap_bytes"]) == (256 * MIB, 0), inside
+    assert inside["cgroup"] == audit["sandbox"]["cgroup"] and inside["pid"] == audit["exit"]["pid"]
     peak = audit["memory"]["peak_bytes"]
     assert 0.97 * 256 * MIB <= peak <= 256 * MIB
     assert audit["memory"]["phase_at_end"] == "second"

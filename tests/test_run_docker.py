@@ -232,6 +232,8 @@ def test_docker_oom_killed(
         "swap_bytes": 0,
         "pids_max": audit["limits"]["requested"]["pids_max"],
     }
+    inside = audit["sandbox"]["inside"]  # read by the family's Python inside the container
+    assert (inside["memory_bytes"], inside["swap_bytes"]) == (256 * MIB, 0), inside
     notes = audit["sandbox"]["notes"]
     assert "oom signal: State.OOMKilled=True" in notes
     assert "oom signal: exit code 137 (128+SIGKILL)" in notes

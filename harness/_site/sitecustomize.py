@@ -1,9 +1,11 @@
-"""qualify's sitecustomize: watch for the family's ``import torch`` (see harness/_gpu.py).
+"""qualify's sitecustomize: read the sandbox's limits once, watch for ``import torch``.
 
 The host puts this directory on the sandbox's PYTHONPATH, so Python's ``site`` module imports
-this file at start-up. It installs a one-shot import finder (a no-op outside a qualify run) and
-then hands over to the environment's own ``sitecustomize``, if there is one further down
-``sys.path`` (a distribution's or a venv's), which ours would otherwise shadow.
+this file at start-up. Inside a qualify run (a no-op outside one) the first process records
+the memory limits it sees (harness/_limits.py) and every process gets a one-shot import
+finder for torch (harness/_gpu.py). Then it hands over to the environment's own
+``sitecustomize``, if there is one further down ``sys.path`` (a distribution's or a venv's),
+which ours would otherwise shadow.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ def _install_hook() -> None:
     if not os.environ.get("QUALIFY_EVENTS"):
         return
     # Never let the hook break interpreter start-up: a broken harness must not fail the E2E.
+    with contextlib.suppress(Exception):
+        from harness import _limits
+
+        _limits.record_once()
     with contextlib.suppress(Exception):
         from harness import _gpu
 

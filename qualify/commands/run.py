@@ -8,13 +8,15 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from qualify.errors import UsageError
 from qualify.execute import Interrupts, execute
 from qualify.families import default_family_dirs, find_family, validate_name
 from qualify.gitinfo import commit_info, record_sha, repo_root
+from qualify.gpu import device_totals
 from qualify.judge import display_path, judge
+from qualify.mps import GpuBudgetPlan, plan_budget
 from qualify.profiles import DEFAULT_PIDS, Profile, find_profile
 from qualify.report.atomic import write_json_atomic
 from qualify.report.audit import build_audit, iso, provisional_audit
@@ -29,6 +31,7 @@ from qualify.sandbox.docker import DEFAULT_SHM, DockerOptions, device_requests, 
 from qualify.sandbox.layout import current_layout
 from qualify.sizes import parse_duration, parse_size
 from qualify.spec import (
+    MIN_MEMORY,
     RunSpec,
     allocator_policy,
     check_memory,
@@ -65,7 +68,9 @@ class RunRequest:
     gpus: str | None = None
     mount_host_python: bool = False
     gpu_mem: str | None = None
-    """PyTorch budget per process (``--gpu-mem``); a profile's ``gpu.budget`` otherwise."""
+    """GPU budget per process (``--gpu-mem``); a profile's ``gpu.budget`` otherwise."""
+    gpu_budget_mode: str = "torch"
+    """How the budget is enforced: torch (memory fraction), mps (MPS pinned limit) or auto."""
     cuda_history: bool = False
     junit_flavour: str = "xunit2"
     """xunit2 validates against the junit-10 schema; xunit1 adds file/line on testcases."""
@@ -116,7 +121,11 @@ def build_spec(request: RunRequest) -> RunSpec:
     run_dir = request.out / record_sha(commit) / family.name / profile_label / run_id
     allocator = allocator_policy(family, os.environ)
     docker = _docker_options(request)
-    gpu_budget = _gpu_budget(request.gpu_mem, profile)
+    gpu_budget = _gpu_plan(request, profile)
+    if docker is not None and gpu_budget is not None and gpu_budget.daemon is not None:
+        docker = dataclasses.replace(
+            docker, mps_pipe_directory=str(gpu_budget.daemon.pipe_directory)
+        )
     return RunSpec(
         run_id=run_id,
         family=family,
@@ -136,7 +145,7 @@ def build_spec(request: RunRequest) -> RunSpec:
             run_dir=run_dir.resolve(),
             run_id=run_id,
             allocator=allocator,
-            gpu_budget_bytes=gpu_budget,
+            gpu_budget=gpu_budget,
             cuda_history=request.cuda_history,
         ),
         options=options,
@@ -154,6 +163,7 @@ def build_spec(request: RunRequest) -> RunSpec:
         command_line=tuple(request.command_line),
         junit_flavour=request.junit_flavour,
         docker=docker,
+        gpu_budget=gpu_budget,
     )
 
 
@@ -185,13 +195,38 @@ def _docker_options(request: RunRequest) -> DockerOptions | None:
     )
 
 
-def _gpu_budget(gpu_mem: str | None, profile: Profile | None) -> int | None:
-    """--gpu-mem, else the profile's emulation budget (l4-budget), else none."""
+def _gpu_budget(gpu_mem: str | None, profile: Profile | None) -> tuple[int | None, str]:
+    """--gpu-mem, else the profile's emulation budget (l4-budget), else none; and its source."""
     if gpu_mem is not None:
-        return parse_size(gpu_mem, what="--gpu-mem")
-    if profile is not None and profile.gpu is not None:
-        return profile.gpu.budget_bytes
-    return None
+        return parse_size(gpu_mem, what="--gpu-mem"), f"--gpu-mem {gpu_mem}"
+    if profile is not None and profile.gpu is not None and profile.gpu.budget_bytes:
+        return profile.gpu.budget_bytes, f"profile {profile.name} gpu.budget"
+    return None, ""
+
+
+def _gpu_plan(
+    request: RunRequest, profile: Profile | None, nvml: Any = None
+) -> GpuBudgetPlan | None:
+    """The GPU budget and its mode, checked against the host's devices where NVML reads them."""
+    budget, source = _gpu_budget(request.gpu_mem, profile)
+    mode = request.gpu_budget_mode
+    if budget is None:
+        if mode != "torch":
+            raise UsageError(
+                f"--gpu-budget-mode {mode} needs a GPU budget: --gpu-mem SIZE or a profile "
+                "with gpu.budget"
+            )
+        return None
+    if budget < MIN_MEMORY:
+        raise UsageError(f"{source} ({budget} bytes) is too small: at least 1MiB")
+    totals, _ = device_totals(nvml)
+    for index, total in enumerate(totals):
+        if budget > total:
+            raise UsageError(
+                f"{source} ({budget} bytes) is larger than GPU {index} ({total} bytes as NVML "
+                f"reads it): valid is at most {total} bytes"
+            )
+    return plan_budget(mode, budget, os.environ, len(totals) or None)
 
 
 def _properties(result: RunResult) -> dict[str, str]:

@@ -10,6 +10,7 @@ from qualify.cuda_oom import gpu_evidence
 from qualify.diagnose import signal_name
 from qualify.events import read_events
 from qualify.gpu import read_summary
+from qualify.judge import inside_limits
 from qualify.result import RunResult
 from qualify.sandbox.base import Limits
 
@@ -68,7 +69,10 @@ def _limits(requested: Limits, in_effect: Limits | None) -> dict[str, Any]:
 def _gpu(result: RunResult) -> dict[str, Any]:
     run_dir = result.spec.run_dir
     evidence = gpu_evidence(read_events(run_dir / "events.jsonl"), run_dir / "stderr.log")
-    return evidence.to_dict(read_summary(run_dir))
+    section = evidence.to_dict(read_summary(run_dir))
+    plan = result.spec.gpu_budget
+    section["budget_plan"] = plan.as_dict() if plan is not None else None
+    return section
 
 
 # --- end GPU
@@ -98,6 +102,7 @@ def build_audit(result: RunResult) -> dict[str, Any]:
             "capped": sandbox.capped if sandbox else None,
             "cgroup": sandbox.cgroup if sandbox else None,
             "notes": list(sandbox.notes) if sandbox else [],
+            "inside": inside_limits(list(read_events(spec.run_dir / "events.jsonl"))),
         },
         "limits": _limits(spec.limits, sandbox.in_effect if sandbox else None),
         "memory": _memory(result),

@@ -46,6 +46,9 @@ class DockerOptions:
     mount_host_python: bool = False
     """Bind the host's /usr and the interpreter qualify runs under read-only (for images
     without their own Python, e.g. the test suite's empty image)."""
+    mps_pipe_directory: str | None = None
+    """The host's MPS pipe directory when the GPU budget is an MPS limit: mounted at the same
+    path with the host's IPC namespace, as MPS clients in containers need."""
 
 
 def host_gpu_count() -> int:
@@ -158,6 +161,12 @@ def container_kwargs(
         kwargs["device_requests"] = gpu_requests
     if cgroup_parent is not None:
         kwargs["cgroup_parent"] = cgroup_parent
+    if options.mps_pipe_directory is not None:
+        pipes = options.mps_pipe_directory
+        volumes[pipes] = {"bind": pipes, "mode": "rw"}
+        kwargs["ipc_mode"] = "host"  # MPS clients share memory with the server through IPC
+        del kwargs["shm_size"]  # /dev/shm is then the host's, not the container's
+        kwargs["environment"]["CUDA_MPS_PIPE_DIRECTORY"] = pipes
     return kwargs
 
 
@@ -259,7 +268,9 @@ class DockerSandbox:
         notes += [
             f"image {self.options.image}",
             f"network {self.options.network}",
-            f"shm_size {self.options.shm_bytes} bytes (charged to the memory cap)",
+            f"shm_size {self.options.shm_bytes} bytes (charged to the memory cap)"
+            if self.options.mps_pipe_directory is None
+            else "ipc host for MPS: /dev/shm is the host's, not charged to the memory cap",
         ]
         self._info = SandboxInfo(self.name, True, None, expected_in_effect(requested), tuple(notes))
         return self._info

@@ -8,7 +8,7 @@ a pass. Disagreements between sources are kept as conflicts, never dropped.
 
 from __future__ import annotations
 
-from qualify.cuda_oom import CudaOom
+from qualify.cuda_oom import CudaOom, GpuEvidence
 from qualify.sizes import format_bytes
 from qualify.triage.model import Evidence, Finding, TriageClass
 from qualify.triage.signals import Bag
@@ -16,8 +16,11 @@ from qualify.triage.signals import Bag
 Decision = tuple[TriageClass, str, tuple[Evidence, ...]]
 
 
-def cuda_class(oom: CudaOom, budget_bytes: int | None) -> TriageClass:
-    """Fragmentation, budget or capacity; a harness budget below the device counts as one."""
+def cuda_class(
+    oom: CudaOom, budget_bytes: int | None, mps_limit_bytes: int | None = None
+) -> TriageClass:
+    """Fragmentation, budget or capacity; a harness budget below the device counts as one,
+    and so does an MPS limit the process's usage plus the request crossed."""
     kind = oom.kind
     if kind == "fragmentation":
         return TriageClass.CUDA_OOM_FRAGMENTATION
@@ -25,6 +28,12 @@ def cuda_class(oom: CudaOom, budget_bytes: int | None) -> TriageClass:
         return TriageClass.CUDA_OOM_BUDGET
     room = oom.free_bytes is None or oom.free_bytes >= oom.requested_bytes
     if budget_bytes is not None and room:
+        return TriageClass.CUDA_OOM_BUDGET
+    in_use = oom.this_process_bytes
+    if in_use is None and oom.allocated_bytes is not None:
+        in_use = oom.allocated_bytes + (oom.reserved_unallocated_bytes or 0)
+    over = in_use is not None and in_use + oom.requested_bytes > (mps_limit_bytes or 0)
+    if mps_limit_bytes is not None and over:
         return TriageClass.CUDA_OOM_BUDGET
     return TriageClass.CUDA_OOM_CAPACITY
 
@@ -36,6 +45,11 @@ def harness_budget(bag: Bag) -> int | None:
         if isinstance(budget, int) and (not isinstance(total, int) or budget < total):
             return budget
     return None
+
+
+def mps_limit(bag: Bag) -> int | None:
+    """The MPS pinned limit below a device's total that the harness recorded (mps mode)."""
+    return GpuEvidence(budgets=tuple(event for _, event in bag.budgets)).mps_limit_bytes
 
 
 def _cuda_summary(oom: CudaOom, triage_class: TriageClass) -> str:
@@ -64,7 +78,7 @@ def decide(bag: Bag) -> Decision:
         return TriageClass.GLOBAL_OOM, summary, tuple(bag.global_oom)
     if bag.cuda:
         first, oom = bag.cuda[0]
-        triage_class = cuda_class(oom, harness_budget(bag))
+        triage_class = cuda_class(oom, harness_budget(bag), mps_limit(bag))
         extra = tuple(e for e, _ in bag.budgets) if triage_class.name.endswith("BUDGET") else ()
         return triage_class, _cuda_summary(oom, triage_class), (first, *extra)
     if bag.trt:

@@ -8,7 +8,7 @@ from qualify.cuda_oom import CudaOom
 from qualify.errors import UsageError
 from qualify.profiles import available_profiles, find_profile
 from qualify.sizes import format_bytes
-from qualify.triage.classify import harness_budget
+from qualify.triage.classify import harness_budget, mps_limit
 from qualify.triage.model import TriageClass
 from qualify.triage.rundir import RunData, peak_sample, phase_peaks, processes_at_peak, retentions
 from qualify.triage.signals import Bag
@@ -148,9 +148,12 @@ def cuda_remedies(
         else:
             remedies.append(f"set {variable}=expandable_segments:True ({numbers})")
     elif triage_class is TriageClass.CUDA_OOM_BUDGET:
-        budget = oom.allowed_bytes or harness_budget(bag)
+        limit = mps_limit(bag)
+        budget = oom.allowed_bytes or harness_budget(bag) or limit
+        by_mps = limit is not None and not oom.allowed_bytes
+        wall = "the MPS pinned limit" if by_mps else "the GPU budget"
         remedies.append(
-            f"the GPU budget ({format_bytes(budget)}) was the wall, the device had "
+            f"{wall} ({format_bytes(budget)}) was the wall, the device had "
             f"{format_bytes(oom.free_bytes)} free: raise the budget (--gpu-mem, the profile's "
             f"[gpu] budget) or lower the peak by at least {request}"
         )

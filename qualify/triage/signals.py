@@ -150,8 +150,10 @@ def _run_event(event: dict[str, Any], bag: Bag) -> None:
     kind = event.get("event")
     if kind == "gpu_budget" and isinstance(event.get("budget_bytes"), int):
         text = (
-            f"gpu_budget device {event.get('device')}: budget_bytes={event.get('budget_bytes')} "
-            f"total_bytes={event.get('total_bytes')} applied={event.get('applied')}"
+            f"gpu_budget device {event.get('device')}: mode={event.get('mode') or 'torch'} "
+            f"budget_bytes={event.get('budget_bytes')} total_bytes={event.get('total_bytes')} "
+            f"applied={event.get('applied')}"
+            + (f" mps_limit_bytes={event['mps_limit_bytes']}" if "mps_limit_bytes" in event else "")
         )
         bag.budgets.append((Evidence.of("events.jsonl", None, text, "gpu_budget"), event))
     if kind == "cuda_oom" and isinstance(event.get("message"), str):
