@@ -169,6 +169,8 @@ def plan_budget(
             "unset it or drop the GPU budget"
         )
     if not device_count:
+        if mode == "auto":
+            return GpuBudgetPlan("torch", budget_bytes, {}, why="auto: NVML reports no GPU")
         raise UsageError(f"--gpu-budget-mode {mode}: NVML reports no GPU to set an MPS limit on")
     env = {ENV_LIMIT: limit_value(budget_bytes, device_count)}
     if ENV_PIPE_DIRECTORY in environ:

@@ -36,6 +36,7 @@ from qualify.profiles import find_profile
 from qualify.sandbox.base import Limits
 from qualify.sandbox.docker import DockerOptions, container_kwargs
 from qualify.spec import gpu_env
+from tests.conftest import RunQualify
 from tests.test_gpu import sample_text
 
 GIB, MIB = 1 << 30, 1 << 20
@@ -129,6 +130,8 @@ def test_plan_modes(tmp_path: Path) -> None:
         }
         with pytest.raises(UsageError, match="NVML reports no GPU"):
             plan_budget("mps", budget, environ, None)
+        fallback = plan_budget("auto", budget, environ, None)
+        assert (fallback.mode, fallback.why) == ("torch", "auto: NVML reports no GPU")
         with pytest.raises(UsageError, match=f"{ENV_LIMIT}=0=1000MB is already set"):
             plan_budget("mps", budget, {**environ, ENV_LIMIT: "0=1000MB"}, 1)
 
@@ -233,3 +236,27 @@ def test_docker_mps_mounts_the_pipes_and_shares_ipc(tmp_path: Path) -> None:
     assert mps["ipc_mode"] == "host" and "shm_size" not in mps
     assert mps["volumes"][pipes] == {"bind": pipes, "mode": "rw"}
     assert mps["environment"]["CUDA_MPS_PIPE_DIRECTORY"] == pipes
+
+
+def test_a_real_run_records_the_plan_and_that_cuda_never_started(
+    repo: Path, run_qualify: RunQualify, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An MPS control socket answers, but this host has no GPU: auto falls back to the torch
+    # fraction, and since the family never initializes CUDA the budget is never applied.
+    pipes = tmp_path / "mps"
+    monkeypatch.setenv(ENV_PIPE_DIRECTORY, str(pipes))
+    with _socket_daemon(pipes):
+        result = run_qualify(
+            "run", "--family", "hog", "--repo", str(repo), "--mem", "256M",
+            "--set", "second_mib=1", "--gpu-mem", "1G", "--gpu-budget-mode", "auto",
+        )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    gpu = result.audit()["gpu"]
+    if gpu["nvml"].get("available"):
+        pytest.skip("this host has a GPU: the fallback is not what happens here")
+    assert gpu["budget_plan"] == {
+        "mode": "torch", "budget_bytes": GIB, "env": {}, "mps_daemon": None,
+        "why": "auto: NVML reports no GPU",
+    }  # fmt: skip
+    assert gpu["budgets"] == [] and "never applied" in gpu["budget_note"]
+    assert "caching allocator only" in gpu["budget_scope"]

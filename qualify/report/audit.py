@@ -6,7 +6,7 @@ import dataclasses
 import time
 from typing import Any
 
-from qualify.cuda_oom import gpu_evidence
+from qualify.cuda_oom import BUDGET_SCOPES, gpu_evidence
 from qualify.diagnose import signal_name
 from qualify.events import read_events
 from qualify.gpu import read_summary
@@ -72,6 +72,12 @@ def _gpu(result: RunResult) -> dict[str, Any]:
     section = evidence.to_dict(read_summary(run_dir))
     plan = result.spec.gpu_budget
     section["budget_plan"] = plan.as_dict() if plan is not None else None
+    if plan is not None:
+        section["budget_scope"] = BUDGET_SCOPES[plan.mode]
+        if not evidence.budgets:
+            section["budget_note"] = (
+                "no process of the run initialized CUDA, so the budget was never applied"
+            )
     return section
 
 
