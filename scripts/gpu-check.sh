@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU self-check of qualify's harness: runs the real CUDA paths once and prints a
 # pass/fail table. Needs a python with torch (CUDA build); uses $PYTHON, else .venv/bin/python,
-# else python3. Everything it writes goes to a temp dir. Runs in well under a minute.
+# else python3. Everything it writes goes to a temp dir. Runs in about a minute.
 #
 # QUALIFY_GPU_CHECK_CAPTURE=DIR keeps real captures there (memory_stats() after the budget OOM,
 # nvidia-smi -q -x) for the CPU tests' sample data.
@@ -25,7 +25,7 @@ export PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"
 if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
     for check in budget_applied budget_hit observer_fired cuda_oom_event snapshot \
                  expandable_segments nvml_samples mps_daemon_found mps_limit_recorded \
-                 mps_limit_hit mps_client_seen; do
+                 mps_limit_hit mps_client_seen qualify_run_cuda_oom; do
         printf '%-22s SKIP  no CUDA device\n' "$check"
     done
     exit 3
@@ -164,5 +164,57 @@ PYEOF
         tail -5 "$CUDA_MPS_LOG_DIRECTORY/control.log" 2>/dev/null
     fi
 fi
-[ "$TORCH_RC" -ne 0 ] || [ "$MPS_RC" -ne 0 ] && exit 1
+# End to end: `qualify run` of a family that goes over a 1 GiB --gpu-mem in its second phase
+# must end CUDA_OOM (budget) with the budget event, NVML samples and per-phase GPU peaks. Needs
+# qualify's own dependencies in $PY (psutil, rich, docker, pynvml).
+RUN_RC=0
+unset QUALIFY_GPU_BUDGET_MODE QUALIFY_GPU_BUDGET_BYTES QUALIFY_EVENTS QUALIFY_RUN_DIR \
+      QUALIFY_CUDA_HISTORY CUDA_MPS_PINNED_DEVICE_MEM_LIMIT CUDA_MPS_PIPE_DIRECTORY
+if ! "$PY" -c "import psutil, rich, docker, pynvml" >/dev/null 2>&1; then
+    printf '%-22s SKIP  qualify dependencies missing in %s\n' qualify_run_cuda_oom "$PY"
+else
+    REPO="$WORK/repo"; mkdir -p "$REPO/families/gpuhog"
+    cat >"$REPO/families/gpuhog/family.toml" <<'TOML'
+name = "gpuhog"
+description = "allocates on the GPU: 256 MiB, then 2 GiB"
+[e2e]
+command = ["python", "-m", "pytest", "test_gpuhog.py", "-q"]
+timeout = "5m"
+TOML
+    cat >"$REPO/families/gpuhog/test_gpuhog.py" <<'PYTEST'
+import torch
+import harness
+
+def test_gpu_phases():
+    with harness.phase("first"):
+        a = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    with harness.phase("second"):
+        b = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
+PYTEST
+    git -C "$REPO" init -q && git -C "$REPO" add -A \
+        && git -C "$REPO" -c user.name=check -c user.email=check@localhost commit -qm family
+    (cd "$WORK" && PYTHONPATH="$ROOT" timeout 300 "$PY" -m qualify run --family gpuhog \
+        --repo "$REPO" --mem 16G --gpu-mem 1G --interval 20ms --out "$WORK/reports" \
+        --backend "${QUALIFY_GPU_CHECK_BACKEND:-auto}" >"$WORK/run.out" 2>&1)
+    RC=$?
+    "$PY" - "$WORK" "$RC" <<'PYEOF'
+import glob, json, sys
+work, rc = sys.argv[1], int(sys.argv[2])
+audits = glob.glob(f"{work}/reports/**/audit.json", recursive=True)
+audit = json.load(open(audits[0])) if audits else {}
+gpu = audit.get("gpu", {})
+ok = (rc == 3 and audit.get("verdict") == "CUDA_OOM" and gpu.get("cuda_oom", {}).get("kind")
+      == "budget" and any(b.get("applied") for b in gpu.get("budgets", []))
+      and gpu.get("nvml", {}).get("samples", 0) > 0)
+detail = {"rc": rc, "verdict": audit.get("verdict"), "reason": audit.get("reason"),
+          "kind": gpu.get("cuda_oom", {}).get("kind"), "nvml": gpu.get("nvml"),
+          "phases": audit.get("memory", {}).get("phases")}
+print(f"{'qualify_run_cuda_oom':<22} {'PASS' if ok else 'FAIL'}  {json.dumps(detail)[:600]}")
+if not ok:
+    print(open(f"{work}/run.out").read()[-2000:])
+sys.exit(0 if ok else 1)
+PYEOF
+    RUN_RC=$?
+fi
+[ "$TORCH_RC" -ne 0 ] || [ "$MPS_RC" -ne 0 ] || [ "$RUN_RC" -ne 0 ] && exit 1
 exit 0
