@@ -9,8 +9,9 @@ allocation the process makes through CUDA, whatever the library (PyTorch, cuBLAS
 The limit is per client process: two processes of one run may each use the whole budget.
 
 Clients find the daemon through ``CUDA_MPS_PIPE_DIRECTORY`` (default ``/tmp/nvidia-mps``),
-where the control daemon keeps its ``control`` pipe (a FIFO in older drivers, a UNIX socket
-in newer ones) and ``nvidia-cuda-mps-control.pid``.
+where the control daemon keeps its ``control`` endpoint (the docs speak of named pipes and
+UNIX domain sockets; current daemons log "using socket .../control", so both are accepted) and
+``nvidia-cuda-mps-control.pid``.
 """
 
 from __future__ import annotations
