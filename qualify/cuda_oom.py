@@ -94,6 +94,16 @@ class CudaOom:
             return "budget"
         return "capacity"
 
+    def crosses(self, limit_bytes: int | None) -> bool:
+        """This process's usage (CUDA context included when printed) plus the request is over
+        ``limit_bytes``: an MPS limit, which torch reports like a full device."""
+        in_use = self.this_process_bytes
+        if in_use is None and self.allocated_bytes is not None:
+            in_use = self.allocated_bytes + (self.reserved_unallocated_bytes or 0)
+        if limit_bytes is None or in_use is None:
+            return False
+        return in_use + self.requested_bytes > limit_bytes
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, with the sub-kind."""
         record = dataclasses.asdict(self)
@@ -239,11 +249,6 @@ class GpuEvidence:
         ]
         return min(limits) if limits else None
 
-    def _over_mps_limit(self, in_use: int | None, requested: int) -> bool:
-        """An MPS limit is set and this process's usage plus the request crosses it."""
-        limit = self.mps_limit_bytes
-        return limit is not None and in_use is not None and in_use + requested > limit
-
     @property
     def oom_kind(self) -> str | None:
         """The CUDA_OOM sub-kind, from the parsed message or the observer's counters.
@@ -252,14 +257,9 @@ class GpuEvidence:
         device: "budget" when the process's usage plus the request crosses the limit.
         """
         if parsed := self.oom:
-            kind = parsed.kind
-            if kind == "capacity":
-                in_use = parsed.this_process_bytes
-                if in_use is None and parsed.allocated_bytes is not None:
-                    in_use = parsed.allocated_bytes + (parsed.reserved_unallocated_bytes or 0)
-                if self._over_mps_limit(in_use, parsed.requested_bytes):
-                    return "budget"
-            return kind
+            if parsed.kind == "capacity" and parsed.crosses(self.mps_limit_bytes):
+                return "budget"
+            return parsed.kind
         for event in self.ooms:
             requested = event.get("requested_bytes")
             reserved, allocated = event.get("reserved_bytes"), event.get("allocated_bytes")
@@ -268,7 +268,8 @@ class GpuEvidence:
                     return "fragmentation"
                 limit, total = event.get("observer_limit_bytes"), event.get("total_bytes")
                 budgeted = isinstance(limit, int) and isinstance(total, int) and limit < total
-                if budgeted or self._over_mps_limit(reserved, requested):
+                limit = self.mps_limit_bytes
+                if budgeted or (limit is not None and reserved + requested > limit):
                     return "budget"
                 return "capacity"
         return None

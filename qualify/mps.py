@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,10 +30,6 @@ DEFAULT_PIPE_DIRECTORY = "/tmp/nvidia-mps"
 PID_FILE = "nvidia-cuda-mps-control.pid"
 MODES = ("torch", "mps", "auto")
 MIB = 1 << 20
-
-_SUFFIX = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "M": MIB, "MB": MIB}
-_SUFFIX |= {"G": 1 << 30, "GB": 1 << 30, "T": 1 << 40, "TB": 1 << 40}
-_PAIR = re.compile(r"^\s*(\d+)\s*=\s*(\d+)\s*([A-Za-z]*)\s*$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +94,8 @@ def find_daemon(environ: Mapping[str, str]) -> tuple[MpsDaemon | None, str]:
 def limit_value(budget_bytes: int, devices: int) -> str:
     """``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`` for ``devices`` ordinals, in whole MiB.
 
-    Rounded down, so the limit in effect is never above the budget asked for.
+    Rounded down, so the limit in effect is never above the budget asked for. The harness
+    reads it back per device with ``harness._gpu.mps_limit_bytes``.
     """
     if devices < 1:
         raise ValueError(f"an MPS limit needs at least one device, got {devices}")
@@ -107,17 +103,6 @@ def limit_value(budget_bytes: int, devices: int) -> str:
     if mib < 1:
         raise ValueError(f"an MPS limit of {budget_bytes} bytes is below 1 MiB")
     return ",".join(f"{ordinal}={mib}M" for ordinal in range(devices))
-
-
-def parse_limit(value: str) -> dict[int, int]:
-    """``"0=1G,1=512MB"`` as {ordinal: bytes}; ValueError naming the bad pair."""
-    limits: dict[int, int] = {}
-    for pair in value.split(","):
-        match = _PAIR.match(pair)
-        if match is None or match.group(3).upper() not in _SUFFIX:
-            raise ValueError(f"{ENV_LIMIT} pair {pair.strip()!r} is not <ordinal>=<size>[K|M|G]")
-        limits[int(match.group(1))] = int(match.group(2)) * _SUFFIX[match.group(3).upper()]
-    return limits
 
 
 @dataclasses.dataclass(frozen=True)

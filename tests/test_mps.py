@@ -20,7 +20,7 @@ import pytest
 
 from harness import _gpu
 from qualify.commands.run import RunRequest, _gpu_plan
-from qualify.cuda_oom import gpu_evidence
+from qualify.cuda_oom import gpu_evidence, parse_cuda_oom
 from qualify.errors import UsageError
 from qualify.gpu import NvmlSampler, device_reading, device_totals
 from qualify.mps import (
@@ -29,13 +29,14 @@ from qualify.mps import (
     PID_FILE,
     find_daemon,
     limit_value,
-    parse_limit,
     plan_budget,
 )
 from qualify.profiles import find_profile
 from qualify.sandbox.base import Limits
 from qualify.sandbox.docker import DockerOptions, container_kwargs
 from qualify.spec import gpu_env
+from qualify.triage.classify import cuda_class
+from qualify.triage.model import TriageClass
 from tests.conftest import RunQualify
 from tests.test_gpu import sample_text
 
@@ -51,10 +52,7 @@ H800_TOTAL = 81559 * MIB  # tests/data/gpu/nvidia-smi-query-gpu-memory-csv-h800-
         ("0=1000MB", {0: 1000 * MIB}),
     ],
 )
-def test_published_limit_strings_parse_alike_on_both_sides(
-    value: str, expected: dict[int, int]
-) -> None:
-    assert parse_limit(value) == expected
+def test_published_limit_strings_per_device(value: str, expected: dict[int, int]) -> None:
     for device, size in expected.items():
         assert _gpu.mps_limit_bytes(value, device) == size
     assert _gpu.mps_limit_bytes(value, 7) is None
@@ -65,9 +63,9 @@ def test_limit_value_rounds_down_to_whole_mib_for_every_device() -> None:
     assert find_profile("l4-budget").gpu.budget_bytes == budget  # type: ignore[union-attr]
     value = limit_value(budget, 2)
     assert value == "0=22323M,1=22323M"
-    assert all(limit <= budget and budget - limit < MIB for limit in parse_limit(value).values())
-    with pytest.raises(ValueError, match="pair '0=lots' is not"):
-        parse_limit("0=lots")
+    limits = [_gpu.mps_limit_bytes(value, device) for device in (0, 1)]
+    assert all(limit is not None and 0 <= budget - limit < MIB for limit in limits)
+    assert _gpu.mps_limit_bytes("0=lots", 0) is None
     with pytest.raises(ValueError, match="below 1 MiB"):
         limit_value(1000, 1)
 
@@ -221,6 +219,11 @@ def test_an_oom_over_the_mps_limit_is_a_budget_oom() -> None:
     assert gpu_evidence([budget(int(22.05 * GIB)), oom]).mps_limit_bytes is None
     assert gpu_evidence([budget(int(21.98 * GIB)), oom]).oom_kind == "capacity"
     assert gpu_evidence([budget(int(21.97 * GIB)), oom]).oom_kind == "budget"
+    # Triage reads the same message with the same rule.
+    parsed = parse_cuda_oom(message)
+    assert parsed is not None and parsed.crosses(int(22.05 * GIB))
+    assert cuda_class(parsed, None, 20 * GIB) is TriageClass.CUDA_OOM_BUDGET
+    assert cuda_class(parsed, None, None) is TriageClass.CUDA_OOM_CAPACITY
 
 
 def test_docker_mps_mounts_the_pipes_and_shares_ipc(tmp_path: Path) -> None:

@@ -66,9 +66,9 @@ def _limits(requested: Limits, in_effect: Limits | None) -> dict[str, Any]:
 
 
 # --- GPU
-def _gpu(result: RunResult) -> dict[str, Any]:
+def _gpu(result: RunResult, events: list[dict[str, Any]]) -> dict[str, Any]:
     run_dir = result.spec.run_dir
-    evidence = gpu_evidence(read_events(run_dir / "events.jsonl"), run_dir / "stderr.log")
+    evidence = gpu_evidence(events, run_dir / "stderr.log")
     section = evidence.to_dict(read_summary(run_dir))
     plan = result.spec.gpu_budget
     section["budget_plan"] = plan.as_dict() if plan is not None else None
@@ -89,6 +89,7 @@ def build_audit(result: RunResult) -> dict[str, Any]:
     spec, execution = result.spec, result.execution
     sandbox = execution.sandbox
     monitor = execution.monitor
+    events = list(read_events(spec.run_dir / "events.jsonl"))
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": spec.run_id,
@@ -108,7 +109,7 @@ def build_audit(result: RunResult) -> dict[str, Any]:
             "capped": sandbox.capped if sandbox else None,
             "cgroup": sandbox.cgroup if sandbox else None,
             "notes": list(sandbox.notes) if sandbox else [],
-            "inside": inside_limits(list(read_events(spec.run_dir / "events.jsonl"))),
+            "inside": inside_limits(events),
         },
         "limits": _limits(spec.limits, sandbox.in_effect if sandbox else None),
         "memory": _memory(result),
@@ -123,7 +124,7 @@ def build_audit(result: RunResult) -> dict[str, Any]:
         "parity": result.parity.to_dict() if result.parity is not None else None,
         "parity_error": result.parity_error,
         "allocator": dataclasses.asdict(spec.allocator),
-        "gpu": _gpu(result),
+        "gpu": _gpu(result, events),
         "timings": {
             "started": iso(execution.started_wall),
             "ended": iso(execution.ended_wall),

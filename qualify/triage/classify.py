@@ -29,11 +29,7 @@ def cuda_class(
     room = oom.free_bytes is None or oom.free_bytes >= oom.requested_bytes
     if budget_bytes is not None and room:
         return TriageClass.CUDA_OOM_BUDGET
-    in_use = oom.this_process_bytes
-    if in_use is None and oom.allocated_bytes is not None:
-        in_use = oom.allocated_bytes + (oom.reserved_unallocated_bytes or 0)
-    over = in_use is not None and in_use + oom.requested_bytes > (mps_limit_bytes or 0)
-    if mps_limit_bytes is not None and over:
+    if oom.crosses(mps_limit_bytes):
         return TriageClass.CUDA_OOM_BUDGET
     return TriageClass.CUDA_OOM_CAPACITY
 
