@@ -11,10 +11,11 @@ from harness._events import emit, record_case, sync_point
 from harness._gpu import cuda_oom_guard  # stdlib only: torch is never imported here
 from harness._options import option
 from harness._phase import phase
+from harness.contract import METRIC
 
 __all__ = ["cuda_oom_guard", "emit", "metric", "option", "phase", "record_case", "sync_point"]
 
 
 def metric(name: str, value: float, unit: str) -> None:
     """Record one named measurement (for A/B comparisons of runtime policies)."""
-    emit({"event": "metric", "name": name, "value": float(value), "unit": unit})
+    emit({"event": METRIC, "name": name, "value": float(value), "unit": unit})

@@ -7,17 +7,14 @@ last line is truncated, which the host tolerates.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
-ENV_EVENTS = "QUALIFY_EVENTS"
-ENV_PARITY = "QUALIFY_PARITY"
-ENV_ACK = "QUALIFY_PHASE_ACK"
-ENV_ACK_TIMEOUT = "QUALIFY_PHASE_ACK_TIMEOUT"
+from harness import contract
+from harness.contract import ENV_EVENTS
 
 _lock = threading.Lock()
 _fds: dict[str, int] = {}
@@ -43,7 +40,7 @@ def _stamp(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _append(path: str, record: dict[str, Any], durable: bool) -> None:
-    line = (json.dumps(_stamp(record), separators=(",", ":")) + "\n").encode()
+    line = contract.encode_line(_stamp(record))
     with _lock:
         fd = _fd_for(path)
         os.write(fd, line)
@@ -52,7 +49,7 @@ def _append(path: str, record: dict[str, Any], durable: bool) -> None:
 
 
 def emit(record: dict[str, Any], durable: bool = False) -> None:
-    """Append one event to the run's ``events.jsonl``; no-op outside a qualify run."""
+    """Append one event to the run's events file; no-op outside a qualify run."""
     path = os.environ.get(ENV_EVENTS)
     if path:
         _append(path, record, durable)
@@ -74,9 +71,9 @@ def sync_point(record: dict[str, Any]) -> None:
     token = f"{os.getpid()}:{seq}"
     record["sync"] = token
     _append(path, record, durable=True)
-    ack = os.environ.get(ENV_ACK)
+    ack = os.environ.get(contract.ENV_PHASE_ACK)
     if ack:
-        _wait_for_ack(ack, token, float(os.environ.get(ENV_ACK_TIMEOUT, "5")))
+        _wait_for_ack(ack, token, float(os.environ.get(contract.ENV_PHASE_ACK_TIMEOUT, "5")))
 
 
 def _wait_for_ack(ack_path: str, token: str, timeout_s: float) -> None:
@@ -91,7 +88,7 @@ def _wait_for_ack(ack_path: str, token: str, timeout_s: float) -> None:
             pass
         time.sleep(delay)
         delay = min(delay * 2, 0.01)
-    emit({"event": "ack_timeout", "sync": token})
+    emit({"event": contract.ACK_TIMEOUT, "sync": token})
 
 
 def record_case(
@@ -105,18 +102,18 @@ def record_case(
     prompt: str | None = None,
     eos: bool = False,
 ) -> None:
-    """Append one recorded generation to ``parity.jsonl`` (compared on the host after the run).
+    """Append one recorded generation to the run's parity file (compared on the host after the run).
 
     ``top_logprobs`` holds, per generated step, the top-k ``(token_id, logprob[, text])``
     entries best first; ``token_texts`` the decoded text of each generated token.
     """
     if side not in ("native", "reference"):
         raise ValueError(f"side must be 'native' or 'reference', not {side!r}")
-    path = os.environ.get(ENV_PARITY)
+    path = os.environ.get(contract.ENV_PARITY)
     if not path:
         return
     record: dict[str, Any] = {
-        "event": "case",
+        "event": contract.CASE,
         "case_id": str(case_id),
         "side": side,
         "prompt": prompt,
@@ -127,4 +124,4 @@ def record_case(
         "eos": bool(eos),
     }
     _append(path, record, durable=True)
-    emit({"event": "case", "case_id": str(case_id), "side": side, "tokens": len(token_ids)})
+    emit({"event": contract.CASE, "case_id": str(case_id), "side": side, "tokens": len(token_ids)})

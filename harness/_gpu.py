@@ -7,7 +7,7 @@ finder lets the import run unchanged and then queues ``_on_cuda_init`` with
 ``torch._C._cuda_init()`` (torch 2.13 torch/cuda/__init__.py), that is, before the first CUDA
 allocation of the process: the budget is in place before the family allocates anything.
 
-Events (one JSON line each in events.jsonl, stamped with t, mono and pid):
+Events (one JSON line each in the run's events file, stamped with t, mono and pid):
 
 - ``gpu_budget``: ``mode, device, fraction, total_bytes, budget_bytes, applied`` and ``error``
   when the budget could not be applied (larger than the device, or torch refused it). In mps
@@ -36,17 +36,17 @@ import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from harness._events import ENV_EVENTS, emit
+from harness import contract
+from harness._events import emit
+from harness.contract import ENV_EVENTS, ENV_RUN_DIR
 
-ENV_BUDGET = "QUALIFY_GPU_BUDGET_BYTES"
-ENV_BUDGET_MODE = "QUALIFY_GPU_BUDGET_MODE"
+ENV_BUDGET = contract.ENV_GPU_BUDGET
+ENV_BUDGET_MODE = contract.ENV_GPU_BUDGET_MODE
 ENV_MPS_LIMIT = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
 _MPS_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "M": 1 << 20, "MB": 1 << 20}
 _MPS_UNITS |= {"G": 1 << 30, "GB": 1 << 30, "T": 1 << 40, "TB": 1 << 40}
-ENV_HISTORY = "QUALIFY_CUDA_HISTORY"
-ENV_RUN_DIR = "QUALIFY_RUN_DIR"
+ENV_HISTORY = contract.ENV_CUDA_HISTORY
 ALLOC_VARIABLES = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF")
-SNAPSHOT_NAME = "cuda-snapshot.pickle"
 HISTORY_MAX_ENTRIES = 100_000
 
 _state = {"installed": False, "torch_seen": False, "snapshot_done": False}
@@ -162,7 +162,9 @@ def on_torch(torch: Any) -> None:
 
 
 def _hook_error(where: str, exc: BaseException) -> None:
-    emit({"event": "gpu_hook_error", "where": where, "error": f"{type(exc).__name__}: {exc}"})
+    emit(
+        {"event": contract.GPU_HOOK_ERROR, "where": where, "error": f"{type(exc).__name__}: {exc}"}
+    )
 
 
 def _on_cuda_init(torch: Any) -> None:
@@ -187,7 +189,7 @@ def _record_allocator(torch: Any) -> None:
         backend = str(torch.cuda.get_allocator_backend())
     emit(
         {
-            "event": "gpu_allocator",
+            "event": contract.GPU_ALLOCATOR,
             "variables": {name: os.environ.get(name) for name in ALLOC_VARIABLES},
             "settings": settings,
             "backend": backend,
@@ -209,7 +211,7 @@ def _apply_budget(torch: Any) -> None:
         total = int(torch.cuda.get_device_properties(device).total_memory)
         fraction, error = budget_fraction(budget, total)
         record: dict[str, Any] = {
-            "event": "gpu_budget",
+            "event": contract.GPU_BUDGET,
             "mode": mode,
             "device": device,
             "fraction": fraction,
@@ -250,7 +252,9 @@ def _record_mps(torch: Any, device: int, record: dict[str, Any], error: str | No
 def _attach_observer(torch: Any) -> None:
     attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
     if attach is None:
-        emit({"event": "gpu_hook_error", "where": "observer", "error": "no OOM observer API"})
+        emit(
+            {"event": contract.GPU_HOOK_ERROR, "where": "observer", "error": "no OOM observer API"}
+        )
         return
 
     def observer(device: int, alloc: int, device_limit: int, device_free: int) -> None:
@@ -274,7 +278,7 @@ def _start_history(torch: Any) -> None:
     if os.environ.get(ENV_HISTORY) != "1" or not os.environ.get(ENV_RUN_DIR):
         return
     torch.cuda.memory._record_memory_history(max_entries=HISTORY_MAX_ENTRIES)
-    emit({"event": "cuda_history", "state": "recording", "max_entries": HISTORY_MAX_ENTRIES})
+    emit({"event": contract.CUDA_HISTORY, "state": "recording", "max_entries": HISTORY_MAX_ENTRIES})
 
 
 # cuda_oom event field -> torch.cuda.memory_stats() key (names stable since torch 1.4, the
@@ -307,7 +311,7 @@ def _dump_snapshot(torch: Any) -> str | None:
         if _state["snapshot_done"]:
             return None
         _state["snapshot_done"] = True
-    path = os.path.join(run_dir, SNAPSHOT_NAME)
+    path = os.path.join(run_dir, contract.CUDA_SNAPSHOT)
     torch.cuda.memory._dump_snapshot(path)
     return path
 
@@ -322,7 +326,7 @@ def record_oom(
 ) -> None:
     """Write one ``cuda_oom`` event with the allocator counters of ``device``."""
     record: dict[str, Any] = {
-        "event": "cuda_oom",
+        "event": contract.CUDA_OOM,
         "source": source,
         "device": device,
         "requested_bytes": extra.pop("requested_bytes", None),

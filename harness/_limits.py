@@ -20,9 +20,9 @@ import os
 import re
 from collections.abc import Callable
 
-from harness._events import ENV_EVENTS, emit
+from harness._events import emit
+from harness.contract import ENV_EVENTS, ENV_RUN_DIR, LIMITS_MARKER, SANDBOX_LIMITS
 
-MARKER = ".sandbox-limits"
 # v1 reports "no limit" as PAGE_COUNTER_MAX pages, LONG_MAX rounded down to pages: anything at
 # or above 2**62 is unlimited on every architecture.
 V1_UNLIMITED = 1 << 62
@@ -151,15 +151,17 @@ def read_own() -> dict[str, object]:
 
 def record_once() -> None:
     """Emit ``sandbox_limits`` from the first process of the run that gets here."""
-    run_dir = os.environ.get("QUALIFY_RUN_DIR")
+    run_dir = os.environ.get(ENV_RUN_DIR)
     if not os.environ.get(ENV_EVENTS) or not run_dir:
         return
     try:
-        fd = os.open(os.path.join(run_dir, MARKER), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        fd = os.open(
+            os.path.join(run_dir, LIMITS_MARKER), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644
+        )
     except OSError:
         return  # another process of the run read them first (or the run dir is read-only)
     os.close(fd)
-    body: dict[str, object] = {"event": "sandbox_limits"}
+    body: dict[str, object] = {"event": SANDBOX_LIMITS}
     try:
         body.update(read_own())
     except Exception as exc:

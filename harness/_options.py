@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import TypeVar, cast
 
+from harness.contract import ENV_OPTION_PREFIX
+
 T = TypeVar("T", bool, int, float, str)
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -13,7 +15,7 @@ _FALSE = {"0", "false", "no", "off"}
 
 def env_name(name: str) -> str:
     """The environment variable carrying option ``name`` into the sandbox."""
-    return "QUALIFY_OPT_" + name.upper().replace("-", "_")
+    return ENV_OPTION_PREFIX + name.upper().replace("-", "_")
 
 
 def option(name: str, default: T) -> T:

@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import Iterator
 
 from harness._events import sync_point
+from harness.contract import PHASE_END, PHASE_START
 
 
 @contextlib.contextmanager
@@ -17,7 +18,7 @@ def phase(name: str) -> Iterator[None]:
     """
     if not name or any(char.isspace() for char in name):
         raise ValueError(f"phase name must be non-empty without whitespace, not {name!r}")
-    sync_point({"event": "phase_start", "phase": name})
+    sync_point({"event": PHASE_START, "phase": name})
     error: str | None = None
     try:
         yield
@@ -25,4 +26,4 @@ def phase(name: str) -> Iterator[None]:
         error = type(exc).__name__
         raise
     finally:
-        sync_point({"event": "phase_end", "phase": name, "error": error})
+        sync_point({"event": PHASE_END, "phase": name, "error": error})

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
-from harness._events import ENV_EVENTS, emit
+from harness import contract
+from harness._events import emit
+from harness.contract import ENV_EVENTS
 
 _LONGREPR_LIMIT = 4000
 
@@ -28,7 +30,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Record the collected test ids: tests never started are reported as not run."""
     if _active():
         emit(
-            {"event": "collection", "nodeids": [item.nodeid for item in session.items]},
+            {"event": contract.COLLECTION, "nodeids": [item.nodeid for item in session.items]},
             durable=True,
         )
 
@@ -61,7 +63,12 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
 
 def _start(item: pytest.Item, when: str) -> None:
     if _active():
-        record = {"event": "test_phase", "state": "start", "nodeid": item.nodeid, "when": when}
+        record = {
+            "event": contract.TEST_PHASE,
+            "state": "start",
+            "nodeid": item.nodeid,
+            "when": when,
+        }
         record.update(_location(item))
         emit(record, durable=True)
 
@@ -71,7 +78,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if not _active():
         return
     record: dict[str, Any] = {
-        "event": "test_phase",
+        "event": contract.TEST_PHASE,
         "state": "end",
         "nodeid": report.nodeid,
         "when": report.when,
@@ -88,6 +95,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Record how the session ended (absent after a SIGKILL)."""
     if _active():
         emit(
-            {"event": "session_finish", "exitstatus": int(exitstatus), "t_end": time.time()},
+            {"event": contract.SESSION_FINISH, "exitstatus": int(exitstatus), "t_end": time.time()},
             durable=True,
         )

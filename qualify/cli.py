@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness import contract
 from qualify import __version__
 from qualify.sandbox import BACKENDS
 from qualify.verdict import EXIT_USAGE
@@ -91,7 +92,9 @@ def _run_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
 
 def _compare_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     compare = commands.add_parser("compare", help="token-by-token parity of recorded cases")
-    compare.add_argument("native", type=Path, help="parity.jsonl (both sides) or the native side")
+    compare.add_argument(
+        "native", type=Path, help=f"{contract.PARITY} (both sides) or the native side"
+    )
     compare.add_argument("reference", type=Path, nargs="?", help="the reference side")
     compare.add_argument("--min-exact", type=int, help="cases that must match exactly")
     compare.add_argument("--near-tie-nats", type=float, help="near-tie threshold in nats")
@@ -101,9 +104,40 @@ def _compare_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
 
 
 def _report_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
-    report = commands.add_parser("report", help="write report.html of a run directory")
+    report = commands.add_parser("report", help=f"write {contract.REPORT_HTML} of a run directory")
     report.add_argument("run_dir", type=Path, help="reports/<sha>/<family>/<profile>/<run-id>")
     report.add_argument(
+        "--github",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="step summary, annotations, outputs (default: when GITHUB_ACTIONS=true)",
+    )
+
+
+def _listing_parsers(commands: argparse._SubParsersAction[_Parser]) -> None:
+    commands.add_parser("profiles", help="list the resource profiles")
+    families = commands.add_parser(
+        "families", help="list the families qualify run can see and where each comes from"
+    )
+    families.add_argument("--families-dir", action="append", type=Path, default=[])
+    families.add_argument("--repo", type=Path, help="repo whose families/ is searched (default: .)")
+    families.add_argument(
+        "--format", dest="output_format", choices=("text", "json"), default="text"
+    )
+
+
+def _publish_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
+    publish = commands.add_parser(
+        "publish",
+        help="publish a run directory again (report page, public/, the GitHub channels)",
+    )
+    publish.add_argument("run_dir", type=Path, help="reports/<sha>/<family>/<profile>/<run-id>")
+    publish.add_argument(
+        "--level",
+        choices=("public", "internal"),
+        help="what public/ may hold (default: the level the run was published at, else public)",
+    )
+    publish.add_argument(
         "--github",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -132,7 +166,7 @@ def build_parser() -> _Parser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _run_parser(commands)
     _compare_parser(commands)
-    commands.add_parser("profiles", help="list the resource profiles")
+    _listing_parsers(commands)
     triage = commands.add_parser("triage", help="why a run died and what to change")
     triage.add_argument("run_dir", type=Path, nargs="?", help="a qualify run directory")
     for flag in ("log", "inspect", "kernel", "junit", "report-log"):
@@ -141,6 +175,7 @@ def build_parser() -> _Parser:
         "--format", dest="output_format", choices=("text", "markdown", "json"), default="text"
     )
     _report_parser(commands)
+    _publish_parser(commands)
     _shard_parsers(commands)
     return parser
 
@@ -150,7 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(arguments)
     if args.command == "run":
-        from qualify.commands.run import RunRequest, run
+        from qualify.commands.run import run
+        from qualify.plan.request import RunRequest
 
         return run(
             RunRequest(
@@ -213,6 +249,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             junit=args.junit,
             report_log=args.report_log,
             output_format=args.output_format,
+        )
+    if args.command == "publish":
+        from qualify.commands.publish import publish
+
+        return publish(run_dir=args.run_dir, level=args.level, github=args.github)
+    if args.command == "families":
+        from qualify.commands.families import families
+
+        return families(
+            families_dirs=args.families_dir, repo=args.repo, output_format=args.output_format
         )
     if args.command == "matrix":
         from qualify.commands.matrix import matrix

@@ -21,7 +21,8 @@ SAMPLES = ROOT / "tests" / "data" / "samples"
 def cgroup_writable() -> bool:
     """True when this process can create a memory cgroup (root with v1 or delegated v2)."""
     from qualify.errors import SandboxError, UsageError
-    from qualify.sandbox import Limits, select_sandbox
+    from qualify.plan.limits import Limits
+    from qualify.sandbox import select_sandbox
 
     try:
         sandbox = select_sandbox("cgroup", "probe-writable")
@@ -43,6 +44,45 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if item.get_closest_marker("privileged"):
                 item.add_marker(skip)
+
+
+AUDIT_SCHEMA: dict[str, Any] = json.loads(
+    (ROOT / "qualify" / "rundir" / "audit.schema.json").read_text(encoding="utf-8")
+)
+
+
+def invalid_audits(directory: Path) -> list[str]:
+    """Every audit under ``directory`` that does not validate against the published schema,
+    with its first error."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(AUDIT_SCHEMA)
+    problems = []
+    for path in sorted(directory.rglob("audit.json")):
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            problems.append(f"{path}: not JSON ({exc})")
+            continue
+        error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+        if error is not None:
+            problems.append(f"{path}: {'/'.join(map(str, error.path))}: {error.message[:200]}")
+    return problems
+
+
+@pytest.fixture(autouse=True)
+def _audits_validate(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every audit a test leaves in its temporary directory validates against the published
+    schema (qualify's own audits; a test that plants a foreign audit marks itself with
+    ``foreign_audit``)."""
+    checked = "tmp_path" in request.fixturenames and not request.node.get_closest_marker(
+        "foreign_audit"
+    )
+    directory: Path | None = request.getfixturevalue("tmp_path") if checked else None
+    yield
+    if directory is not None:
+        problems = invalid_audits(directory)
+        assert problems == [], "audits that do not match the published schema"
 
 
 def git(repo: Path, *args: str) -> str:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from qualify.errors import SandboxError
-from qualify.sandbox.base import Limits, limit_mismatches
-from qualify.sandbox.cgroup_v2 import CgroupV2Sandbox, V2Probe
+from qualify.plan.limits import Limits, limit_mismatches
+from qualify.sandbox.cgroup.v2 import CgroupV2Sandbox, V2Probe
 from tests.conftest import SAMPLES
 
 V2 = SAMPLES / "cgroup_v2"
@@ -107,7 +107,7 @@ def test_probe_reads_real_v2_files(tmp_path: Path) -> None:
 
 
 def test_self_delegation_only_when_alone() -> None:
-    from qualify.sandbox.cgroup_v2 import can_self_delegate
+    from qualify.sandbox.cgroup.v2 import can_self_delegate
 
     assert can_self_delegate([4242], 4242)
     assert not can_self_delegate([17, 4242], 4242)

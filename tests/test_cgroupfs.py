@@ -6,18 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from qualify.sandbox.base import Limits, limit_mismatches
-from qualify.sandbox.cgroup_v1 import host_swap_total, v1_limits_in_effect
-from qualify.sandbox.cgroup_v2 import v2_limits_in_effect
-from qualify.sandbox.cgroupfs import (
+from qualify.plan.limits import Limits, limit_mismatches
+from qualify.sandbox.cgroup.fs import (
+    host_swap_total,
     parse_flat_keyed,
     parse_int,
     parse_limit,
     parse_mountinfo,
     parse_proc_cgroup,
     pick_keyed,
+    v1_limits_in_effect,
+    v2_limits_in_effect,
 )
-from qualify.sandbox.layout import detect_layout
+from qualify.sandbox.cgroup.layout import detect_layout
 from tests.conftest import SAMPLES
 
 V1, V2 = SAMPLES / "cgroup_v1", SAMPLES / "cgroup_v2"

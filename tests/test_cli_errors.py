@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from qualify.rundir.audit import Audit
 from tests.conftest import qualify_argv
 
 
@@ -38,7 +39,7 @@ def earlier_report(tmp_path: Path) -> Path:
     """An earlier run's reports that bad input must leave untouched."""
     run_dir = tmp_path / "reports" / ("a" * 40) / "hog" / "custom" / "20260101T000000Z-abcdef"
     run_dir.mkdir(parents=True)
-    (run_dir / "audit.json").write_text('{"verdict": "PASSED"}\n')
+    (run_dir / "audit.json").write_bytes(Audit(verdict="PASSED").to_bytes())
     (run_dir / "junit.xml").write_text("<testsuites/>\n")
     return tmp_path / "reports"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from qualify.errors import UsageError
-from qualify.families import PROJECT_FAMILIES, find_family, load_family, validate_name
-from qualify.profiles import available_profiles, find_profile
+from qualify.plan.families import BUNDLED_FAMILIES, find_family, load_family, validate_name
+from qualify.plan.profiles import available_profiles, find_profile
 
 GIB = 2**30
 
@@ -86,6 +86,6 @@ def test_unknown_family_lists_available(tmp_path: Path) -> None:
 
 
 def test_shipped_families_load() -> None:
-    for path in PROJECT_FAMILIES.glob("*/family.toml"):
+    for path in BUNDLED_FAMILIES.glob("*/family.toml"):
         family = load_family(path.parent)
         assert family.name == path.parent.name

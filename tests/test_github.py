@@ -15,16 +15,17 @@ import pytest
 import yaml
 
 from qualify.errors import UsageError
-from qualify.gitinfo import commit_info, github_commit, record_sha
+from qualify.plan.commit import commit_info, github_commit, record_sha
+from qualify.publish.github import publish_github
 from qualify.report.github import (
     Failure,
     annotation,
     annotation_lines,
     escape_property,
     output_lines,
-    publish_github,
 )
 from qualify.report.github_summary import SUMMARY_LIMIT, render_summary
+from qualify.rundir import Audit, RunDir
 from tests.conftest import ROOT, git
 
 EVENT = ROOT / "tests" / "data" / "github" / "pull_request.opened.payload.json"
@@ -62,13 +63,13 @@ def _failures(count: int, text_size: int = 100) -> list[Failure]:
 
 
 def test_at_most_ten_annotations_the_rest_folded() -> None:
-    lines = annotation_lines({"verdict": "FAILED"}, _failures(25))
+    lines = annotation_lines(Audit(verdict="FAILED"), _failures(25))
     assert len(lines) == 10
     assert all(line.startswith("::error file=t.py,line=") for line in lines[:9])
     assert "16 more failures" in lines[9]
-    assert len(annotation_lines({"verdict": "FAILED"}, _failures(10))) == 10
-    assert annotation_lines({"verdict": "PASSED"}, []) == []
-    assert annotation_lines({"verdict": "ERROR", "reason": "r"}, []) == [
+    assert len(annotation_lines(Audit(verdict="FAILED"), _failures(10))) == 10
+    assert annotation_lines(Audit(verdict="PASSED"), []) == []
+    assert annotation_lines(Audit(verdict="ERROR", reason="r"), []) == [
         "::error title=qualify ERROR::r"
     ]
 
@@ -78,14 +79,14 @@ def test_huge_failure_list_stays_under_the_step_limit(tmp_path: Path) -> None:
         *_failures(3000, text_size=5000),
         Failure("test_m", "killer", "error", "OOM_KILLED", "e", "OOM_KILLED"),
     ]
-    text = render_summary({"verdict": "OOM_KILLED"}, failures, tmp_path, SUMMARY_LIMIT)
+    text = render_summary(Audit(verdict="OOM_KILLED"), failures, str(tmp_path), SUMMARY_LIMIT)
     size = len(text.encode())
     assert SUMMARY_LIMIT - 10_000 < size <= SUMMARY_LIMIT < 1024 * 1024
     assert text.index("test_m::killer") < text.index("test_m::test_0")  # errors first
     assert re.search(r"\*\*\d+ more failures not shown\*\*", text)
     assert "artifact" in text
-    assert render_summary({}, failures, tmp_path, 0) == ""
-    assert len(render_summary({}, failures, tmp_path, 300).encode()) <= 300
+    assert render_summary(Audit(), failures, str(tmp_path), 0) == ""
+    assert len(render_summary(Audit(), failures, str(tmp_path), 300).encode()) <= 300
 
 
 def test_outputs_use_the_heredoc_form() -> None:
@@ -138,11 +139,11 @@ def test_unreadable_event_file_is_a_usage_error(tmp_path: Path) -> None:
 def test_publish_once_per_run_directory(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    (run_dir / "audit.json").write_text(json.dumps({"verdict": "ERROR", "reason": "x"}))
+    (run_dir / "audit.json").write_bytes(Audit(verdict="ERROR", reason="x").to_bytes())
     environ = _pr_environ(tmp_path)
     first, second = io.StringIO(), io.StringIO()
-    assert publish_github(run_dir, environ, first)
-    assert not publish_github(run_dir, environ, second)
+    assert publish_github(RunDir(run_dir), environ, first)
+    assert not publish_github(RunDir(run_dir), environ, second)
     assert first.getvalue() == "::error title=qualify ERROR::x\n" and second.getvalue() == ""
     assert (tmp_path / "github_output").read_text().count("verdict<<") == 1
 
@@ -184,7 +185,7 @@ def test_example_workflow_step_end_to_end(repo: Path, tmp_path: Path) -> None:
         "family", "mem", "profile", "backend", "image", "gpu-mem", "out", "publish-level"
     }  # fmt: skip
     install, run_step = action["runs"]["steps"]
-    assert '"$GITHUB_ACTION_PATH"' in install["run"]  # installing is skipped: .venv has qualify
+    assert '"$GITHUB_ACTION_PATH' in install["run"]  # installing is skipped: .venv has qualify
 
     # The matrix entry: the hog family on the small profile, with a cap it cannot fit in.
     matrix = {"family": "hog", "profile": "small"}
@@ -218,7 +219,7 @@ def test_example_workflow_step_end_to_end(repo: Path, tmp_path: Path) -> None:
     outputs = _parse_outputs((tmp_path / "github_output").read_text())
     assert outputs["verdict"] == "OOM_KILLED"
     run_dir = Path(outputs["run-dir"])
-    assert outputs["junit"] == str(run_dir / "junit.xml") and run_dir.is_dir()
+    assert outputs["junit"] == str(run_dir / "public" / "junit.xml") and run_dir.is_dir()
     assert (run_dir / "report.html").is_file()
     audit = json.loads((run_dir / "audit.json").read_text())
     assert audit["commit"]["github"]["head"] == PR_HEAD

@@ -13,11 +13,14 @@ from typing import Any
 import pytest
 
 from harness import _gpu
-from qualify.cuda_oom import CudaOom, gpu_evidence, parse_cuda_oom
-from qualify.diagnose import Signals, decide
-from qualify.gpu import NvmlSampler, device_reading, read_summary, sample_record
-from qualify.mps import plan_budget
-from qualify.spec import HARNESS_ROOT, HARNESS_SITE, gpu_env
+from qualify.evidence.cuda_oom import CudaOom, parse_cuda_oom
+from qualify.judge.gpu import gpu_evidence
+from qualify.judge.ladder import Signals, decide
+from qualify.plan.mps import plan_budget
+from qualify.plan.nvml import NvmlSampler, device_reading, sample_record
+from qualify.plan.spec import HARNESS_ROOT, HARNESS_SITE, gpu_env
+from qualify.report.audit import gpu_record
+from qualify.rundir import RunDir
 from qualify.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,12 +150,13 @@ def test_gpu_evidence_from_events_and_the_verdict(tmp_path: Path) -> None:
         {"event": "cuda_oom", "source": "exception", "message": message},
         {"event": "phase_start", "phase": "x"},
     ]
-    evidence = gpu_evidence(events, tmp_path / "stderr.log")
+    evidence = gpu_evidence(events)
     assert evidence.cuda_oom and evidence.budget_error is None
     assert evidence.oom_kind == "capacity"
-    audit = evidence.to_dict(None)
-    assert "PyTorch's caching allocator only" in audit["budget_scope"]
-    assert audit["nvml"] == {"available": False, "reason": "not sampled"}
+    audit = gpu_record(evidence, None, None)
+    assert audit.budget_scope is not None
+    assert "PyTorch's caching allocator only" in audit.budget_scope
+    assert audit.nvml == {"available": False, "reason": "not sampled"}
     verdict, reason = decide(Signals(returncode=1, cuda_oom=True, cuda_oom_kind="capacity"))
     assert verdict == Verdict.CUDA_OOM and "(capacity)" in reason
 
@@ -178,9 +182,9 @@ def test_observer_only_kind_uses_the_counters() -> None:
 
 
 def test_oom_found_in_stderr_when_no_event(tmp_path: Path) -> None:
-    log = tmp_path / "stderr.log"
-    log.write_text("x" * 70_000 + "\n" + sample_text("torch2.2plus"))
-    assert gpu_evidence([], log).oom_kind == "fragmentation"
+    run_dir = RunDir(tmp_path)
+    run_dir.log_path("stderr").write_text("x" * 70_000 + "\n" + sample_text("torch2.2plus"))
+    assert gpu_evidence([], run_dir.log_tail("stderr")).oom_kind == "fragmentation"
 
 
 def test_expandable_in_settings() -> None:
@@ -304,7 +308,7 @@ def test_nvml_absent_on_this_host_is_recorded_not_raised(tmp_path: Path) -> None
     sampler = NvmlSampler()
     assert sampler.sample({1}) == {"available": False, "reason": expected}
     sampler.write_summary(tmp_path)
-    assert read_summary(tmp_path) == {"available": False, "reason": expected}
+    assert RunDir(tmp_path).gpu_summary() == {"available": False, "reason": expected}
 
 
 def test_nvml_missing_module_is_recorded() -> None:

@@ -25,8 +25,14 @@ from typing import Any
 import pytest
 
 from harness._gpu import allocator_counters
-from qualify.cuda_oom import parse_cuda_oom
-from qualify.gpu import DeviceReading, NvmlSampler, device_reading, read_summary, sample_record
+from qualify.evidence.cuda_oom import parse_cuda_oom
+from qualify.plan.nvml import (
+    DeviceReading,
+    NvmlSampler,
+    device_reading,
+    sample_record,
+)
+from qualify.rundir import RunDir
 
 GPU_DATA = Path(__file__).resolve().parent / "data" / "gpu"
 MIB = 1 << 20
@@ -147,7 +153,7 @@ def test_sampler_on_real_nvidia_smi_readings(name: str, tmp_path: Path) -> None:
     assert sampler.sample() == {"available": True, "devices": devices}
     sampler.write_summary(tmp_path)
     assert nvml.shut_down
-    summary = read_summary(tmp_path)
+    summary = RunDir(tmp_path).gpu_summary()
     assert summary is not None
     kept = ("available", "samples", "devices", "peak_process_bytes")
     assert {key: summary[key] for key in kept} == {

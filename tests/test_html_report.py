@@ -14,6 +14,8 @@ import pytest
 
 from qualify.report.html import render_html, write_html_report
 from qualify.report.svg import DEFAULT_BUCKETS, Timeline, read_series, render_timeline
+from qualify.rundir import RunDir
+from qualify.rundir.events import read_timeline
 from tests.conftest import Completed, RunQualify, git
 
 CHROMIUM = shutil.which("chromium")
@@ -48,7 +50,7 @@ def _write_timeline(path: Path, samples: int) -> None:
 def test_long_timeline_is_downsampled_and_keeps_its_peak(tmp_path: Path) -> None:
     path = tmp_path / "timeline.jsonl"
     _write_timeline(path, 50_000)
-    memory, gpu, kills, samples = read_series(path, origin_wall=100.0)
+    memory, gpu, kills, samples = read_series(lambda: read_timeline(path), origin_wall=100.0)
     assert samples == 50_000
     assert len(memory) <= 2 * DEFAULT_BUCKETS
     assert max(p.value for p in memory) == 1000 + (50_000 // 3) % 97 + 10**6
@@ -66,10 +68,11 @@ def test_oom_kill_increments_become_markers(tmp_path: Path) -> None:
             for i, c in enumerate(counters)
         )
     )
-    _, _, kills, _ = read_series(path, origin_wall=0.0)
+    _, _, kills, _ = read_series(lambda: read_timeline(path), origin_wall=0.0)
     assert kills == [2.0, 4.0]
 
 
+@pytest.mark.foreign_audit
 def test_everything_from_the_run_is_escaped(tmp_path: Path) -> None:
     hostile = '<script>alert("x")</script>'
     audit = {
@@ -83,12 +86,13 @@ def test_everything_from_the_run_is_escaped(tmp_path: Path) -> None:
     }
     (tmp_path / "audit.json").write_text(json.dumps(audit))
     (tmp_path / "timeline.jsonl").write_text('{"t": 0, "usage": 1}\n{"t": 1, "usage": 2}\n')
-    page = render_html(tmp_path)
+    page = render_html(RunDir(tmp_path))
     assert "<script" not in page
     assert page.count("&lt;script&gt;") >= 6
     assert re.search(r'<polyline class="memory" points="[^"]+,', page)
 
 
+@pytest.mark.foreign_audit
 def test_gpu_series_and_cuda_oom_marker(tmp_path: Path) -> None:
     (tmp_path / "audit.json").write_text(json.dumps({"verdict": "CUDA_OOM"}))
     (tmp_path / "timeline.jsonl").write_text(
@@ -98,7 +102,7 @@ def test_gpu_series_and_cuda_oom_marker(tmp_path: Path) -> None:
         )
     )
     (tmp_path / "events.jsonl").write_text(json.dumps({"event": "cuda_oom", "t": 3.0}) + "\n")
-    page = render_html(tmp_path)
+    page = render_html(RunDir(tmp_path))
     assert '<polyline class="gpu"' in page
     assert 'class="cuda-oom"' in page
 
@@ -204,7 +208,7 @@ def _parity_repo(root: Path) -> Path:
 def _report(completed: Completed, verdict: str, browser: Path, out: Path) -> str:
     assert completed.run_dir is not None, completed.stdout + completed.stderr
     assert completed.audit()["verdict"] == verdict
-    page = write_html_report(completed.run_dir)
+    page = write_html_report(RunDir(completed.run_dir))
     return _open(page, browser, out / f"{verdict}.png")
 
 

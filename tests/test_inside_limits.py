@@ -13,9 +13,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from harness import _limits
-from qualify.judge import inside_limits, inside_limits_error
-from qualify.sandbox.base import Limits
-from qualify.spec import HARNESS_ROOT, HARNESS_SITE
+from qualify.judge.judgement import inside_limits, inside_limits_error
+from qualify.plan.limits import Limits
+from qualify.plan.spec import HARNESS_ROOT, HARNESS_SITE
 
 SAMPLES = Path(__file__).resolve().parent / "data" / "samples"
 V1, V2 = SAMPLES / "cgroup_v1", SAMPLES / "cgroup_v2"

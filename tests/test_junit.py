@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
+from qualify.evidence.junit import JUnitCase, parse_pytest_junit, split_nodeid
+from qualify.judge.tests import progress_from_events
 from qualify.report.junit import render_junit, xml_safe
-from qualify.testcases import JUnitCase, parse_pytest_junit, progress_from_events, split_nodeid
 
 SCHEMA = Path(__file__).resolve().parent.parent.parent / "shared" / "schemas" / "junit-10.xsd"
 

@@ -9,8 +9,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from qualify.logs import BoundedLog
-from qualify.monitor import Monitor
+from qualify.run.logs import BoundedLog
+from qualify.run.monitor import Monitor
 
 
 def test_bounded_log_keeps_head_and_tail(tmp_path: Path) -> None:

@@ -13,8 +13,10 @@ import pytest
 from qualify.cli import main
 from qualify.commands.matrix import matrix
 from qualify.commands.merge import merge
+from qualify.evidence.junit import JUnitCase
+from qualify.plan.commit import CommitInfo
 from qualify.report.junit import render_junit
-from qualify.testcases import JUnitCase
+from qualify.rundir.audit import Audit, FamilyRecord, MemoryRecord, PhaseRecord, TimingsRecord
 
 HEAD = "a" * 40
 OTHER = "b" * 40
@@ -31,16 +33,16 @@ def make_run(
 ) -> Path:
     run_dir = root / head / family / profile / run_id
     run_dir.mkdir(parents=True)
-    audit = {
-        "run_id": run_id,
-        "verdict": verdict,
-        "family": {"name": family},
-        "profile": profile,
-        "commit": {"head": head},
-        "timings": {"started": started},
-        "memory": {"peak_bytes": 123, "phases": [{"name": "load", "peak_bytes": 100}]},
-    }
-    (run_dir / "audit.json").write_text(json.dumps(audit))
+    audit = Audit(
+        run_id=run_id,
+        verdict=verdict,
+        family=FamilyRecord(name=family),
+        profile=profile,
+        commit=CommitInfo(head=head),
+        timings=TimingsRecord(started=started),
+        memory=MemoryRecord(peak_bytes=123, phases=[PhaseRecord(name="load", peak_bytes=100)]),
+    )
+    (run_dir / "audit.json").write_bytes(audit.to_bytes())
     outcome = "passed" if verdict == "PASSED" else "failed"
     cases = [JUnitCase("t", "test_a", outcome, 1.5, "boom" if outcome != "passed" else None)]
     (run_dir / "junit.xml").write_bytes(render_junit(family, cases, {}, ""))

@@ -19,11 +19,12 @@ import pynvml
 import pytest
 
 from harness import _gpu
-from qualify.commands.run import RunRequest, _gpu_plan
-from qualify.cuda_oom import gpu_evidence, parse_cuda_oom
 from qualify.errors import UsageError
-from qualify.gpu import NvmlSampler, device_reading, device_totals
-from qualify.mps import (
+from qualify.evidence.cuda_oom import parse_cuda_oom
+from qualify.judge.gpu import gpu_evidence
+from qualify.plan.docker import DockerOptions
+from qualify.plan.limits import Limits
+from qualify.plan.mps import (
     ENV_LIMIT,
     ENV_PIPE_DIRECTORY,
     PID_FILE,
@@ -31,10 +32,12 @@ from qualify.mps import (
     limit_value,
     plan_budget,
 )
-from qualify.profiles import find_profile
-from qualify.sandbox.base import Limits
-from qualify.sandbox.docker import DockerOptions, container_kwargs
-from qualify.spec import gpu_env
+from qualify.plan.nvml import NvmlSampler, device_reading, device_totals
+from qualify.plan.profiles import find_profile
+from qualify.plan.request import RunRequest, _gpu_plan
+from qualify.plan.spec import gpu_env
+from qualify.report.audit import gpu_record
+from qualify.sandbox.docker.backend import container_kwargs
 from qualify.triage.classify import cuda_class
 from qualify.triage.model import TriageClass
 from tests.conftest import RunQualify
@@ -213,7 +216,7 @@ def test_an_oom_over_the_mps_limit_is_a_budget_oom() -> None:
     evidence = gpu_evidence([budget(20 * GIB), oom])
     assert evidence.budget_mode == "mps" and evidence.mps_limit_bytes == 20 * GIB
     assert evidence.oom_kind == "budget"
-    assert "each MPS client" in evidence.to_dict(None)["budget_scope"]
+    assert "each MPS client" in (gpu_record(evidence, None, None).budget_scope or "")
     # 21.80 GiB + 270 MiB = 22.06 GiB: any limit below 22.06 GiB explains it; a limit equal to
     # the device's total is no limit at all.
     assert gpu_evidence([budget(int(22.05 * GIB)), oom]).mps_limit_bytes is None

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from qualify.report.publish import publish_run
-from qualify.report.sanitize import Identities
+from qualify.publish.bundle import publish_run
+from qualify.publish.sanitize import Identities
 from tests.conftest import git, qualify_argv
 
 LITERAL = "ghp_" + "Zy9Xw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa99"

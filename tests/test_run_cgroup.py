@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from qualify.sandbox.layout import current_layout
+from qualify.sandbox.cgroup.layout import current_layout
 from tests.conftest import Completed, RunQualify, git, qualify_argv
 
 pytestmark = [pytest.mark.privileged, pytest.mark.slow]

@@ -14,15 +14,10 @@ from typing import Any
 import pytest
 
 from qualify.errors import UsageError
-from qualify.sandbox.base import Limits
-from qualify.sandbox.docker import (
-    HARNESS_MOUNT,
-    DockerOptions,
-    container_kwargs,
-    device_requests,
-    engine_limits,
-)
-from qualify.sandbox.docker_run import container_cgroup
+from qualify.plan.docker import DockerOptions, device_requests
+from qualify.plan.limits import Limits
+from qualify.sandbox.docker.backend import HARNESS_MOUNT, container_kwargs, engine_limits
+from qualify.sandbox.docker.child import container_cgroup
 from tests.conftest import Completed, RunQualify, qualify_argv
 
 MIB = 2**20

@@ -8,7 +8,7 @@ import urllib.parse
 
 import pytest
 
-from qualify.report.sanitize import Identities, Sanitizer, encoded_forms, secret_values
+from qualify.publish.sanitize import Identities, Sanitizer, encoded_forms, secret_values
 
 GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 SHAPES = {

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from qualify.evidence.docker_state import parse_docker_state, read_docker_state
+from qualify.evidence.lines import parse_line
+from qualify.evidence.scan import scan_log
 from qualify.triage import Sources, TriageClass, triage
-from qualify.triage.docker_state import parse_docker_state, read_docker_state
-from qualify.triage.lines import parse_line
 from qualify.triage.render import render_json, render_markdown
-from qualify.triage.scan import scan_log
 from tests.conftest import SAMPLES
 
 TRIAGE_DATA = Path(__file__).parent / "data" / "triage"
@@ -350,6 +350,7 @@ def test_empty_files(tmp_path: Path) -> None:
     assert any("not valid XML" in w for w in result.warnings)
 
 
+@pytest.mark.foreign_audit
 def test_wrong_json_everywhere(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()

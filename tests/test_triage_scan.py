@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from qualify.triage import scan
-from qualify.triage.scan import MAX_LINE_BYTES, MAX_PER_KIND, PREFILTERS, iter_candidates
+from qualify.evidence import scan
+from qualify.evidence.scan import MAX_LINE_BYTES, MAX_PER_KIND, PREFILTERS, iter_candidates
 from tests.conftest import SAMPLES
 
 SAMPLE_FILES = sorted(p for p in SAMPLES.rglob("*") if p.is_file())

@@ -17,9 +17,13 @@ import sys
 
 
 def _install_hook() -> None:
-    if not os.environ.get("QUALIFY_EVENTS"):
-        return
     # Never let the hook break interpreter start-up: a broken harness must not fail the E2E.
+    try:
+        from harness.contract import ENV_EVENTS
+    except Exception:
+        return
+    if not os.environ.get(ENV_EVENTS):
+        return
     with contextlib.suppress(Exception):
         from harness import _limits
 

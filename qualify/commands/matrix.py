@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TextIO
 
 from qualify.errors import UsageError
-from qualify.families import available_families, default_family_dirs, validate_name
-from qualify.profiles import available_profiles
+from qualify.plan.families import available_families, default_family_dirs, validate_name
+from qualify.plan.profiles import available_profiles
 from qualify.verdict import EXIT_USAGE
 
 

@@ -1,30 +1,34 @@
 """``qualify merge``: run directories from many runners -> one JUnit and one index per head.
 
-Runs are found by their audit.json. The same run seen twice (a run dir and its public/ copy,
+Runs are found by their audit. The same run seen twice (a run dir and its public/ copy,
 or an artifact downloaded twice) is counted once; two runs of one family x profile are both
 kept, latest first; an expected shard with no run is reported as MISSING, never dropped.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import sys
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from junitparser import TestCase, TestSuite
+
+from harness import contract
+from qualify.atomic import write_bytes_atomic, write_json_atomic
 from qualify.commands.matrix import split_names
 from qualify.errors import UsageError
-from qualify.report.atomic import write_bytes_atomic, write_json_atomic
-from qualify.report.publish import PUBLIC_DIR
+from qualify.evidence.junit import JUnitCase, read_junit
+from qualify.report.junit import render, testcase, testsuite
+from qualify.rundir import Audit, RunDir
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE, Verdict
 
 MISSING = "MISSING"
-_PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
+MERGED = "qualify merge"
+"""Name of the merged document's ``<testsuites>``."""
 INDEX_SCHEMA_VERSION = 1
 
 
@@ -40,8 +44,8 @@ class Shard:
     started: str | None
     source: str | None
     """The input DIR as given on the command line."""
-    run_dir: Path | None
-    audit: dict[str, Any]
+    run_dir: RunDir | None
+    audit: Audit | None
 
     @property
     def exit_code(self) -> int:
@@ -55,11 +59,11 @@ class Shard:
         """The run directory relative to its input."""
         if self.run_dir is None or self.source is None:
             return None
-        return str(self.run_dir.relative_to(Path(self.source)))
+        return str(self.run_dir.path.relative_to(Path(self.source)))
 
     def to_dict(self) -> dict[str, Any]:
         """The index entry."""
-        memory = self.audit.get("memory") or {}
+        memory = self.audit.memory if self.audit is not None else None
         path = self.relative()
         return {
             "family": self.family,
@@ -68,63 +72,49 @@ class Shard:
             "head": self.head,
             "verdict": self.verdict,
             "exit_code": self.exit_code,
-            "reason": self.audit.get("reason"),
+            "reason": self.audit.reason if self.audit is not None else None,
             "started": self.started,
             "peaks": {
-                "memory_bytes": memory.get("peak_bytes"),
-                "phases": {
-                    str(phase.get("name")): phase.get("peak_bytes")
-                    for phase in memory.get("phases") or []
-                    if isinstance(phase, dict)
-                },
+                "memory_bytes": memory.peak_bytes if memory else None,
+                "phases": {phase.name: phase.peak_bytes for phase in memory.phases}
+                if memory
+                else {},
             },
             "input": self.source,
             "path": path,
-            "junit": None if path is None else str(Path(path) / "junit.xml"),
+            "junit": None if path is None else str(Path(path) / contract.JUNIT),
         }
 
 
 def find_run_dirs(root: Path) -> list[Path]:
-    """Run directories in ``root`` (itself or below), found by audit.json; a public/ copy only
-    when its run directory is not there (artifacts of public/ alone)."""
-    found = [root] if (root / "audit.json").is_file() else []
-    found += sorted(path.parent for path in root.rglob("*/audit.json"))
+    """Run directories in ``root`` (itself or below), found by their audit; a public/ copy
+    only when its run directory is not there (artifacts of public/ alone)."""
+    found = [root] if RunDir(root).exists() else []
+    found += sorted(path.parent for path in root.rglob(f"*/{contract.AUDIT}"))
     return [
         path
         for path in dict.fromkeys(found)
-        if not (path.name == PUBLIC_DIR and (path.parent / "audit.json").is_file())
+        if not (path.name == contract.PUBLIC_DIR and RunDir(path.parent).exists())
     ]
 
 
-def record_head(commit: Any) -> str | None:
-    """The SHA the run is recorded under (as ``gitinfo.record_sha``): the PR head in a
-    pull_request run, where ``commit.head`` is GitHub's merge commit; else HEAD."""
-    if not isinstance(commit, dict):
-        return None
-    github = commit.get("github")
-    pull_request = isinstance(github, dict) and github.get("event") in _PULL_REQUEST_EVENTS
-    if pull_request and isinstance(github, dict) and isinstance(github.get("head"), str):
-        return str(github["head"])
-    head = commit.get("head")
-    return str(head) if head else None
-
-
 def read_shard(run_dir: Path, source: Path) -> Shard:
-    """The shard of one run directory; a broken audit is a UsageError naming it."""
-    try:
-        audit = json.loads((run_dir / "audit.json").read_text(encoding="utf-8"))
-        family, profile = audit["family"]["name"], audit["profile"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"{run_dir / 'audit.json'} is not a qualify audit: {exc!r}") from None
+    """The shard of one run directory; an audit that cannot be read is a UsageError naming it."""
+    directory = RunDir(run_dir)
+    read = directory.read_audit()
+    audit = read.audit
+    if audit is None or not audit.family.name or not audit.profile:
+        problem = "; ".join(read.problems) or "no family or profile"
+        raise UsageError(f"{directory.audit_path} is not a qualify audit: {problem}")
     return Shard(
-        family=str(family),
-        profile=str(profile),
-        run_id=audit.get("run_id"),
-        verdict=str(audit.get("verdict")),
-        head=record_head(audit.get("commit")),
-        started=(audit.get("timings") or {}).get("started"),
+        family=audit.family.name,
+        profile=audit.profile,
+        run_id=audit.run_id or None,
+        verdict=audit.verdict,
+        head=audit.head,
+        started=audit.timings.started,
         source=str(source),
-        run_dir=run_dir,
+        run_dir=directory,
         audit=audit,
     )
 
@@ -163,54 +153,36 @@ def parse_expected(expect: str | None, matrix_file: Path | None) -> list[tuple[s
 
 
 def _missing(family: str, profile: str, head: str | None) -> Shard:
-    return Shard(family, profile, None, MISSING, head, None, None, None, {})
+    return Shard(family, profile, None, MISSING, head, None, None, None, None)
 
 
-def _suite(root: ET.Element, shard: Shard) -> None:
-    """One <testsuite> named family/profile with the run's own testcases."""
-    suite = ET.SubElement(root, "testsuite", {"name": f"{shard.family}/{shard.profile}"})
-    props = ET.SubElement(suite, "properties")
-    for name, value in (("run_id", shard.run_id), ("verdict", shard.verdict), ("head", shard.head)):
-        ET.SubElement(props, "property", {"name": f"qualify.{name}", "value": str(value or "")})
-    cases: list[ET.Element] = []
+def _suite(shard: Shard) -> TestSuite:
+    """One suite named family/profile with the run's own testcases."""
+    properties = {
+        f"qualify.{name}": str(value or "")
+        for name, value in (
+            ("run_id", shard.run_id),
+            ("verdict", shard.verdict),
+            ("head", shard.head),
+        )
+    }
+    cases: list[TestCase] = []
     problem = "shard missing: no run directory was found for it"
     if shard.run_dir is not None:
-        try:
-            cases = list(ET.parse(shard.run_dir / "junit.xml").getroot().iter("testcase"))
-            problem = "" if cases else "junit.xml has no testcases"
-        except (OSError, ET.ParseError) as exc:
-            problem = f"junit.xml unreadable: {exc}"
+        document = read_junit(shard.run_dir.junit_path)
+        cases = [case for suite in document for case in suite] if document is not None else []
+        problem = "" if cases else "its JUnit file is missing, unreadable or has no testcases"
     if problem:
-        case = ET.Element("testcase", {"classname": shard.family, "name": shard.profile})
-        ET.SubElement(case, "error", {"message": problem, "type": shard.verdict})
-        cases = [case]
-    suite.extend(copy.deepcopy(case) for case in cases)
-    counts = {
-        "tests": len(cases),
-        "failures": sum(case.find("failure") is not None for case in cases),
-        "errors": sum(case.find("error") is not None for case in cases),
-        "skipped": sum(case.find("skipped") is not None for case in cases),
-    }
-    seconds = sum(float(case.get("time") or 0) for case in cases)
-    suite.attrib.update({key: str(value) for key, value in counts.items()})
-    suite.set("time", f"{seconds:.3f}")
-
-
-def render_junit(shards: Sequence[Shard]) -> bytes:
-    """One <testsuites>, one <testsuite> per run (and per missing shard)."""
-    root = ET.Element("testsuites", {"name": "qualify merge"})
-    for shard in shards:
-        _suite(root, shard)
-    for key in ("tests", "failures", "errors"):
-        root.set(key, str(sum(int(suite.get(key) or 0) for suite in root)))
-    ET.indent(root)
-    body: bytes = ET.tostring(root, encoding="utf-8")
-    return b'<?xml version="1.0" encoding="utf-8"?>\n' + body
+        missing = JUnitCase(
+            shard.family, shard.profile, "error", message=problem, kind=shard.verdict
+        )
+        cases = [testcase(missing)]
+    return testsuite(f"{shard.family}/{shard.profile}", cases, properties)
 
 
 def _write(out: Path, head: str, shards: Sequence[Shard], heads: Sequence[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomic(out / "junit.xml", render_junit(shards))
+    write_bytes_atomic(out / contract.JUNIT, render([_suite(shard) for shard in shards], MERGED))
     worst = max((shard.exit_code for shard in shards), default=0)
     write_json_atomic(
         out / "index.json",
@@ -248,7 +220,9 @@ def merge(
                 "or pass --allow-mixed-heads)"
             )
         if not shards and not expected:
-            raise UsageError(f"no run directories (audit.json) under {', '.join(map(str, inputs))}")
+            raise UsageError(
+                f"no run directories ({contract.AUDIT}) under {', '.join(map(str, inputs))}"
+            )
     except UsageError as exc:
         stderr.write(f"qualify merge: error: {exc}\n")
         return EXIT_USAGE

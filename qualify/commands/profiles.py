@@ -6,7 +6,7 @@ import sys
 from typing import TextIO
 
 from qualify.errors import UsageError
-from qualify.profiles import available_profiles, find_profile
+from qualify.plan.profiles import available_profiles, find_profile
 from qualify.sizes import format_bytes
 from qualify.verdict import EXIT_USAGE
 

@@ -1,4 +1,5 @@
-"""``qualify report RUN_DIR``: report.html of a run and, inside GitHub Actions, its summary."""
+"""``qualify report RUN_DIR``: the report page of a run and, inside GitHub Actions, its summary,
+annotations and outputs (sanitized, written once per run directory)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from qualify.report.github import publish_github
-from qualify.report.html import write_html_report
-from qualify.verdict import EXIT_USAGE
+from qualify.commands.publish import write_report
+from qualify.publish.bundle import run_sanitizer
+from qualify.publish.github import publish_github
+from qualify.rundir import RunDir
+from qualify.verdict import EXIT_ERROR, EXIT_USAGE
 
 
 def report(
@@ -20,15 +23,19 @@ def report(
     stdout: TextIO = sys.stdout,
     stderr: TextIO = sys.stderr,
 ) -> int:
-    """Write report.html; publish to GitHub when ``github`` (None: when GITHUB_ACTIONS=true)."""
+    """Write the report page; publish to GitHub when ``github`` (None: when GITHUB_ACTIONS=true)."""
     environ = os.environ if environ is None else environ
-    if not (run_dir / "audit.json").is_file():
+    directory = RunDir(run_dir)
+    if not directory.exists():
         stderr.write(
-            f"qualify report: error: {str(run_dir)!r} is not a run directory (no audit.json)\n"
+            f"qualify report: error: {str(run_dir)!r} is not a run directory (it holds no audit)\n"
         )
         return EXIT_USAGE
-    path = write_html_report(run_dir)
+    path = write_report(directory)
     if github or (github is None and environ.get("GITHUB_ACTIONS") == "true"):
-        publish_github(run_dir, environ, stdout)
+        publish_github(directory, environ, stdout, clean=run_sanitizer(run_dir, environ).clean)
+    if path is None:
+        stderr.write("qualify report: error: the report page could not be written (debug log)\n")
+        return EXIT_ERROR
     stdout.write(f"{path}\n")
     return 0

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from harness import contract
 from qualify.triage import Sources
 from qualify.triage import triage as run_triage
 from qualify.triage.render import render_json, render_markdown, render_terminal
@@ -38,7 +39,7 @@ def triage(
             "give a run directory or at least one of --log/--inspect/--kernel/--junit/--report-log"
         )
     if run_dir is not None and not run_dir.is_dir():
-        return _usage(f"{run_dir} is not a directory (a run directory holds audit.json)")
+        return _usage(f"{run_dir} is not a directory (a run directory holds {contract.AUDIT})")
     for path in [*logs, *inspect, *kernel, *junit, *report_log]:
         if not path.is_file():
             return _usage(f"{path} is not a file")

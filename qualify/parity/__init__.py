@@ -1,6 +1,6 @@
 """Token parity: compare an engine's recorded generations with its FP32 eager reference.
 
-``compare_files`` reads parity.jsonl (one JSON object per recorded case and side), pairs
+``compare_files`` reads the parity file (one JSON object per recorded case and side), pairs
 native with reference by case id, finds each case's first divergence, classifies it from the
 reference's own top-k log-probabilities, and applies the corpus gate (``ParityGate``, the
 family.toml ``[parity]`` table).
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from qualify.parity.case import CONTEXT_TOKENS, classify, compare_case, first_difference
 from qualify.parity.corpus import compare_files
-from qualify.parity.gate import ParityConfigError, ParityGate
 from qualify.parity.junit import GATE_CASE, junit_cases
 from qualify.parity.kinds import DivergenceKind, Side
 from qualify.parity.records import ParityInputError
@@ -22,6 +21,7 @@ from qualify.parity.results import (
     TokenRef,
     TopKEntry,
 )
+from qualify.plan.parity_gate import ParityConfigError, ParityGate
 
 __all__ = [
     "CONTEXT_TOKENS",

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from qualify.parity.gate import ParityGate
 from qualify.parity.kinds import DivergenceKind
 from qualify.parity.records import ParityInputError, Record
 from qualify.parity.results import CaseResult, SideSummary, TokenRef, TopKEntry
+from qualify.plan.parity_gate import ParityGate
 
 CONTEXT_TOKENS = 5
 """Tokens shown before the divergence in a failure message."""

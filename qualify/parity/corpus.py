@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import IO
 
 from qualify.parity.case import compare_case
-from qualify.parity.gate import ParityGate
 from qualify.parity.kinds import Side
 from qualify.parity.records import IndexEntry, ParityInputError, Record, index_records, load_record
 from qualify.parity.results import CaseResult, ParityReport
+from qualify.plan.parity_gate import ParityGate
 
 
 def compare_files(native: Path, reference: Path | None, gate: ParityGate) -> ParityReport:

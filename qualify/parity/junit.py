@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from qualify.evidence.junit import JUnitCase
 from qualify.parity.results import CaseResult, ParityReport
-from qualify.testcases import JUnitCase
 
 GATE_CASE = "parity-gate"
 """Name of the test case that carries the gate's decision."""

@@ -1,4 +1,4 @@
-"""Read parity.jsonl: index every case record by byte offset, then load records one by one.
+"""Read the parity file: index every case record by byte offset, then load records one by one.
 
 The harness appends one JSON object per line. A first pass validates every line and keeps
 only (case id, side) -> where the line is; the comparison then reads the two lines of each
@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from harness import contract
 from qualify.errors import UsageError
 from qualify.parity.kinds import Side
 from qualify.parity.results import RecordLocation, TokenRef, TopKEntry
@@ -25,7 +26,7 @@ _MIN_ENTRY, _MAX_ENTRY = 2, 3
 
 
 class ParityInputError(UsageError, ValueError):
-    """A parity.jsonl that cannot be compared: one line naming the file and the line."""
+    """A parity file that cannot be compared: one line naming the file and the line."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -223,7 +224,7 @@ def _header(record: dict[str, object], where: str) -> tuple[str, Side] | None:
     event = record.get("event")
     if not isinstance(event, str):
         raise ParityInputError(f"{where}: field 'event' must be a string")
-    if event != "case":
+    if event != contract.CASE:
         return None
     for key in _REQUIRED:
         if key not in record:

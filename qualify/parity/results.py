@@ -6,9 +6,9 @@ import dataclasses
 import math
 from pathlib import Path
 
-from qualify.parity.gate import ParityGate
 from qualify.parity.kinds import DivergenceKind
 from qualify.parity.render import failure_text
+from qualify.plan.parity_gate import ParityGate
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Byte-level shortcuts for the ``top_logprobs`` array of a parity.jsonl line.
+"""Byte-level shortcuts for the ``top_logprobs`` array of a parity file's line.
 
 Why: ``top_logprobs`` is most of a line (k entries at every generated step) and the standard
 library's json spends nearly all of a line's parse time on its floats (measured: 4 ms for a

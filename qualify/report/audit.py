@@ -1,20 +1,35 @@
-"""audit.json: the record of a run. Keys are stable; ``schema_version`` changes with them."""
+"""The audit of a judged run (``qualify.rundir.audit.Audit``), and the provisional one."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Any
 
-from qualify.cuda_oom import BUDGET_SCOPES, gpu_evidence
-from qualify.diagnose import signal_name
-from qualify.events import read_events
-from qualify.gpu import read_summary
-from qualify.judge import inside_limits
-from qualify.result import RunResult
-from qualify.sandbox.base import Limits
+from qualify.judge.gpu import BUDGET_SCOPE, BUDGET_SCOPES, GpuEvidence
+from qualify.judge.ladder import signal_name
+from qualify.judge.result import RunResult
+from qualify.plan.mps import GpuBudgetPlan
+from qualify.plan.spec import RunSpec
+from qualify.rundir.audit import (
+    Audit,
+    CudaOomRecord,
+    ExitRecord,
+    FamilyRecord,
+    GpuRecord,
+    LimitsRecord,
+    MemoryRecord,
+    MonitorRecord,
+    OomRecord,
+    ParityRecord,
+    PhaseRecord,
+    SandboxRecord,
+    TestsRecord,
+    TimingsRecord,
+)
+from qualify.rundir.record import from_json
+from qualify.verdict import Verdict
 
-SCHEMA_VERSION = 1
+PROVISIONAL_REASON = "qualify did not finish (it was killed before it could write its report)"
 
 
 def iso(wall: float | None) -> str | None:
@@ -24,135 +39,158 @@ def iso(wall: float | None) -> str | None:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(wall)) + f".{int(wall % 1 * 1000):03d}Z"
 
 
-def _memory(result: RunResult) -> dict[str, Any]:
+def _memory(result: RunResult) -> MemoryRecord:
     monitor = result.execution.monitor
     if monitor is None:
-        return {"peak_bytes": None, "peak_source": None, "phases": [], "processes_at_peak": []}
+        return MemoryRecord()
     origin = result.execution.started_mono
-    return {
-        "peak_bytes": monitor.peak_bytes,
-        "peak_source": monitor.peak_source,
-        "sampled_peak_bytes": monitor.sampled_peak_bytes,
-        "sampled_peak_at": None
+    return MemoryRecord(
+        peak_bytes=monitor.peak_bytes,
+        peak_source=monitor.peak_source,
+        sampled_peak_bytes=monitor.sampled_peak_bytes,
+        sampled_peak_at=None
         if monitor.sampled_peak_mono is None
         else round(monitor.sampled_peak_mono - origin, 3),
-        "phases": [window.to_dict(origin) for window in monitor.phases],
-        "phases_dropped": monitor.phases_dropped,
-        "processes_at_peak": [dataclasses.asdict(p) for p in monitor.processes_at_peak],
-        "phase_at_end": result.phase_at_death,
-    }
+        phases=[PhaseRecord(**window.to_dict(origin)) for window in monitor.phases],
+        phases_dropped=monitor.phases_dropped,
+        processes_at_peak=list(monitor.processes_at_peak),
+        phase_at_end=result.phase_at_death,
+    )
 
 
-def _tests(result: RunResult) -> dict[str, Any]:
+def _tests(result: RunResult) -> TestsRecord:
     outcomes = [case.outcome for case in result.testcases if not case.classname.endswith("parity")]
-    return {
-        "collected": result.progress.collected,
-        "passed": outcomes.count("passed"),
-        "failed": outcomes.count("failed"),
-        "errors": outcomes.count("error"),
-        "skipped": outcomes.count("skipped"),
-        "running_at_end": result.progress.running,
-        "running_when": result.progress.running_when,
-        "not_run": len(result.progress.not_run),
-        "pytest_exitstatus": result.progress.session_exitstatus,
-    }
+    return TestsRecord(
+        collected=result.progress.collected,
+        passed=outcomes.count("passed"),
+        failed=outcomes.count("failed"),
+        errors=outcomes.count("error"),
+        skipped=outcomes.count("skipped"),
+        running_at_end=result.progress.running,
+        running_when=result.progress.running_when,
+        not_run=len(result.progress.not_run),
+        pytest_exitstatus=result.progress.session_exitstatus,
+    )
 
 
-def _limits(requested: Limits, in_effect: Limits | None) -> dict[str, Any]:
-    return {
-        "requested": requested.as_dict(),
-        "in_effect": in_effect.as_dict() if in_effect is not None else None,
-    }
+def _public(event: dict[str, Any]) -> dict[str, Any]:
+    """An event as the audit keeps it (the monotonic stamp and sync token are internal)."""
+    return {key: value for key, value in event.items() if key not in ("mono", "sync")}
 
 
-# --- GPU
-def _gpu(result: RunResult, events: list[dict[str, Any]]) -> dict[str, Any]:
-    run_dir = result.spec.run_dir
-    evidence = gpu_evidence(events, run_dir / "stderr.log")
-    section = evidence.to_dict(read_summary(run_dir))
-    plan = result.spec.gpu_budget
-    section["budget_plan"] = plan.as_dict() if plan is not None else None
-    if plan is not None:
-        section["budget_scope"] = BUDGET_SCOPES[plan.mode]
-        if not evidence.budgets:
-            section["budget_note"] = (
-                "no process of the run initialized CUDA, so the budget was never applied"
-            )
-    return section
+def gpu_record(
+    evidence: GpuEvidence, plan: GpuBudgetPlan | None, nvml: dict[str, Any] | None
+) -> GpuRecord:
+    """The audit's GPU section: the budget asked (``plan``) and what the harness saw of it, the
+    allocator, CUDA OOMs and their kind, and NVML's peaks (``nvml``: None when not sampled)."""
+    parsed = evidence.oom
+    mode = plan.mode if plan is not None else evidence.budget_mode or "torch"
+    note = None
+    if plan is not None and not evidence.budgets:
+        note = "no process of the run initialized CUDA, so the budget was never applied"
+    return GpuRecord(
+        budget_mode=evidence.budget_mode,
+        budget_scope=BUDGET_SCOPES.get(mode, BUDGET_SCOPE),
+        budget_plan=plan.as_dict() if plan is not None else None,
+        budget_note=note,
+        budgets=[_public(event) for event in evidence.budgets],
+        budget_error=evidence.budget_error,
+        allocator_seen=[_public(event) for event in evidence.allocator],
+        cuda_oom=CudaOomRecord(
+            seen=evidence.cuda_oom,
+            kind=evidence.oom_kind,
+            events=[_public(event) for event in evidence.ooms],
+            message=parsed.to_dict() if parsed is not None else None,
+            from_log=evidence.logged is not None,
+        ),
+        hook_errors=[_public(event) for event in evidence.hook_errors],
+        nvml=nvml if nvml is not None else {"available": False, "reason": "not sampled"},
+    )
 
 
-# --- end GPU
+def _family(spec: RunSpec) -> FamilyRecord:
+    return FamilyRecord(
+        name=spec.family.name,
+        description=spec.family.description,
+        e2e_command=list(spec.family.command),
+        options=dict(spec.options),
+    )
 
 
-def build_audit(result: RunResult) -> dict[str, Any]:
-    """The audit document of ``result``."""
+def _parity(result: RunResult) -> ParityRecord | None:
+    if result.parity is None:
+        return None
+    record, _ = from_json(ParityRecord, result.parity.to_dict(), "parity")
+    return record
+
+
+def build_audit(result: RunResult) -> Audit:
+    """The audit of ``result``."""
     spec, execution = result.spec, result.execution
     sandbox = execution.sandbox
     monitor = execution.monitor
-    events = list(read_events(spec.run_dir / "events.jsonl"))
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": spec.run_id,
-        "verdict": result.verdict.value,
-        "reason": result.reason,
-        "interrupted": execution.interrupted,
-        "family": {
-            "name": spec.family.name,
-            "description": spec.family.description,
-            "e2e_command": list(spec.family.command),
-            "options": dict(spec.options),
-        },
-        "profile": spec.profile,
-        "commit": dataclasses.asdict(spec.commit),
-        "sandbox": {
-            "backend": sandbox.backend if sandbox else spec.backend,
-            "capped": sandbox.capped if sandbox else None,
-            "cgroup": sandbox.cgroup if sandbox else None,
-            "notes": list(sandbox.notes) if sandbox else [],
-            "inside": inside_limits(events),
-        },
-        "limits": _limits(spec.limits, sandbox.in_effect if sandbox else None),
-        "memory": _memory(result),
-        "oom": {"kills": monitor.oom_kills if monitor else None},
-        "exit": {
-            "code": execution.returncode,
-            "signal": signal_name(execution.returncode),
-            "pid": execution.pid,
-            "timed_out": execution.timed_out,
-        },
-        "tests": _tests(result),
-        "parity": result.parity.to_dict() if result.parity is not None else None,
-        "parity_error": result.parity_error,
-        "allocator": dataclasses.asdict(spec.allocator),
-        "gpu": _gpu(result, events),
-        "timings": {
-            "started": iso(execution.started_wall),
-            "ended": iso(execution.ended_wall),
-            "wall_s": round(execution.ended_wall - execution.started_wall, 3),
-            "started_mono": round(execution.started_mono, 4),
-            "timeout_s": spec.timeout_s,
-        },
-        "monitor": {
-            "interval_s": spec.sample_interval_s,
-            "samples": monitor.samples if monitor else 0,
-            "ack_timeouts": monitor.ack_timeouts if monitor else 0,
-            "cpu_s": round(monitor.cpu_seconds, 4) if monitor else None,
-        },
-        "command": list(spec.command_line),
-        "logs": {name: dataclasses.asdict(stats) for name, stats in execution.logs.items()},
-        "environment": result.environment,
-        "problems": list(execution.teardown_problems),
-    }
+    return Audit(
+        run_id=spec.run_id,
+        verdict=result.verdict.value,
+        reason=result.reason,
+        interrupted=execution.interrupted,
+        family=_family(spec),
+        profile=spec.profile,
+        commit=spec.commit,
+        sandbox=SandboxRecord(
+            backend=sandbox.backend if sandbox else spec.backend,
+            capped=sandbox.capped if sandbox else None,
+            cgroup=sandbox.cgroup if sandbox else None,
+            notes=list(sandbox.notes) if sandbox else [],
+            inside=result.inside,
+        ),
+        limits=LimitsRecord(spec.limits, sandbox.in_effect if sandbox else None),
+        memory=_memory(result),
+        oom=OomRecord(kills=monitor.oom_kills if monitor else None),
+        exit=ExitRecord(
+            code=execution.returncode,
+            signal=signal_name(execution.returncode),
+            pid=execution.pid,
+            timed_out=execution.timed_out,
+        ),
+        tests=_tests(result),
+        parity=_parity(result),
+        parity_error=result.parity_error,
+        allocator=spec.allocator,
+        gpu=gpu_record(result.gpu, spec.gpu_budget, result.nvml),
+        timings=TimingsRecord(
+            started=iso(execution.started_wall),
+            ended=iso(execution.ended_wall),
+            wall_s=round(execution.ended_wall - execution.started_wall, 3),
+            started_mono=round(execution.started_mono, 4),
+            timeout_s=spec.timeout_s,
+        ),
+        monitor=MonitorRecord(
+            interval_s=spec.sample_interval_s,
+            samples=monitor.samples if monitor else 0,
+            ack_timeouts=monitor.ack_timeouts if monitor else 0,
+            cpu_s=round(monitor.cpu_seconds, 4) if monitor else None,
+        ),
+        command=list(spec.command_line),
+        logs=dict(execution.logs),
+        environment=result.environment,
+        problems=list(execution.teardown_problems),
+    )
 
 
-def provisional_audit(run_id: str, family: str, profile: str, head: str) -> dict[str, Any]:
+def provisional_audit(spec: RunSpec, started_wall: float) -> Audit:
     """Written before the E2E starts: if qualify itself is SIGKILLed, this is what remains."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id,
-        "verdict": "ERROR",
-        "reason": "qualify did not finish (it was killed before it could write its report)",
-        "family": {"name": family},
-        "profile": profile,
-        "commit": {"head": head},
-    }
+    return Audit(
+        run_id=spec.run_id,
+        verdict=Verdict.ERROR.value,
+        reason=PROVISIONAL_REASON,
+        family=_family(spec),
+        profile=spec.profile,
+        commit=spec.commit,
+        sandbox=SandboxRecord(backend=spec.backend),
+        limits=LimitsRecord(spec.limits, None),
+        allocator=spec.allocator,
+        timings=TimingsRecord(started=iso(started_wall), timeout_s=spec.timeout_s),
+        monitor=MonitorRecord(interval_s=spec.sample_interval_s),
+        command=list(spec.command_line),
+    )

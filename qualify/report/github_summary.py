@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from html import escape
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from qualify.rundir import Audit
 from qualify.sizes import format_bytes
 
 if TYPE_CHECKING:
@@ -29,34 +29,31 @@ def _clip(text: str, limit: int) -> str:
     return text[: limit // 2] + "\n[... truncated ...]\n" + text[-limit // 2 :]
 
 
-def _header(audit: Mapping[str, Any], run_dir: Path) -> str:
-    family = audit.get("family") or {}
-    commit = audit.get("commit") or {}
-    github = commit.get("github") or {}
-    limits = (audit.get("limits") or {}).get("in_effect") or {}
-    memory = audit.get("memory") or {}
-    tests = audit.get("tests") or {}
-    parity = audit.get("parity") or {}
+def _header(audit: Audit, run_dir: str) -> str:
+    commit = audit.commit
+    github = commit.github or {}
+    in_effect = audit.limits.in_effect
+    memory, tests, parity = audit.memory, audit.tests, audit.parity
     rows = [
-        ("reason", audit.get("reason")),
-        ("head", github.get("head") or commit.get("head")),
-        ("base / merge", f"{github.get('base') or commit.get('base')} / {github.get('merge')}"),
-        ("cap in effect", format_bytes(limits.get("memory_bytes"))),
-        ("peak", format_bytes(memory.get("peak_bytes"))),
-        ("OOM kills", (audit.get("oom") or {}).get("kills")),
-        ("phase at end", memory.get("phase_at_end")),
+        ("reason", audit.reason),
+        ("head", github.get("head") or commit.head),
+        ("base / merge", f"{github.get('base') or commit.base} / {github.get('merge')}"),
+        ("cap in effect", format_bytes(in_effect.memory_bytes if in_effect else None)),
+        ("peak", format_bytes(memory.peak_bytes)),
+        ("OOM kills", audit.oom.kills),
+        ("phase at end", memory.phase_at_end),
         (
             "tests",
-            f"{tests.get('passed')} passed, {tests.get('failed')} failed, "
-            f"{tests.get('errors')} errors, {tests.get('skipped')} skipped",
+            f"{tests.passed} passed, {tests.failed} failed, "
+            f"{tests.errors} errors, {tests.skipped} skipped",
         ),
-        ("parity", parity.get("reason") if parity else None),
-        ("run directory", str(run_dir)),
+        ("parity", parity.reason if parity else None),
+        ("run directory", run_dir),
     ]
     table = "\n".join(f"| {_cell(key)} | {_cell(value)} |" for key, value in rows)
     return (
-        f"## qualify {_cell(audit.get('verdict'))}: {_cell(family.get('name'))} "
-        f"({_cell(audit.get('profile'))})\n\n| | |\n|---|---|\n{table}\n\n"
+        f"## qualify {_cell(audit.verdict)}: {_cell(audit.family.name)} "
+        f"({_cell(audit.profile)})\n\n| | |\n|---|---|\n{table}\n\n"
     )
 
 
@@ -81,9 +78,7 @@ def _fit(text: str, budget: int) -> str:
     return text if len(data) <= budget else data[: max(budget, 0)].decode("utf-8", "ignore")
 
 
-def render_summary(
-    audit: Mapping[str, Any], failures: Sequence[Failure], run_dir: Path, budget: int
-) -> str:
+def render_summary(audit: Audit, failures: Sequence[Failure], run_dir: str, budget: int) -> str:
     """Header, then failures (most important first) while they fit in ``budget`` bytes."""
     if budget <= 0:
         return ""
@@ -105,6 +100,6 @@ def render_summary(
     if shown < len(ordered):
         text += (
             f"**{len(ordered) - shown} more failures not shown** (the step summary is limited to "
-            f"1 MiB): see junit.xml in the uploaded artifact of {escape(str(run_dir))}.\n"
+            f"1 MiB): see the JUnit file in the uploaded artifact of {escape(run_dir)}.\n"
         )
     return _fit(text, budget)

@@ -1,20 +1,20 @@
-"""report.html: one self-contained page per run (inline CSS and SVG, no script, no network).
+"""The report page: one self-contained page per run (inline CSS and SVG, no script, no network).
 
-It reads only the run directory (audit.json, timeline.jsonl, events.jsonl), so it can be
-written at the end of a run or later with ``qualify report RUN_DIR``. Every value from the
+It reads only the run directory (the audit, the timeline, the events), so it can be written at
+the end of a run or later with ``qualify report RUN_DIR``. Every value from the
 run is escaped: test names, failure messages and token texts come from the family's code.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from datetime import datetime
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from qualify.events import read_events
-from qualify.report.atomic import write_bytes_atomic
+from harness import contract
+from qualify.atomic import write_bytes_atomic
 from qualify.report.html_sections import (
     commit_section,
     limits_section,
@@ -24,9 +24,8 @@ from qualify.report.html_sections import (
     triage_section,
 )
 from qualify.report.svg import Band, Marker, Point, Timeline, read_series, render_timeline
+from qualify.rundir import Audit, RunDir
 from qualify.sizes import format_bytes
-
-REPORT_NAME = "report.html"
 
 # A Content-Security-Policy that forbids every fetch: if the page ever referenced anything
 # outside itself, the browser would refuse it and log a console error (which the tests catch).
@@ -56,14 +55,6 @@ vertical-align:middle;margin-right:4px}
 """
 
 
-def _load_audit(run_dir: Path) -> dict[str, Any]:
-    try:
-        document = json.loads((run_dir / "audit.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {"verdict": "ERROR", "reason": "audit.json is missing or unreadable"}
-    return document if isinstance(document, dict) else {}
-
-
 def _epoch(iso: object) -> float | None:
     if not isinstance(iso, str):
         return None
@@ -73,58 +64,61 @@ def _epoch(iso: object) -> float | None:
         return None
 
 
-def build_timeline(run_dir: Path, audit: dict[str, Any]) -> Timeline:
+def load_audit(run_dir: RunDir) -> Audit:
+    """The run's audit; a missing or unreadable one is shown as an ERROR page saying so."""
+    read = run_dir.read_audit()
+    if read.audit is None:
+        return Audit(reason=f"the audit is missing or unreadable: {'; '.join(read.problems)}")
+    return read.audit
+
+
+def build_timeline(run_dir: RunDir, audit: Audit) -> Timeline:
     """The chart's data: samples, phase bands, cap, peak, OOM kills and CUDA OOMs."""
-    origin = _epoch((audit.get("timings") or {}).get("started"))
-    memory, gpu, kills, samples = read_series(run_dir / "timeline.jsonl", origin)
+    origin = _epoch(audit.timings.started)
+    memory, gpu, kills, samples = read_series(run_dir.timeline, origin)
     origin = origin if origin is not None else (memory[0].t if memory else 0.0)
-    section = audit.get("memory") or {}
+    section = audit.memory
     bands = tuple(
-        Band(
-            str(p.get("name")), float(p["start"]), float(p.get("end") or p["start"]), p.get("error")
-        )
-        for p in section.get("phases") or []
-        if isinstance(p, dict) and isinstance(p.get("start"), int | float)
+        Band(p.name, float(p.start), float(p.end if p.end is not None else p.start), p.error)
+        for p in section.phases
+        if p.start is not None
     )
     markers = [Marker("OOM kill", t, "oom") for t in kills]
-    for event in read_events(run_dir / "events.jsonl"):
-        if event.get("event") == "cuda_oom" and isinstance(event.get("t"), int | float):
+    for event in run_dir.events():
+        if event.get("event") == contract.CUDA_OOM and isinstance(event.get("t"), int | float):
             markers.append(Marker("CUDA OOM", event["t"] - (origin or 0.0), "cuda-oom"))
     peak = None
-    peak_bytes, peak_at = section.get("peak_bytes"), section.get("sampled_peak_at")
-    if isinstance(peak_bytes, int):
-        if not isinstance(peak_at, int | float) and memory:
+    peak_bytes, peak_at = section.peak_bytes, section.sampled_peak_at
+    if peak_bytes is not None:
+        if peak_at is None and memory:
             peak_at = max(memory, key=lambda p: p.value).t
         peak = Point(float(peak_at or 0.0), peak_bytes)
-    in_effect = (audit.get("limits") or {}).get("in_effect") or {}
-    capped = (audit.get("sandbox") or {}).get("capped")
-    cap = in_effect.get("memory_bytes") if capped else None
+    in_effect = audit.limits.in_effect
+    cap = in_effect.memory_bytes if in_effect is not None and audit.sandbox.capped else None
     return Timeline(
         memory=tuple(memory),
         gpu=tuple(gpu),
         bands=bands,
         markers=tuple(markers),
-        cap_bytes=cap if isinstance(cap, int) else None,
+        cap_bytes=cap,
         peak=peak,
         samples=samples,
     )
 
 
-def _header(audit: dict[str, Any]) -> str:
-    verdict = str(audit.get("verdict", "ERROR"))
+def _header(audit: Audit) -> str:
+    verdict = audit.verdict
     css = verdict if verdict in ("PASSED", "ERROR") else "other"
-    family = (audit.get("family") or {}).get("name", "?")
     return (
-        f'<h1>{escape(str(family))} <span class="muted">/ {escape(str(audit.get("profile")))}'
-        f" / {escape(str(audit.get('run_id')))}</span></h1>"
+        f'<h1>{escape(audit.family.name or "?")} <span class="muted">/ {escape(audit.profile)}'
+        f" / {escape(audit.run_id)}</span></h1>"
         f'<p><span class="verdict v-{css}" id="verdict">{escape(verdict)}</span> '
-        f"{escape(str(audit.get('reason', '')))}</p>"
+        f"{escape(audit.reason)}</p>"
     )
 
 
-def _timeline_section(timeline: Timeline, audit: dict[str, Any]) -> str:
-    memory = audit.get("memory") or {}
-    oom = (audit.get("oom") or {}).get("kills")
+def _timeline_section(timeline: Timeline, audit: Audit) -> str:
+    memory = audit.memory
     legend = (
         '<p class="legend"><span><i class="sw" style="background:#0969da"></i>cgroup usage</span>'
         + (
@@ -136,21 +130,22 @@ def _timeline_section(timeline: Timeline, audit: dict[str, Any]) -> str:
         + '<span><i class="sw" style="background:#bf3989"></i>peak</span></p>'
     )
     facts = (
-        f"<p>peak {escape(format_bytes(memory.get('peak_bytes')))} "
-        f"({escape(str(memory.get('peak_source')))}); OOM kills {escape(str(oom))}; "
+        f"<p>peak {escape(format_bytes(memory.peak_bytes))} "
+        f"({escape(str(memory.peak_source))}); OOM kills {escape(str(audit.oom.kills))}; "
         f"{timeline.samples} samples, {len(timeline.memory)} plotted</p>"
     )
     return "<h2>Memory timeline</h2>" + facts + render_timeline(timeline) + legend
 
 
-def render_html(run_dir: Path) -> str:
-    """The whole page for ``run_dir``."""
-    audit = _load_audit(run_dir)
+def render_html(run_dir: RunDir, triage: Mapping[str, Any] | None = None) -> str:
+    """The whole page of ``run_dir``; ``triage`` holds triage's findings for a failed run
+    (class, summary, findings, conflicts, remedies, warnings), computed by the caller."""
+    audit = load_audit(run_dir)
     timeline = build_timeline(run_dir, audit)
-    title = f"qualify {audit.get('verdict')} {(audit.get('family') or {}).get('name', '')}"
+    title = f"qualify {audit.verdict} {audit.family.name}"
     body = [
         _header(audit),
-        triage_section(run_dir, audit),
+        triage_section(audit, triage),
         commit_section(audit),
         limits_section(audit),
         _timeline_section(timeline, audit),
@@ -168,8 +163,8 @@ def render_html(run_dir: Path) -> str:
     )
 
 
-def write_html_report(run_dir: Path) -> Path:
-    """Write ``run_dir/report.html`` atomically and return its path."""
-    path = run_dir / REPORT_NAME
-    write_bytes_atomic(path, render_html(run_dir).encode("utf-8"))
+def write_html_report(run_dir: RunDir, triage: Mapping[str, Any] | None = None) -> Path:
+    """Write the run's report page atomically and return its path."""
+    path = run_dir.report_path
+    write_bytes_atomic(path, render_html(run_dir, triage).encode("utf-8"))
     return path

@@ -1,13 +1,13 @@
-"""The tables of report.html, each built from audit.json alone and escaped cell by cell."""
+"""The tables of the report page, each built from the audit alone and escaped cell by cell."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
-from pathlib import Path
 from typing import Any
 
+from qualify.rundir.audit import Audit
 from qualify.sizes import format_bytes
 
 PARITY_ROWS = 200
@@ -35,63 +35,61 @@ def _pairs(pairs: Sequence[tuple[str, object]]) -> str:
     return table(["", ""], [[escape(key), _cell(value)] for key, value in pairs])
 
 
-def commit_section(audit: dict[str, Any]) -> str:
+def commit_section(audit: Audit) -> str:
     """Head, tree tested, dirtiness, base; head/base/merge of a pull request."""
-    commit = audit.get("commit") or {}
+    commit = audit.commit
     pairs: list[tuple[str, object]] = [
-        ("head", commit.get("head")),
-        ("tree tested", commit.get("tree")),
-        ("dirty", commit.get("dirty")),
-        ("base", commit.get("base")),
-        ("branch", commit.get("branch")),
+        ("head", commit.head or None),
+        ("tree tested", commit.tree or None),
+        ("dirty", commit.dirty),
+        ("base", commit.base),
+        ("branch", commit.branch),
     ]
-    github = commit.get("github") or {}
+    github = commit.github or {}
     for key in ("event", "pr_number", "head", "base", "merge"):
         if github.get(key) is not None:
             pairs.append((f"github {key}", github[key]))
     return "<h2>Commit</h2>" + _pairs(pairs)
 
 
-def limits_section(audit: dict[str, Any]) -> str:
+def limits_section(audit: Audit) -> str:
     """Limits asked and in effect, side by side."""
-    limits = audit.get("limits") or {}
-    requested, in_effect = limits.get("requested") or {}, limits.get("in_effect") or {}
-    sandbox = audit.get("sandbox") or {}
+    requested, in_effect = audit.limits.requested, audit.limits.in_effect
     rows = []
     for key in ("memory_bytes", "swap_bytes", "pids_max"):
-        asked, real = requested.get(key), in_effect.get(key)
+        asked = getattr(requested, key)
+        real = getattr(in_effect, key) if in_effect is not None else None
         shown = (format_bytes(asked), format_bytes(real)) if key != "pids_max" else (asked, real)
         rows.append([escape(key), _cell(shown[0]), _cell(shown[1] if in_effect else None)])
-    backend = f"backend {sandbox.get('backend')}, capped {sandbox.get('capped')}"
+    sandbox = audit.sandbox
+    backend = f"backend {sandbox.backend}, capped {sandbox.capped}"
     return "<h2>Limits</h2>" + f"<p>{escape(backend)}</p>" + table(["", "asked", "in effect"], rows)
 
 
-def phases_section(audit: dict[str, Any]) -> str:
+def phases_section(audit: Audit) -> str:
     """Per-phase windows and exact peaks."""
-    phases = (audit.get("memory") or {}).get("phases") or []
+    phases = audit.memory.phases
     if not phases:
         return ""
     rows = [
         [
-            _cell(p.get("name")),
-            _cell(p.get("start")),
-            _cell(p.get("end")),
-            _cell(format_bytes(p.get("peak_bytes"))),
-            _cell(p.get("error")),
+            _cell(p.name),
+            _cell(p.start),
+            _cell(p.end),
+            _cell(format_bytes(p.peak_bytes)),
+            _cell(p.error),
         ]
         for p in phases
     ]
-    bad = [bool(p.get("error")) for p in phases]
+    bad = [bool(p.error) for p in phases]
     return "<h2>Phases</h2>" + table(["phase", "start s", "end s", "peak", "note"], rows, bad)
 
 
-def tests_section(audit: dict[str, Any]) -> str:
+def tests_section(audit: Audit) -> str:
     """Test counts and the test running at the end."""
-    tests = audit.get("tests") or {}
-    if not tests:
-        return ""
+    tests = audit.tests
     keys = ("collected", "passed", "failed", "errors", "skipped", "not_run", "running_at_end")
-    return "<h2>Tests</h2>" + _pairs([(key, tests.get(key)) for key in keys])
+    return "<h2>Tests</h2>" + _pairs([(key, getattr(tests, key)) for key in keys])
 
 
 def _token(token: object, css: str) -> str:
@@ -121,25 +119,24 @@ def _parity_row(case: dict[str, Any]) -> list[str]:
     ]
 
 
-def parity_section(audit: dict[str, Any]) -> str:
+def parity_section(audit: Audit) -> str:
     """The gate and every case (divergent first) with the tokens where they diverge."""
-    parity = audit.get("parity")
-    if audit.get("parity_error"):
-        return f"<h2>Parity</h2><p>error: {escape(str(audit['parity_error']))}</p>"
-    if not isinstance(parity, dict):
+    parity = audit.parity
+    if audit.parity_error:
+        return f"<h2>Parity</h2><p>error: {escape(audit.parity_error)}</p>"
+    if parity is None:
         return ""
-    cases = [c for c in parity.get("per_case") or [] if isinstance(c, dict)]
+    cases = [c for c in parity.per_case if isinstance(c, dict)]
     cases.sort(key=lambda c: bool(c.get("exact")))
     shown = cases[:PARITY_ROWS]
     headers = ["case", "kind", "at", "context", "reference", "engine", "rank", "gap nats"]
     summary = (
-        f"<p>{escape(str(parity.get('reason')))}: gate "
-        f"{'met' if parity.get('passed') else 'NOT met'}; exact {parity.get('exact')}, "
-        f"near-tie {parity.get('near_tie')}, wrong {parity.get('wrong')}, "
-        f"length/EOS {parity.get('length_or_eos')}, missing {parity.get('missing')}</p>"
+        f"<p>{escape(parity.reason)}: gate {'met' if parity.passed else 'NOT met'}; exact "
+        f"{parity.exact}, near-tie {parity.near_tie}, wrong {parity.wrong}, "
+        f"length/EOS {parity.length_or_eos}, missing {parity.missing}</p>"
     )
     more = (
-        f"<p>{len(cases) - len(shown)} more cases in audit.json</p>" if cases[PARITY_ROWS:] else ""
+        f"<p>{len(cases) - len(shown)} more cases in the audit</p>" if cases[PARITY_ROWS:] else ""
     )
     rows = [_parity_row(c) for c in shown]
     bad = [not c.get("exact") for c in shown]
@@ -165,45 +162,21 @@ def _value_html(value: Any, depth: int = 0) -> str:
     return escape(str(value))
 
 
-def _triage(run_dir: Path) -> Any:
-    """The triage of the run (class, findings, conflicts, remedies); a triage bug must not cost
-    the report, so it is shown instead."""
-    from qualify.triage import Sources, triage
-
-    try:
-        found = triage(Sources(run_dir=run_dir))
-    except Exception as exc:
-        return {"triage failed": repr(exc)}
-    return {
-        "class": found.triage_class.value,
-        "summary": found.summary,
-        "findings": [finding.title for finding in found.findings],
-        "conflicts": [conflict.title for conflict in found.conflicts],
-        "remedies": list(found.remedies),
-        "warnings": list(found.warnings),
-    }
-
-
-def triage_section(run_dir: Path, audit: dict[str, Any]) -> str:
-    """Why a failed run failed: triage findings when available, else the audit's own facts."""
-    if audit.get("verdict") == "PASSED":
+def triage_section(audit: Audit, findings: Mapping[str, Any] | None) -> str:
+    """Why a failed run failed: the audit's own facts, then triage's findings when given."""
+    if audit.verdict == "PASSED":
         return ""
-    memory, tests = audit.get("memory") or {}, audit.get("tests") or {}
-    cuda = ((audit.get("gpu") or {}).get("cuda_oom")) or {}
+    cuda = audit.gpu.cuda_oom
     facts = _pairs(
         [
-            ("verdict", audit.get("verdict")),
-            ("reason", audit.get("reason")),
-            ("phase at end", memory.get("phase_at_end")),
-            ("running test", tests.get("running_at_end")),
-            ("running when", tests.get("running_when")),
-            (
-                "exit",
-                (audit.get("exit") or {}).get("signal") or (audit.get("exit") or {}).get("code"),
-            ),
-            ("CUDA OOM", cuda.get("kind") if cuda.get("seen") else None),
+            ("verdict", audit.verdict),
+            ("reason", audit.reason),
+            ("phase at end", audit.memory.phase_at_end),
+            ("running test", audit.tests.running_at_end),
+            ("running when", audit.tests.running_when),
+            ("exit", audit.exit.signal or audit.exit.code),
+            ("CUDA OOM", cuda.kind if cuda.seen else None),
         ]
     )
-    findings = _triage(run_dir)
     extra = f'<div id="triage-findings">{_value_html(findings)}</div>' if findings else ""
     return '<h2>Triage</h2><div id="triage">' + facts + extra + "</div>"

@@ -1,19 +1,31 @@
-"""junit.xml: always present and valid, counts consistent, illegal XML characters escaped."""
+"""The one JUnit writer: a run's JUnit file and the merged JUnit of many runs.
+
+Built with junitparser; the output validates against the junit-10 schema (no ``skipped`` on
+``<testsuites>``, times as plain decimals), except with ``with_location`` (xunit1's ``file``
+and ``line`` on testcases, which junit-10 does not allow). Illegal XML characters in text that
+came from the family (test ids, failure messages) are written as ``\\xNN``: one such character
+would make the file unreadable for every consumer.
+"""
 
 from __future__ import annotations
 
+import copy
+import io
 import re
-import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from qualify.report.atomic import write_bytes_atomic
-from qualify.testcases import JUnitCase
+from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
+
+from qualify.atomic import write_bytes_atomic
+from qualify.evidence.junit import JUnitCase
+from qualify.evidence.xmltree import etree
 
 # XML 1.0 allows only these characters; the rest (most C0 controls, lone surrogates, U+FFFE/F)
 # make a JUnit file unreadable for every consumer. They are written as \xNN instead.
 _ILLEGAL_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _TEXT_LIMIT = 64 * 1024
+_RESULTS = {"failed": Failure, "error": Error, "skipped": Skipped}
 
 
 def xml_safe(text: str | None, limit: int = _TEXT_LIMIT) -> str:
@@ -25,36 +37,59 @@ def xml_safe(text: str | None, limit: int = _TEXT_LIMIT) -> str:
     return _ILLEGAL_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-def _counts(cases: Sequence[JUnitCase]) -> dict[str, str]:
-    return {
-        "tests": str(len(cases)),
-        "failures": str(sum(c.outcome == "failed" for c in cases)),
-        "errors": str(sum(c.outcome == "error" for c in cases)),
-        "skipped": str(sum(c.outcome == "skipped" for c in cases)),
-        "time": f"{sum(c.time_s for c in cases):.3f}",
-    }
-
-
-def _testcase(parent: ET.Element, case: JUnitCase, with_location: bool) -> None:
-    attributes = {
-        "classname": xml_safe(case.classname),
-        "name": xml_safe(case.name),
-        "time": f"{case.time_s:.3f}",
-    }
+def testcase(case: JUnitCase, with_location: bool = False) -> TestCase:
+    """One ``<testcase>`` with its result element."""
+    element = TestCase(xml_safe(case.name), xml_safe(case.classname), round(case.time_s, 3))
     if with_location and case.file:
-        attributes["file"] = xml_safe(case.file)
+        element._elem.set("file", xml_safe(case.file))  # xunit1: junitparser has no such attr
         if case.line is not None:
-            attributes["line"] = str(case.line)
-    element = ET.SubElement(parent, "testcase", attributes)
-    tag = {"failed": "failure", "error": "error", "skipped": "skipped"}.get(case.outcome)
-    if tag is None:
-        return
-    attributes = {"message": xml_safe(case.message or case.outcome, 2000)}
-    if case.kind:
-        attributes["type"] = xml_safe(case.kind)
-    child = ET.SubElement(element, tag, attributes)
-    if case.text:
-        child.text = xml_safe(case.text)
+            element._elem.set("line", str(case.line))
+    kind = _RESULTS.get(case.outcome)
+    if kind is not None:
+        result = kind(xml_safe(case.message or case.outcome, 2000), xml_safe(case.kind) or None)
+        if case.text:
+            result.text = xml_safe(case.text)
+        element.result = [result]
+    return element
+
+
+def testsuite(
+    name: str,
+    cases: Iterable[TestCase],
+    properties: Mapping[str, str],
+    timestamp: str | None = None,
+) -> TestSuite:
+    """One ``<testsuite>``: properties first, then ``cases`` (copied, never moved)."""
+    suite = TestSuite(xml_safe(name))
+    for key, value in properties.items():
+        suite.add_property(xml_safe(key), xml_safe(value, 2000))
+    # One statistics pass at the end: add_testcase would recount the suite for every case.
+    suite.extend(copy.deepcopy(case) for case in cases)
+    suite.update_statistics()
+    if timestamp is not None:
+        suite.timestamp = timestamp
+    return suite
+
+
+def render(suites: Sequence[TestSuite], name: str = "qualify") -> bytes:
+    """The document: one ``<testsuites>`` with totals, indented, UTF-8 with a declaration."""
+    document = JUnitXml(name)
+    for suite in suites:
+        # append, not add_testsuite: that merges suites it finds equal (same name, stamp and
+        # properties), and two runs of one family x profile stay two suites.
+        document.append(suite)
+    document.update_statistics()
+    # The junit-10 schema has no "skipped" on <testsuites>; it stays on each <testsuite>.
+    del document._elem.attrib["skipped"]
+    return serialize(document)
+
+
+def serialize(document: JUnitXml) -> bytes:
+    """A JUnit document as written to disk: indented, UTF-8 with a declaration."""
+    etree.indent(document._elem)
+    buffer = io.BytesIO()
+    document.write(buffer)
+    return buffer.getvalue()
 
 
 def render_junit(
@@ -64,22 +99,9 @@ def render_junit(
     timestamp: str,
     with_location: bool = False,
 ) -> bytes:
-    """One <testsuites> with one <testsuite> holding ``cases`` and the run's properties."""
-    counts = _counts(cases)
-    # The junit-10 schema has no "skipped" on <testsuites>; it stays on <testsuite>.
-    root_counts = {key: value for key, value in counts.items() if key != "skipped"}
-    root = ET.Element("testsuites", {"name": "qualify", **root_counts})
-    suite = ET.SubElement(
-        root, "testsuite", {"name": xml_safe(suite_name), **counts, "timestamp": timestamp}
-    )
-    props = ET.SubElement(suite, "properties")
-    for key, value in properties.items():
-        ET.SubElement(props, "property", {"name": xml_safe(key), "value": xml_safe(value, 2000)})
-    for case in cases:
-        _testcase(suite, case, with_location)
-    ET.indent(root)
-    body: bytes = ET.tostring(root, encoding="utf-8")
-    return b'<?xml version="1.0" encoding="utf-8"?>\n' + body
+    """A run's JUnit file: one suite holding ``cases`` and the run's properties."""
+    elements = [testcase(case, with_location) for case in cases]
+    return render([testsuite(suite_name, elements, properties, timestamp)])
 
 
 def write_junit(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
-from qualify.result import RunResult
+from qualify.judge.result import RunResult
 from qualify.sizes import format_bytes, format_duration
 from qualify.verdict import Verdict
 

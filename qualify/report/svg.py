@@ -1,6 +1,6 @@
 """The memory timeline of a run as one inline SVG (no script, no external resources).
 
-timeline.jsonl can hold hours of 50 ms samples; it is read twice as a stream (time range,
+The timeline can hold hours of 50 ms samples; it is read twice as a stream (time range,
 then buckets) and reduced to at most ``2 * buckets`` points, each bucket keeping its lowest
 and highest sample so that spikes (the peak, the moment of an OOM kill) survive.
 """
@@ -8,12 +8,10 @@ and highest sample so that spikes (the peak, the moment of an OOM kill) survive.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from html import escape
-from pathlib import Path
-from typing import Any
 
-from qualify.events import read_events
+from qualify.run.timeline import TimelineSample
 from qualify.sizes import format_bytes
 
 WIDTH, HEIGHT = 1000, 340
@@ -61,9 +59,9 @@ class Timeline:
     samples: int = 0
 
 
-def _gpu_bytes(sample: dict[str, Any]) -> int | None:
-    gpu = sample.get("gpu")
-    if not isinstance(gpu, dict) or not gpu.get("devices"):
+def _gpu_bytes(sample: TimelineSample) -> int | None:
+    gpu = sample.gpu
+    if not gpu or not gpu.get("devices"):
         return None
     try:
         return sum(int(device[1]) for device in gpu["devices"])
@@ -87,19 +85,21 @@ def _reduce(points: Iterable[Point], start: float, end: float, buckets: int) -> 
 
 
 def read_series(
-    path: Path, origin_wall: float | None, buckets: int = DEFAULT_BUCKETS
+    samples: Callable[[], Iterable[TimelineSample]],
+    origin_wall: float | None,
+    buckets: int = DEFAULT_BUCKETS,
 ) -> tuple[list[Point], list[Point], list[float], int]:
-    """(memory, gpu, oom-kill times, samples) of timeline.jsonl, downsampled.
+    """(memory, gpu, oom-kill times, samples) of the timeline, downsampled; ``samples`` gives
+    a fresh iterator over it each call (it is read twice, as a stream).
 
     An OOM kill is a sample whose ``oom_kill`` counter is higher than the sample before.
     """
     first = last = None
-    samples = 0
-    for sample in read_events(path):
-        if isinstance(sample.get("t"), int | float):
-            first = sample["t"] if first is None else first
-            last = sample["t"]
-            samples += 1
+    count = 0
+    for sample in samples():
+        first = sample.t if first is None else first
+        last = sample.t
+        count += 1
     if first is None or last is None:
         return [], [], [], 0
     origin = origin_wall if origin_wall is not None else first
@@ -107,27 +107,25 @@ def read_series(
 
     def memory() -> Iterable[Point]:
         previous = None
-        for sample in read_events(path):
-            if not isinstance(sample.get("t"), int | float):
-                continue
-            counter = sample.get("oom_kill")
-            if isinstance(counter, int):
+        for sample in samples():
+            counter = sample.oom_kill
+            if counter is not None:
                 if previous is not None and counter > previous:
-                    kills.append(sample["t"] - origin)
+                    kills.append(sample.t - origin)
                 previous = counter
-            if isinstance(sample.get("usage"), int):
-                yield Point(sample["t"] - origin, sample["usage"])
+            if sample.usage is not None:
+                yield Point(sample.t - origin, sample.usage)
 
     def gpu() -> Iterable[Point]:
-        for sample in read_events(path):
+        for sample in samples():
             value = _gpu_bytes(sample)
-            if value is not None and isinstance(sample.get("t"), int | float):
-                yield Point(sample["t"] - origin, value)
+            if value is not None:
+                yield Point(sample.t - origin, value)
 
     start, end = first - origin, last - origin
     memory_points = _reduce(memory(), start, end, buckets)
     gpu_points = _reduce(gpu(), start, end, buckets)
-    return memory_points, gpu_points, kills, samples
+    return memory_points, gpu_points, kills, count
 
 
 def _ticks(maximum: float, count: int = 5) -> list[float]:

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qualify.errors import SandboxError, UsageError
-from qualify.sandbox.base import Limits, Probe, Sandbox, SandboxInfo, limit_mismatches
-from qualify.sandbox.layout import current_layout, v2_mount_point
+from qualify.plan.limits import Limits, limit_mismatches
+from qualify.sandbox.base import Probe, Sandbox, SandboxInfo
+from qualify.sandbox.cgroup.layout import current_layout, v2_mount_point
 
 if TYPE_CHECKING:
-    from qualify.sandbox.docker import DockerOptions
+    from qualify.plan.docker import DockerOptions
 
 BACKENDS = ("auto", "cgroup", "docker", "none")
 
@@ -33,27 +34,30 @@ def _cgroup_sandbox(run_id: str) -> Sandbox:
     if not os.access(layout.memory_dir, os.W_OK):
         raise SandboxError(f"the cgroup {layout.memory_path} is not writable")
     if layout.version == 1:
-        from qualify.sandbox.cgroup_v1 import CgroupV1Sandbox
+        from qualify.sandbox.cgroup.v1 import CgroupV1Sandbox
 
         pids = layout.pids_dir if layout.pids_dir and os.access(layout.pids_dir, os.W_OK) else None
         return CgroupV1Sandbox(layout.memory_dir, layout.memory_path, pids, run_id)
-    from qualify.sandbox.cgroup_v2 import CgroupV2Sandbox
+    from qualify.sandbox.cgroup.v2 import CgroupV2Sandbox
 
     mount = v2_mount_point(Path("/proc/self/mountinfo").read_bytes())
     return CgroupV2Sandbox(layout.memory_dir, layout.memory_path, run_id, mount)
 
 
 def _docker_sandbox(
-    run_id: str, docker: DockerOptions | None, family_dir: Path | None, reason: str | None
+    run_id: str,
+    docker: DockerOptions | None,
+    family_dir: Path | None,
+    harness_root: Path | None,
+    reason: str | None,
 ) -> Sandbox:
-    from qualify.sandbox.docker import DockerSandbox, check_image, connect
-    from qualify.spec import HARNESS_ROOT
+    from qualify.sandbox.docker.backend import DockerSandbox, check_image, connect
 
-    if docker is None or family_dir is None:
+    if docker is None or family_dir is None or harness_root is None:
         raise UsageError("--backend docker needs --image IMAGE")
     client = connect()
     check_image(client, docker.image)
-    sandbox = DockerSandbox(client, docker, run_id, family_dir, HARNESS_ROOT)
+    sandbox = DockerSandbox(client, docker, run_id, family_dir, harness_root)
     sandbox.reason = reason
     return sandbox
 
@@ -63,6 +67,7 @@ def select_sandbox(
     run_id: str,
     docker: DockerOptions | None = None,
     family_dir: Path | None = None,
+    harness_root: Path | None = None,
 ) -> Sandbox:
     """The sandbox for ``backend``; no silent uncapped fallback.
 
@@ -71,16 +76,16 @@ def select_sandbox(
     what to do instead. The engine and the image are checked here, before any run directory.
     """
     if backend == "none":
-        from qualify.sandbox.none import NoSandbox
+        from qualify.sandbox.none.backend import NoSandbox
 
         return NoSandbox()
     if backend not in BACKENDS:
         raise UsageError(f"--backend {backend!r} is not valid (valid: {', '.join(BACKENDS)})")
     if backend == "docker":
-        return _docker_sandbox(run_id, docker, family_dir, None)
+        return _docker_sandbox(run_id, docker, family_dir, harness_root, None)
     if backend == "auto" and docker is not None:
         reason = f"--backend auto chose docker: --image {docker.image} was given"
-        return _docker_sandbox(run_id, docker, family_dir, reason)
+        return _docker_sandbox(run_id, docker, family_dir, harness_root, reason)
     try:
         return _cgroup_sandbox(run_id)
     except SandboxError as exc:

@@ -1,16 +1,21 @@
 """One decision over the bag of evidence: the class, the lines that decided it, conflicts.
 
-Order (most fundamental cause first, as qualify.diagnose.decide): the toolkit failed, the run
-timed out, a host OOM (cgroup, then global), a GPU OOM, a kill signal with no OOM evidence, a
-crashed pytest-xdist worker with no cause, a docker error, failed tests, a failed parity gate,
-a pass. Disagreements between sources are kept as conflicts, never dropped.
+The order is the verdict ladder of ``qualify.judge.ladder`` (most fundamental cause first): the
+toolkit failed, the run timed out, a host OOM (cgroup, then global), a GPU OOM, a kill signal
+with no OOM evidence, a crashed pytest-xdist worker with no cause, failed tests, a failed parity
+gate, a pass. Disagreements between sources are kept as conflicts, never dropped.
 """
 
 from __future__ import annotations
 
-from qualify.cuda_oom import CudaOom, GpuEvidence
+from collections.abc import Callable
+
+from qualify.evidence.cuda_oom import CudaOom
+from qualify.evidence.model import Evidence
+from qualify.judge.gpu import GpuEvidence
+from qualify.judge.ladder import LADDER, Cause
 from qualify.sizes import format_bytes
-from qualify.triage.model import Evidence, Finding, TriageClass
+from qualify.triage.model import Finding, TriageClass
 from qualify.triage.signals import Bag
 
 Decision = tuple[TriageClass, str, tuple[Evidence, ...]]
@@ -60,18 +65,29 @@ def _cuda_summary(oom: CudaOom, triage_class: TriageClass) -> str:
     return f"{oom.backend} out of memory ({what}): " + ", ".join(parts)
 
 
-def decide(bag: Bag) -> Decision:
-    """The class, a one-line summary, and the evidence that decided it."""
+def _toolkit(bag: Bag) -> Decision | None:
     if bag.infra:
         return TriageClass.INFRA_ERROR, "the toolkit, sandbox or container failed", tuple(bag.infra)
+    return None
+
+
+def _timeout(bag: Bag) -> Decision | None:
     if bag.timeouts:
         return TriageClass.TIMEOUT, "the run exceeded its time limit", tuple(bag.timeouts)
+    return None
+
+
+def _host_oom(bag: Bag) -> Decision | None:
     if bag.memcg_oom or bag.docker_oom:
         evidence = tuple(bag.memcg_oom + bag.docker_oom)
         return TriageClass.CGROUP_OOM, "the memory cgroup's cap was hit (OOM kill)", evidence
     if bag.global_oom:
         summary = "the host ran out of memory (global OOM killer, no cgroup cap hit)"
         return TriageClass.GLOBAL_OOM, summary, tuple(bag.global_oom)
+    return None
+
+
+def _gpu_oom(bag: Bag) -> Decision | None:
     if bag.cuda:
         first, oom = bag.cuda[0]
         triage_class = cuda_class(oom, harness_budget(bag), mps_limit(bag))
@@ -80,19 +96,64 @@ def decide(bag: Bag) -> Decision:
     if bag.trt:
         summary = "TensorRT's builder ran out of GPU memory"
         return TriageClass.CUDA_OOM_CAPACITY, summary, tuple(bag.trt[:5])
+    return None
+
+
+def _signal(bag: Bag) -> Decision | None:
     if bag.kills:
         what = bag.kill_signal or "a kill"
         summary = f"the process was killed ({what}) and nothing shows an OOM"
         return TriageClass.EXTERNAL_KILL, summary, tuple(bag.kills)
+    return None
+
+
+def _crash(bag: Bag) -> Decision | None:
     if bag.crashes:
         summary = "a pytest-xdist worker crashed and nothing says why"
         return TriageClass.UNKNOWN, summary, tuple(bag.crashes[:5])
+    return None
+
+
+def _tests(bag: Bag) -> Decision | None:
     if bag.test_failures:
         return TriageClass.TEST_FAILURE, "tests failed", tuple(bag.test_failures[:10])
+    return None
+
+
+def _parity(bag: Bag) -> Decision | None:
     if bag.parity:
         return TriageClass.PARITY_FAILURE, "the parity gate was not met", tuple(bag.parity)
+    return None
+
+
+def _passed(bag: Bag) -> Decision | None:
     if bag.passed:
         return TriageClass.PASSED, "the run passed", tuple(bag.passed)
+    return None
+
+
+_RUNGS: dict[Cause, Callable[[Bag], Decision | None]] = {
+    Cause.TOOLKIT: _toolkit,
+    Cause.TIMEOUT: _timeout,
+    Cause.HOST_OOM: _host_oom,
+    Cause.GPU_OOM: _gpu_oom,
+    Cause.SIGNAL: _signal,
+    Cause.CRASH: _crash,
+    Cause.TESTS: _tests,
+    Cause.PARITY: _parity,
+    Cause.PASSED: _passed,
+}
+"""What proves each rung in artifacts (an interruption of qualify shows as a signal here)."""
+
+
+def decide(bag: Bag) -> Decision:
+    """The class, a one-line summary, and the evidence that decided it: the first rung of the
+    verdict ladder (``qualify.judge.ladder.LADDER``) the evidence proves."""
+    for cause in LADDER:
+        rung = _RUNGS.get(cause)
+        decision = rung(bag) if rung is not None else None
+        if decision is not None:
+            return decision
     return TriageClass.UNKNOWN, "no signal decided the outcome", ()
 
 

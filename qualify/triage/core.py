@@ -6,18 +6,20 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from harness import contract
+from qualify.evidence.docker_state import read_docker_state
+from qualify.evidence.scan import scan_log
+from qualify.evidence.testresults import read_junit_outcomes, read_report_log
+from qualify.rundir import RunDir
 from qualify.sizes import format_bytes
-from qualify.triage.artifacts import read_junit, read_report_log
+from qualify.triage.analysis import read_run_dir
 from qualify.triage.classify import conflicts, decide, missing_for
-from qualify.triage.docker_state import read_docker_state
 from qualify.triage.model import Finding, Triage, TriageClass
 from qualify.triage.remedies import attribution, cuda_remedies, memory_remedies, trt_remedies
-from qualify.triage.rundir import read_run_dir
-from qualify.triage.scan import scan_log
 from qualify.triage.signals import Bag, Inputs, gather
 from qualify.triage.sparkline import sparkline
 
-RUN_LOGS = ("stderr.log", "stdout.log")
+RUN_LOGS = (contract.STDERR, contract.STDOUT)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +38,7 @@ def _scan(path: Path, inputs: Inputs, name: str | None = None) -> Any:
     scan = scan_log(path, name)
     if scan.error:
         inputs.problems.append(scan.error)
-    elif scan.size_bytes == 0 and name is None:  # a run's own empty stderr.log is normal
+    elif scan.size_bytes == 0 and name is None:  # a run's own empty stderr is normal
         inputs.problems.append(f"{scan.source} is empty")
     elif scan.binary:
         inputs.problems.append(f"{scan.source} looks binary (NUL bytes): scanned as text anyway")
@@ -55,10 +57,9 @@ def read_inputs(sources: Sources) -> Inputs:
         for name in RUN_LOGS:
             if (sources.run_dir / name).exists():
                 inputs.logs.append(_scan(sources.run_dir / name, inputs, name))
-        junit = sources.run_dir / "junit.xml"
+        junit = RunDir(sources.run_dir).junit_path
         if junit.exists():
-            outcomes = read_junit(junit, "junit.xml")
-            inputs.tests.append(outcomes)
+            inputs.tests.append(read_junit_outcomes(junit, junit.name))
     inputs.logs.extend(_scan(path, inputs) for path in sources.logs)
     inputs.kernel.extend(_scan(path, inputs) for path in sources.kernel)
     for path in sources.inspect:
@@ -67,7 +68,7 @@ def read_inputs(sources: Sources) -> Inputs:
         if problem:
             inputs.problems.append(problem)
     for path in sources.junit:
-        inputs.tests.append(read_junit(path))
+        inputs.tests.append(read_junit_outcomes(path))
     for path in sources.report_log:
         inputs.tests.append(read_report_log(path))
     inputs.problems.extend(t.problem for t in inputs.tests if t.problem)
@@ -83,9 +84,9 @@ def _remedies(
         return cuda_remedies(bag.cuda[0][1], triage_class, bag, inputs.run)
     if triage_class is TriageClass.CUDA_OOM_CAPACITY and bag.trt:
         return trt_remedies(bag)
-    if triage_class is TriageClass.TIMEOUT and inputs.run is not None:
-        limit = inputs.run.get("timings", "timeout_s")
-        running = inputs.run.get("tests", "running_at_end")
+    if triage_class is TriageClass.TIMEOUT and inputs.run is not None and inputs.run.audit:
+        limit = inputs.run.audit.timings.timeout_s
+        running = inputs.run.audit.tests.running_at_end
         phase = section.get("phase_at_end")
         where = ", ".join(x for x in (f"phase {phase}" if phase else "", running or "") if x)
         return [
@@ -102,12 +103,11 @@ def _remedies(
 
 def _warnings(inputs: Inputs) -> list[str]:
     warnings = list(inputs.problems)
-    run = inputs.run
-    if run is not None and run.get("commit", "dirty") is True:
-        tree = run.get("commit", "tree")
+    audit = inputs.run.audit if inputs.run is not None else None
+    if audit is not None and audit.commit.dirty:
         warnings.append(
-            f"dirty tree: the run tested uncommitted changes (tree {tree}), not head "
-            f"{run.get('commit', 'head')}"
+            f"dirty tree: the run tested uncommitted changes (tree {audit.commit.tree}), not "
+            f"head {audit.commit.head}"
         )
     return warnings
 

@@ -6,9 +6,8 @@ import dataclasses
 import enum
 from typing import Any
 
+from qualify.evidence.model import Evidence
 from qualify.verdict import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, EXIT_RESOURCE
-
-MAX_EVIDENCE_TEXT = 400
 
 
 class TriageClass(enum.Enum):
@@ -37,37 +36,6 @@ class TriageClass(enum.Enum):
         if self in (TriageClass.INFRA_ERROR, TriageClass.UNKNOWN):
             return EXIT_ERROR
         return EXIT_RESOURCE
-
-
-@dataclasses.dataclass(frozen=True)
-class Evidence:
-    """One line that a decision rests on."""
-
-    source: str
-    """The file it was read from (as given on the command line or inside the run dir)."""
-    line: int | None
-    """1-based line number (None for a value read from a JSON document)."""
-    text: str
-    """The line, stripped and bounded to MAX_EVIDENCE_TEXT characters."""
-    kind: str = ""
-    """The parser's name for it (kernel_oom_kill, exit_code, cuda_oom, audit...)."""
-
-    @classmethod
-    def of(cls, source: str, line: int | None, text: str, kind: str = "") -> Evidence:
-        """Evidence with the text stripped and bounded."""
-        text = text.strip()
-        if len(text) > MAX_EVIDENCE_TEXT:
-            text = text[: MAX_EVIDENCE_TEXT - 3] + "..."
-        return cls(source, line, text, kind)
-
-    def cite(self) -> str:
-        """ "file:12: the line" """
-        where = f"{self.source}:{self.line}" if self.line is not None else self.source
-        return f"{where}: {self.text}"
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass(frozen=True)

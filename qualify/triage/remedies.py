@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from qualify.cuda_oom import CudaOom
 from qualify.errors import UsageError
-from qualify.profiles import available_profiles, find_profile
+from qualify.evidence.cuda_oom import CudaOom
+from qualify.plan.profiles import available_profiles, find_profile
 from qualify.sizes import format_bytes
+from qualify.triage.analysis import RunData, peak_sample, phase_peaks, processes_at_peak, retentions
 from qualify.triage.classify import harness_budget, mps_limit
 from qualify.triage.model import TriageClass
-from qualify.triage.rundir import RunData, peak_sample, phase_peaks, processes_at_peak, retentions
 from qualify.triage.signals import Bag
 
 MEMORY_CLASSES = (TriageClass.CGROUP_OOM, TriageClass.GLOBAL_OOM)
@@ -18,10 +18,9 @@ MEMORY_CLASSES = (TriageClass.CGROUP_OOM, TriageClass.GLOBAL_OOM)
 
 def cap_bytes(run: RunData | None, bag: Bag) -> int | None:
     """The memory cap in effect: the audit's, else the kernel report's memcg limit."""
-    if run is not None:
-        cap = run.get("limits", "in_effect", "memory_bytes")
-        if isinstance(cap, int):
-            return cap
+    in_effect = run.audit.limits.in_effect if run is not None and run.audit else None
+    if in_effect is not None and in_effect.memory_bytes is not None:
+        return in_effect.memory_bytes
     return bag.memcg_limits[0][1] if bag.memcg_limits else None
 
 
@@ -32,9 +31,9 @@ def attribution(run: RunData | None, bag: Bag) -> dict[str, Any]:
     section["cap_bytes"] = cap
     if run is not None:
         peak = peak_sample(run)
-        section["peak_bytes"] = run.get("memory", "peak_bytes")
+        section["peak_bytes"] = run.audit.memory.peak_bytes if run.audit else None
         section["phase_at_peak"] = peak.phases[-1] if peak and peak.phases else None
-        section["phase_at_end"] = run.get("memory", "phase_at_end")
+        section["phase_at_end"] = run.audit.memory.phase_at_end if run.audit else None
         section["phase_peaks"] = phase_peaks(run)
         section["retention"] = [r.to_dict() for r in retentions(run, cap)]
         section["culprits"] = processes_at_peak(run)[:3]
@@ -45,7 +44,7 @@ def attribution(run: RunData | None, bag: Bag) -> dict[str, Any]:
         {k: v for k, v in victim.items() if k != "evidence"} for victim in victims.values()
     ]
     if not victims and bag.kill_signal:
-        pid = run.get("exit", "pid") if run is not None else None
+        pid = run.audit.exit.pid if run is not None and run.audit else None
         section["victims"] = [{"pid": pid, "comm": "the E2E", "signal": bag.kill_signal}]
     return section
 
@@ -63,8 +62,8 @@ def _bigger_profiles(cap: int) -> list[str]:
 
 
 def _profile_cap(run: RunData | None) -> tuple[str | None, int | None]:
-    name = run.get("profile") if run is not None else None
-    if not isinstance(name, str):
+    name = run.audit.profile if run is not None and run.audit else None
+    if not name:
         return None, None
     try:
         return name, find_profile(name).memory_bytes
@@ -131,7 +130,7 @@ def cuda_remedies(
 ) -> list[str]:
     """What to change after a CUDA OOM, with the message's numbers."""
     request = format_bytes(oom.requested_bytes)
-    allocator = run.get("allocator", "value") if run is not None else None
+    allocator = run.audit.allocator.value if run is not None and run.audit else None
     expandable = isinstance(allocator, str) and "expandable_segments:True" in allocator
     unallocated = oom.reserved_unallocated_bytes
     if unallocated is None and oom.reserved_bytes is not None and oom.allocated_bytes:

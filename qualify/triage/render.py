@@ -24,8 +24,9 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from qualify.evidence.model import Evidence
 from qualify.sizes import format_bytes
-from qualify.triage.model import Evidence, Triage
+from qualify.triage.model import Triage
 
 SCHEMA_VERSION = 1
 MARKDOWN_LIMIT = 60_000

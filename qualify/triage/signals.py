@@ -5,13 +5,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from qualify.cuda_oom import CudaOom, parse_cuda_oom
-from qualify.diagnose import signal_name
-from qualify.triage.artifacts import TestOutcomes
-from qualify.triage.docker_state import DockerState
-from qualify.triage.model import Evidence
-from qualify.triage.rundir import RunData
-from qualify.triage.scan import ScanResult
+from harness import contract
+from qualify.evidence.cuda_oom import CudaOom, parse_cuda_oom
+from qualify.evidence.docker_state import DockerState
+from qualify.evidence.model import Evidence
+from qualify.evidence.scan import ScanResult
+from qualify.evidence.testresults import TestOutcomes
+from qualify.judge.ladder import signal_name
+from qualify.rundir import Audit
+from qualify.triage.analysis import RunData
 
 KILL_SIGNALS = ("SIGKILL", "SIGTERM")
 _MEMCG_KINDS = ("kernel_oom_kill", "kernel_killed", "kernel_select", "kernel_task_in")
@@ -55,7 +57,7 @@ class Bag:
 
 
 def _audit_evidence(key: str, value: Any) -> Evidence:
-    return Evidence.of("audit.json", None, f"{key} = {value}", "audit")
+    return Evidence.of(contract.AUDIT, None, f"{key} = {value}", "audit")
 
 
 def _kernel(scan: ScanResult, bag: Bag) -> None:
@@ -121,48 +123,52 @@ def _docker(state: DockerState, bag: Bag) -> None:
 
 
 def _run(run: RunData, bag: Bag) -> None:
-    verdict = run.get("verdict")
-    reason = run.get("reason")
-    kills = run.get("oom", "kills")
-    bag.audit_oom_kills = kills if isinstance(kills, int) else None
-    if isinstance(kills, int) and kills > 0:
-        bag.memcg_oom.append(_audit_evidence("oom.kills", kills))
-    if run.get("exit", "timed_out") is True:
-        bag.timeouts.append(_audit_evidence("exit.timed_out", True))
-    name = run.get("exit", "signal")
-    if name in KILL_SIGNALS and run.get("exit", "timed_out") is not True:
-        bag.kills.append(_audit_evidence("exit.signal", f"{name} (code {run.get('exit', 'code')})"))
-        bag.kill_signal = bag.kill_signal or str(name)
-    if verdict == "ERROR":
-        bag.infra.append(_audit_evidence("verdict", f"ERROR: {reason}"))
-    if verdict == "PARITY_FAILED" or run.get("parity", "passed") is False:
-        bag.parity.append(_audit_evidence("verdict", f"{verdict}: {reason}"))
-    failed = (run.get("tests", "failed") or 0) + (run.get("tests", "errors") or 0)
-    if verdict == "FAILED" or (verdict not in ("OOM_KILLED", "CUDA_OOM") and failed):
-        bag.test_failures.append(_audit_evidence("verdict", f"{verdict}: {reason}"))
-    if verdict == "PASSED":
-        bag.passed.append(_audit_evidence("verdict", f"PASSED: {reason}"))
+    if run.audit is not None:
+        _audit(run.audit, bag)
     for event in run.events:
         _run_event(event, bag)
 
 
+def _audit(audit: Audit, bag: Bag) -> None:
+    verdict, reason = audit.verdict, audit.reason
+    kills = audit.oom.kills
+    bag.audit_oom_kills = kills
+    if kills is not None and kills > 0:
+        bag.memcg_oom.append(_audit_evidence("oom.kills", kills))
+    if audit.exit.timed_out:
+        bag.timeouts.append(_audit_evidence("exit.timed_out", True))
+    name = audit.exit.signal
+    if name in KILL_SIGNALS and not audit.exit.timed_out:
+        bag.kills.append(_audit_evidence("exit.signal", f"{name} (code {audit.exit.code})"))
+        bag.kill_signal = bag.kill_signal or str(name)
+    if verdict == "ERROR":
+        bag.infra.append(_audit_evidence("verdict", f"ERROR: {reason}"))
+    if verdict == "PARITY_FAILED" or (audit.parity is not None and not audit.parity.passed):
+        bag.parity.append(_audit_evidence("verdict", f"{verdict}: {reason}"))
+    failed = audit.tests.failed + audit.tests.errors
+    if verdict == "FAILED" or (verdict not in ("OOM_KILLED", "CUDA_OOM") and failed):
+        bag.test_failures.append(_audit_evidence("verdict", f"{verdict}: {reason}"))
+    if verdict == "PASSED":
+        bag.passed.append(_audit_evidence("verdict", f"PASSED: {reason}"))
+
+
 def _run_event(event: dict[str, Any], bag: Bag) -> None:
     kind = event.get("event")
-    if kind == "gpu_budget" and isinstance(event.get("budget_bytes"), int):
+    if kind == contract.GPU_BUDGET and isinstance(event.get("budget_bytes"), int):
         text = (
             f"gpu_budget device {event.get('device')}: mode={event.get('mode') or 'torch'} "
             f"budget_bytes={event.get('budget_bytes')} total_bytes={event.get('total_bytes')} "
             f"applied={event.get('applied')}"
             + (f" mps_limit_bytes={event['mps_limit_bytes']}" if "mps_limit_bytes" in event else "")
         )
-        bag.budgets.append((Evidence.of("events.jsonl", None, text, "gpu_budget"), event))
-    if kind == "cuda_oom" and isinstance(event.get("message"), str):
+        bag.budgets.append((Evidence.of(contract.EVENTS, None, text, "gpu_budget"), event))
+    if kind == contract.CUDA_OOM and isinstance(event.get("message"), str):
         parsed = parse_cuda_oom(event["message"])
         if parsed is not None:
-            evidence = Evidence.of("events.jsonl", None, event["message"], "cuda_oom")
+            evidence = Evidence.of(contract.EVENTS, None, event["message"], "cuda_oom")
             bag.cuda.append((evidence, parsed))
-    if kind == "session_finish" and event.get("exitstatus") == 0:
-        bag.passed.append(Evidence.of("events.jsonl", None, "pytest exitstatus 0", "session"))
+    if kind == contract.SESSION_FINISH and event.get("exitstatus") == 0:
+        bag.passed.append(Evidence.of(contract.EVENTS, None, "pytest exitstatus 0", "session"))
 
 
 def gather(inputs: Inputs) -> Bag:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from qualify.triage.rundir import RunData
+from qualify.triage.analysis import RunData
 
 BARS = "▁▂▃▄▅▆▇█"
 WIDTH = 60

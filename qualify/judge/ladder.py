@@ -1,0 +1,164 @@
+"""The verdict ladder: the causes a run can end of, most fundamental first, and the one
+decision over every signal of a run that climbs it.
+
+``Cause`` is the ladder, in order; ``decide`` reads it for a run qualify ran itself, and
+``qualify.triage`` reads the same ladder for any artifacts it is given (each side knows what
+evidence proves each rung; neither orders the rungs on its own).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import signal
+from collections.abc import Callable
+
+from qualify.verdict import Verdict
+
+
+class Cause(enum.Enum):
+    """Why a run ended. Declaration order is the ladder: the first cause with evidence wins."""
+
+    TOOLKIT = "the toolkit or the sandbox failed"
+    INTERRUPTED = "qualify itself was interrupted and stopped the E2E"
+    TIMEOUT = "the E2E ran past its timeout"
+    HOST_OOM = "the memory cap was hit: the kernel OOM-killed a process"
+    GPU_OOM = "the E2E ran out of GPU memory"
+    SIGNAL = "a process was killed by a signal with no OOM evidence"
+    CRASH = "a test process crashed and nothing says why"
+    TESTS = "tests failed"
+    PARITY = "the parity gate was not met"
+    PASSED = "the E2E passed"
+
+    @property
+    def verdict(self) -> Verdict:
+        """The verdict of a run that ended of this cause."""
+        return _VERDICTS[self]
+
+
+_VERDICTS = {
+    Cause.TOOLKIT: Verdict.ERROR,
+    Cause.INTERRUPTED: Verdict.KILLED,
+    Cause.TIMEOUT: Verdict.TIMEOUT,
+    Cause.HOST_OOM: Verdict.OOM_KILLED,
+    Cause.GPU_OOM: Verdict.CUDA_OOM,
+    Cause.SIGNAL: Verdict.KILLED,
+    Cause.CRASH: Verdict.FAILED,
+    Cause.TESTS: Verdict.FAILED,
+    Cause.PARITY: Verdict.PARITY_FAILED,
+    Cause.PASSED: Verdict.PASSED,
+}
+LADDER: tuple[Cause, ...] = tuple(Cause)
+
+
+@dataclasses.dataclass(frozen=True)
+class Signals:
+    """Everything the verdict depends on, gathered after the run."""
+
+    setup_error: str | None = None
+    """The toolkit or sandbox failed before or around the E2E (never blamed on the family)."""
+    interrupted: str | None = None
+    """Signal name qualify itself received (SIGINT, SIGTERM)."""
+    timed_out: bool = False
+    returncode: int | None = None
+    oom_kills: int | None = None
+    cuda_oom: bool = False
+    cuda_oom_kind: str | None = None
+    """CUDA OOM sub-kind: "capacity", "fragmentation" or "budget" (qualify.cuda_oom), when known."""
+    tests_failed: int = 0
+    session_exitstatus: int | None = None
+    parity_passed: bool | None = None
+    """None when the family has no parity gate."""
+    parity_reason: str | None = None
+
+
+def signal_name(returncode: int | None) -> str | None:
+    """ "SIGKILL" for -9 (Popen) and for 137 (a shell's 128+9); None for a normal exit."""
+    if returncode is None:
+        return None
+    number = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
+    if number <= 0:
+        return None
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _toolkit(found: Signals) -> str | None:
+    return found.setup_error
+
+
+def _interrupted(found: Signals) -> str | None:
+    if found.interrupted:
+        return f"qualify was interrupted by {found.interrupted}; the E2E was stopped"
+    return None
+
+
+def _timeout(found: Signals) -> str | None:
+    return "the E2E exceeded its timeout and was stopped" if found.timed_out else None
+
+
+def _host_oom(found: Signals) -> str | None:
+    if not found.oom_kills:
+        return None
+    killed_by = signal_name(found.returncode)
+    return f"the memory cap was hit: {found.oom_kills} OOM kill(s) in the run's cgroup" + (
+        f", the E2E ended by {killed_by}" if killed_by else ""
+    )
+
+
+def _gpu_oom(found: Signals) -> str | None:
+    if not (found.cuda_oom and (found.returncode or found.tests_failed)):
+        return None
+    kind = f" ({found.cuda_oom_kind})" if found.cuda_oom_kind else ""
+    return f"the E2E ran out of GPU memory{kind} (torch.OutOfMemoryError)"
+
+
+def _signal(found: Signals) -> str | None:
+    killed_by = signal_name(found.returncode)
+    return f"the E2E was killed by {killed_by} with no OOM kill recorded" if killed_by else None
+
+
+def _crash(found: Signals) -> str | None:
+    return None  # a crash of the E2E's root process shows as a signal, judged on that rung
+
+
+def _tests(found: Signals) -> str | None:
+    if not (found.returncode or found.tests_failed):
+        return None
+    detail = f"{found.tests_failed} test(s) failed" if found.tests_failed else "tests failed"
+    return f"{detail}; the E2E exited with code {found.returncode}"
+
+
+def _parity(found: Signals) -> str | None:
+    if found.parity_passed is not False:
+        return None
+    return found.parity_reason or "the parity gate was not met"
+
+
+def _passed(found: Signals) -> str | None:
+    return "the E2E passed within its limits"
+
+
+_RUNGS: dict[Cause, Callable[[Signals], str | None]] = {
+    Cause.TOOLKIT: _toolkit,
+    Cause.INTERRUPTED: _interrupted,
+    Cause.TIMEOUT: _timeout,
+    Cause.HOST_OOM: _host_oom,
+    Cause.GPU_OOM: _gpu_oom,
+    Cause.SIGNAL: _signal,
+    Cause.CRASH: _crash,
+    Cause.TESTS: _tests,
+    Cause.PARITY: _parity,
+    Cause.PASSED: _passed,
+}
+
+
+def decide(found: Signals) -> tuple[Verdict, str]:
+    """The verdict and its one-line reason: the first rung of the ladder the signals prove."""
+    for cause in LADDER:
+        reason = _RUNGS[cause](found)
+        if reason is not None:
+            return cause.verdict, reason
+    raise AssertionError("the PASSED rung always decides")  # pragma: no cover

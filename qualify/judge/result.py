@@ -1,0 +1,37 @@
+"""RunResult: the one object every writer (JUnit, audit, summary) reads."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from qualify.evidence.junit import JUnitCase
+from qualify.judge.gpu import GpuEvidence
+from qualify.judge.tests import RunProgress
+from qualify.plan.spec import RunSpec
+from qualify.run.execution import Execution
+from qualify.verdict import Verdict
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResult:
+    """A finished run, judged."""
+
+    spec: RunSpec
+    execution: Execution
+    verdict: Verdict
+    reason: str
+    progress: RunProgress
+    testcases: tuple[JUnitCase, ...]
+    parity: Any
+    """qualify.parity.ParityReport, or None when nothing was recorded and no gate applies."""
+    parity_error: str | None
+    environment: dict[str, Any]
+    phase_at_death: str | None
+    """The innermost harness phase still open when the E2E ended (None if it ended cleanly)."""
+    gpu: GpuEvidence = dataclasses.field(default_factory=GpuEvidence)
+    """The harness's GPU events (budgets, allocator, CUDA OOMs) and a CUDA OOM in stderr."""
+    inside: dict[str, Any] | None = None
+    """The limits the family's first Python process read from inside the sandbox."""
+    nvml: dict[str, Any] | None = None
+    """The NVML sampler's peaks (None when no sampler ran)."""

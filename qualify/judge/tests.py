@@ -1,0 +1,112 @@
+"""Which tests ran and how each ended, replayed from the plugin's streamed events.
+
+After a SIGKILL pytest never writes its JUnit; the events still say which tests ran, how each
+phase ended, and which test and phase were running at the end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import Any
+
+from harness import contract
+from qualify.evidence.junit import JUnitCase, split_nodeid
+
+
+@dataclasses.dataclass(frozen=True)
+class RunProgress:
+    """What the events say about the tests."""
+
+    cases: tuple[JUnitCase, ...]
+    running: str | None
+    """nodeid of the test whose phase started and never ended."""
+    running_when: str | None
+    """setup, call or teardown."""
+    collected: int
+    not_run: tuple[str, ...]
+    """nodeids collected but never started."""
+    session_exitstatus: int | None
+
+
+@dataclasses.dataclass
+class _TestState:
+    nodeid: str
+    file: str | None = None
+    line: int | None = None
+    outcome: str | None = None
+    message: str | None = None
+    text: str | None = None
+    duration: float = 0.0
+    open_when: str | None = None
+    phases_ended: set[str] = dataclasses.field(default_factory=set)
+
+
+def _apply(state: _TestState, event: dict[str, Any]) -> None:
+    when = str(event.get("when"))
+    if event.get("state") == "start":
+        state.open_when = when
+        state.file, state.line = event.get("file"), event.get("line")
+        return
+    state.open_when = None
+    state.phases_ended.add(when)
+    state.duration += float(event.get("duration") or 0.0)
+    outcome = event.get("outcome")
+    if outcome == "failed" and state.outcome not in ("failed", "error"):
+        state.outcome = "failed" if when == "call" else "error"
+        state.message = f"{when} failed"
+        state.text = event.get("longrepr")
+    elif outcome in ("skipped", "xfailed") and state.outcome is None:
+        state.outcome = "skipped"
+        state.message = str(event.get("longrepr") or "skipped")[-500:]
+    elif outcome == "passed" and when == "call" and state.outcome is None:
+        state.outcome = "passed"
+
+
+def progress_from_events(events: Iterable[dict[str, Any]]) -> RunProgress:
+    """Replay the plugin's events into per-test results (tests never run have outcome None)."""
+    states: dict[str, _TestState] = {}
+    collected: list[str] = []
+    exitstatus = None
+    for event in events:
+        kind = event.get("event")
+        if kind == contract.COLLECTION:
+            collected = [str(n) for n in event.get("nodeids", [])]
+            for nodeid in collected:
+                states.setdefault(nodeid, _TestState(nodeid))
+        elif kind == contract.TEST_PHASE:
+            nodeid = str(event.get("nodeid"))
+            _apply(states.setdefault(nodeid, _TestState(nodeid)), event)
+        elif kind == contract.SESSION_FINISH:
+            exitstatus = event.get("exitstatus")
+    running = next((s for s in states.values() if s.open_when is not None), None)
+    cases = [_case(state) for state in states.values() if state is not running]
+    started = {s.nodeid for s in states.values() if s.phases_ended or s.open_when}
+    return RunProgress(
+        cases=tuple(case for case in cases if case is not None),
+        running=running.nodeid if running else None,
+        running_when=running.open_when if running else None,
+        collected=len(collected),
+        not_run=tuple(nodeid for nodeid in collected if nodeid not in started),
+        session_exitstatus=exitstatus,
+    )
+
+
+def _case(state: _TestState) -> JUnitCase | None:
+    classname, name = split_nodeid(state.nodeid)
+    outcome = state.outcome
+    if outcome is None and "teardown" in state.phases_ended:
+        outcome = "passed"
+    if outcome is None:
+        return None  # never ran: the caller reports it as not run
+    return JUnitCase(
+        classname, name, outcome, state.duration, state.message, state.text, state.file, state.line
+    )
+
+
+def not_run_cases(nodeids: Iterable[str], reason: str) -> list[JUnitCase]:
+    """Collected tests that never started, reported as skipped with ``reason``."""
+    return [
+        JUnitCase(*split_nodeid(nodeid), "skipped", message=f"not run: {reason}")
+        for nodeid in nodeids
+    ]

@@ -1,0 +1,162 @@
+"""Provenance of the qualified tree: exact head, the tree that was really tested, dirtiness."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from qualify.errors import UsageError
+from qualify.subproc import run_capture
+
+
+@dataclasses.dataclass(frozen=True)
+class CommitInfo:
+    """What was tested, keyed by the head commit (never by a dirty tree)."""
+
+    head: str = ""
+    """40-hex SHA of HEAD."""
+    head_tree: str = ""
+    """Tree of HEAD."""
+    tree: str = ""
+    """Tree of the working directory as tested (equals head_tree when clean)."""
+    dirty: bool = False
+    """Tracked changes or untracked, non-ignored files were present."""
+    diff_sha256: str | None = None
+    """sha256 of the binary diff against HEAD plus untracked files, when dirty."""
+    base: str | None = None
+    """merge-base of HEAD and ``base_ref``, when that ref exists."""
+    base_ref: str | None = None
+    branch: str | None = None
+    github: dict[str, Any] | None = None
+    """Inside GitHub Actions: ``{event, head, base, merge, pr_number}`` (see ``github_commit``)."""
+
+
+def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    result = run_capture(["git", "-C", str(repo), *args], env=env)
+    if result.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)}: {result.stderr.decode(errors='replace')}")
+    return result.stdout.decode().strip()
+
+
+def repo_root(path: Path) -> Path:
+    """Top level of the git work tree containing ``path``; UsageError when there is none."""
+    if not path.is_dir():
+        raise UsageError(f"--repo {str(path)!r} is not a directory")
+    result = run_capture(["git", "-C", str(path), "rev-parse", "--show-toplevel"])
+    if result.returncode != 0:
+        raise UsageError(f"--repo {str(path)!r} is not a git repository (git rev-parse failed)")
+    root = Path(result.stdout.decode().strip())
+    head = run_capture(["git", "-C", str(root), "rev-parse", "--verify", "-q", "HEAD^{commit}"])
+    if head.returncode != 0:
+        raise UsageError(f"--repo {str(path)!r} has no commit yet: commit first, then qualify")
+    return root
+
+
+def find_repo(path: Path, required: bool = True) -> Path | None:
+    """``repo_root(path)``; when not ``required``, None where there is no git repository."""
+    try:
+        return repo_root(path)
+    except UsageError:
+        if required:
+            raise
+        return None
+
+
+def _working_tree(repo: Path) -> str:
+    # A throw-away index: `git add -A` into it and `write-tree` gives the hash of exactly the
+    # tree on disk (tracked changes and untracked, non-ignored files) without touching the
+    # user's index.
+    with tempfile.TemporaryDirectory(prefix="qualify-index-") as scratch:
+        env = dict(os.environ, GIT_INDEX_FILE=str(Path(scratch) / "index"))
+        _git(repo, "read-tree", "HEAD", env=env)
+        _git(repo, "add", "-A", env=env)
+        return _git(repo, "write-tree", env=env)
+
+
+def _diff_hash(repo: Path, tree: str) -> str:
+    diff = run_capture(["git", "-C", str(repo), "diff", "--binary", "--no-ext-diff", "HEAD", tree])
+    return hashlib.sha256(diff.stdout).hexdigest()
+
+
+def github_commit(environ: Mapping[str, str]) -> dict[str, Any] | None:
+    """The commits of a GitHub Actions run; None outside Actions (``GITHUB_ACTIONS``).
+
+    For ``pull_request`` events ``GITHUB_SHA`` is the merge commit GitHub made of the PR head
+    and its base, not the head the author pushed; the head and base come from the event file
+    (``GITHUB_EVENT_PATH``: ``pull_request.head.sha``, ``pull_request.base.sha``).
+    https://docs.github.com/en/actions/writing-workflows/choosing-when-your-workflow-runs/events-that-trigger-workflows#pull_request
+    """
+    if environ.get("GITHUB_ACTIONS") != "true":
+        return None
+    event_name = environ.get("GITHUB_EVENT_NAME")
+    sha = environ.get("GITHUB_SHA") or None
+    record: dict[str, Any] = {
+        "event": event_name,
+        "head": sha,
+        "base": None,
+        "merge": None,
+        "pr_number": None,
+    }
+    if event_name not in ("pull_request", "pull_request_target"):
+        return record
+    try:
+        event = json.loads(Path(environ.get("GITHUB_EVENT_PATH", "")).read_text(encoding="utf-8"))
+        pull = event["pull_request"]
+        record.update(
+            head=pull["head"]["sha"],
+            base=pull["base"]["sha"],
+            pr_number=pull.get("number", event.get("number")),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(
+            f"GITHUB_EVENT_PATH {environ.get('GITHUB_EVENT_PATH')!r} is not a readable "
+            f"pull_request event ({exc!r}): the PR head cannot be told from the merge commit"
+        ) from exc
+    # pull_request_target runs on the base branch: GITHUB_SHA is the base, not a merge.
+    record["merge"] = sha if event_name == "pull_request" else None
+    return record
+
+
+def record_sha(commit: CommitInfo) -> str:
+    """The SHA a run is recorded under: the PR head in a pull_request run, else HEAD."""
+    if commit.github and commit.github.get("event") in ("pull_request", "pull_request_target"):
+        head = commit.github.get("head")
+        if isinstance(head, str) and head:
+            return head
+    return commit.head
+
+
+def commit_info(
+    repo: Path, base_ref: str | None = None, environ: Mapping[str, str] | None = None
+) -> CommitInfo:
+    """Read the provenance of ``repo`` (a work tree root, see ``repo_root``).
+
+    ``environ`` (the process environment, passed by ``qualify run``) adds ``github``
+    inside GitHub Actions; without it, or outside Actions, ``github`` is None.
+    """
+    head = _git(repo, "rev-parse", "HEAD")
+    head_tree = _git(repo, "rev-parse", "HEAD^{tree}")
+    tree = _working_tree(repo)
+    dirty = tree != head_tree
+    base = None
+    if base_ref:
+        result = run_capture(["git", "-C", str(repo), "merge-base", "HEAD", base_ref])
+        base = result.stdout.decode().strip() if result.returncode == 0 else None
+    branch_result = run_capture(["git", "-C", str(repo), "symbolic-ref", "-q", "--short", "HEAD"])
+    return CommitInfo(
+        head=head,
+        head_tree=head_tree,
+        tree=tree,
+        dirty=dirty,
+        diff_sha256=_diff_hash(repo, tree) if dirty else None,
+        base=base,
+        base_ref=base_ref,
+        branch=branch_result.stdout.decode().strip() or None,
+        github=github_commit(environ) if environ is not None else None,
+    )

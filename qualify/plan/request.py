@@ -1,0 +1,235 @@
+"""``qualify run`` as typed (RunRequest) and its validation into a RunSpec (build_spec)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from qualify.errors import UsageError
+from qualify.plan.commit import commit_info, record_sha, repo_root
+from qualify.plan.docker import DEFAULT_SHM, DockerOptions, device_requests, host_gpu_count
+from qualify.plan.families import (
+    Family,
+    default_family_dirs,
+    find_family,
+    missing_modules,
+    validate_name,
+)
+from qualify.plan.limits import Limits
+from qualify.plan.mps import GpuBudgetPlan, plan_budget
+from qualify.plan.nvml import device_totals
+from qualify.plan.profiles import DEFAULT_PIDS, Profile, find_profile
+from qualify.plan.spec import (
+    MIN_MEMORY,
+    RunSpec,
+    allocator_policy,
+    check_memory,
+    merge_options,
+    new_run_id,
+    resolve_argv,
+    sandbox_env,
+)
+from qualify.sizes import parse_duration, parse_size
+
+DEFAULT_MEMORY = "4G"
+PUBLISH_LEVELS = ("internal", "public")
+"""What the sanitized bundle may hold: ``public`` (no raw logs) or ``internal`` (all text)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRequest:
+    """``qualify run`` as typed: the flags, unvalidated (``build_spec`` validates them)."""
+
+    family_name: str
+    mem: str | None = None
+    profile_name: str | None = None
+    families_dirs: Sequence[Path] = ()
+    out: Path = Path("reports")
+    timeout: str | None = None
+    backend: str = "auto"
+    repo: Path | None = None
+    sets: Sequence[str] = ()
+    sample_interval: str = "50ms"
+    base_ref: str | None = None
+    command_line: Sequence[str] = ()
+    image: str | None = None
+    shm: str | None = None
+    network: str = "none"
+    gpus: str | None = None
+    mount_host_python: bool = False
+    gpu_mem: str | None = None
+    """GPU budget per process (``--gpu-mem``); a profile's ``gpu.budget`` otherwise."""
+    gpu_budget_mode: str = "torch"
+    """How the budget is enforced: torch (memory fraction), mps (MPS pinned limit) or auto."""
+    cuda_history: bool = False
+    junit_flavour: str = "xunit2"
+    """xunit2 validates against the junit-10 schema; xunit1 adds file/line on testcases."""
+    publish: str = "public"
+    """Level of the sanitized bundle in public/: public (no raw logs) or internal."""
+
+
+GRACE_S = 5.0
+
+
+def _parse_sets(sets: Sequence[str]) -> dict[str, str]:
+    overrides = {}
+    for item in sets:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--set {item!r} is not valid: expected NAME=VALUE")
+        overrides[name.strip()] = value.strip()
+    return overrides
+
+
+def build_spec(request: RunRequest) -> RunSpec:
+    """Validate every input and decide the run; raises UsageError before anything is written."""
+    validate_name(request.family_name)
+    if request.publish not in PUBLISH_LEVELS:
+        valid = ", ".join(PUBLISH_LEVELS)
+        raise UsageError(f"--publish {request.publish!r} is not valid (valid: {valid})")
+    root = repo_root(request.repo if request.repo is not None else Path.cwd())
+    search = list(request.families_dirs) or default_family_dirs(root)
+    family = find_family(request.family_name, search)
+    profile = find_profile(request.profile_name) if request.profile_name else None
+    if request.mem is not None:
+        memory = parse_size(request.mem, what="--mem")
+    elif profile is not None:
+        memory = profile.memory_bytes
+    else:
+        memory = family.memory_bytes or parse_size(DEFAULT_MEMORY)
+    check_memory(memory, "--mem")
+    limits = Limits(
+        memory_bytes=memory,
+        swap_bytes=profile.swap_bytes if profile else 0,
+        pids_max=profile.pids_max if profile else DEFAULT_PIDS,
+    )
+    options = merge_options(family, _parse_sets(request.sets))
+    interval = parse_duration(request.sample_interval, what="--interval")
+    run_id = new_run_id()
+    commit = commit_info(root, request.base_ref, os.environ)
+    # Keyed by the commit under test: the PR head on pull_request events, not the merge commit.
+    profile_label = profile.name if profile else "custom"
+    run_dir = request.out / record_sha(commit) / family.name / profile_label / run_id
+    allocator = allocator_policy(family, os.environ)
+    docker = _docker_options(request)
+    gpu_budget = _gpu_plan(request, profile)
+    if docker is not None and gpu_budget is not None and gpu_budget.daemon is not None:
+        docker = dataclasses.replace(
+            docker, mps_pipe_directory=str(gpu_budget.daemon.pipe_directory)
+        )
+    in_image = docker is not None and not docker.mount_host_python
+    argv = resolve_argv(family.command, os.environ.get("PATH"), in_image=in_image)
+    if not in_image and argv[0] == sys.executable:
+        _check_requires(family)
+    return RunSpec(
+        run_id=run_id,
+        family=family,
+        profile=profile.name if profile else "custom",
+        backend=request.backend,
+        limits=limits,
+        argv=argv,
+        workdir=family.workdir,
+        env=sandbox_env(
+            base=os.environ,
+            family=family,
+            options=options,
+            run_dir=run_dir.resolve(),
+            run_id=run_id,
+            allocator=allocator,
+            gpu_budget=gpu_budget,
+            cuda_history=request.cuda_history,
+        ),
+        options=options,
+        timeout_s=(
+            parse_duration(request.timeout, what="--timeout")
+            if request.timeout
+            else family.timeout_s
+        ),
+        grace_s=GRACE_S,
+        sample_interval_s=interval,
+        run_dir=run_dir.resolve(),
+        commit=commit,
+        repo=root,
+        allocator=allocator,
+        command_line=tuple(request.command_line),
+        junit_flavour=request.junit_flavour,
+        docker=docker,
+        gpu_budget=gpu_budget,
+    )
+
+
+def _check_requires(family: Family) -> None:
+    """The family's ``[requires] modules`` must import in qualify's interpreter, which runs it."""
+    missing = missing_modules(family)
+    if missing:
+        hint = family.install_hint or "install them into this Python environment"
+        raise UsageError(
+            f"family {family.name} needs the Python modules {', '.join(missing)}, which "
+            f"{sys.executable} cannot import: {hint}"
+        )
+
+
+def _docker_options(request: RunRequest) -> DockerOptions | None:
+    """The docker flags, validated; None when no container was asked for."""
+    image, backend, network = request.image, request.backend, request.network
+    if image is None:
+        if backend == "docker":
+            raise UsageError("--backend docker needs --image IMAGE (an image in the engine)")
+        given = [
+            flag for flag, value in (("--shm", request.shm), ("--gpus", request.gpus)) if value
+        ]
+        given += ["--mount-host-python"] if request.mount_host_python else []
+        given += ["--network"] if network != "none" else []
+        if given:
+            raise UsageError(f"{', '.join(given)} only apply with --image IMAGE")
+        return None
+    if backend not in ("auto", "docker"):
+        raise UsageError(f"--image only applies to --backend docker or auto, not {backend}")
+    if not network:
+        raise UsageError("--network '' is not valid: name a docker network (bridge, host)")
+    device_requests(request.gpus, host_gpu_count())
+    return DockerOptions(
+        image=image,
+        shm_bytes=parse_size(request.shm, what="--shm") if request.shm else DEFAULT_SHM,
+        network=network,
+        gpus=request.gpus,
+        mount_host_python=request.mount_host_python,
+    )
+
+
+def _gpu_budget(gpu_mem: str | None, profile: Profile | None) -> tuple[int | None, str]:
+    """--gpu-mem, else the profile's emulation budget (l4-budget), else none; and its source."""
+    if gpu_mem is not None:
+        return parse_size(gpu_mem, what="--gpu-mem"), f"--gpu-mem {gpu_mem}"
+    if profile is not None and profile.gpu is not None and profile.gpu.budget_bytes:
+        return profile.gpu.budget_bytes, f"profile {profile.name} gpu.budget"
+    return None, ""
+
+
+def _gpu_plan(
+    request: RunRequest, profile: Profile | None, nvml: Any = None
+) -> GpuBudgetPlan | None:
+    """The GPU budget and its mode, checked against the host's devices where NVML reads them."""
+    budget, source = _gpu_budget(request.gpu_mem, profile)
+    mode = request.gpu_budget_mode
+    if budget is None:
+        if mode != "torch":
+            raise UsageError(
+                f"--gpu-budget-mode {mode} needs a GPU budget: --gpu-mem SIZE or a profile "
+                "with gpu.budget"
+            )
+        return None
+    if budget < MIN_MEMORY:
+        raise UsageError(f"{source} ({budget} bytes) is too small: at least 1MiB")
+    totals, _ = device_totals(nvml)
+    for index, total in enumerate(totals):
+        if budget > total:
+            raise UsageError(
+                f"{source} ({budget} bytes) is larger than GPU {index} ({total} bytes as NVML "
+                f"reads it): valid is at most {total} bytes"
+            )
+    return plan_budget(mode, budget, os.environ, len(totals) or None)

@@ -1,0 +1,301 @@
+"""The audit: the typed, versioned record of one run, written and read only through here.
+
+``Audit`` is the document; its JSON Schema (``audit.schema.json`` beside this module, draft
+2020-12) is generated from the same dataclasses (``python -m qualify.rundir.schema``), so the
+writer and the published schema cannot disagree. Every key is always present (``null`` when
+not known): the provisional audit written before the E2E starts has the same shape as the
+final one. ``schema_version`` changes when a key changes meaning or goes away; new keys may be
+added within a version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from harness import contract
+from qualify.atomic import write_bytes_atomic
+from qualify.plan.commit import CommitInfo, record_sha
+from qualify.plan.limits import Limits
+from qualify.plan.parity_gate import ParityGate
+from qualify.plan.spec import AllocatorPolicy
+from qualify.run.logs import LogStats
+from qualify.run.monitor import ProcessSample
+from qualify.rundir.record import from_json, to_json
+from qualify.verdict import Verdict
+
+SCHEMA_VERSION = 1
+MAX_AUDIT_BYTES = 16 << 20
+"""Readers refuse bigger files (an audit is tens of KiB; a bigger one is not ours)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FamilyRecord:
+    """The family as run: its name, description, E2E command and the options in effect."""
+
+    name: str = ""
+    description: str = ""
+    e2e_command: list[str] = dataclasses.field(default_factory=list)
+    options: dict[str, bool | int | float | str] = dataclasses.field(default_factory=dict)
+    """Defaults of family.toml overridden by ``--set``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SandboxRecord:
+    """How the run was confined, as read back after setup."""
+
+    backend: str | None = None
+    """cgroup-v1, cgroup-v2, docker or none."""
+    capped: bool | None = None
+    """False only for ``--backend none``."""
+    cgroup: str | None = None
+    notes: list[str] = dataclasses.field(default_factory=list)
+    inside: dict[str, Any] | None = None
+    """The limits the family's first Python process read from inside the sandbox."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LimitsRecord:
+    """The limits asked for and those the kernel or engine reported in effect."""
+
+    requested: Limits = dataclasses.field(default_factory=Limits)
+    in_effect: Limits | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PhaseRecord:
+    """One execution of a ``harness.phase`` (times in seconds from the run's start)."""
+
+    name: str = ""
+    pid: int = 0
+    start: float | None = None
+    end: float | None = None
+    peak_bytes: int | None = None
+    """The kernel watermark over the phase's segments."""
+    gpu_peak_bytes: int | None = None
+    error: str | None = None
+    """The exception type that left the phase, or "unfinished"."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryRecord:
+    """What memory did: the run's peak, each phase's peak, the processes at the peak."""
+
+    peak_bytes: int | None = None
+    peak_source: str | None = None
+    """"kernel" (cgroup watermark) or "samples"."""
+    sampled_peak_bytes: int | None = None
+    sampled_peak_at: float | None = None
+    phases: list[PhaseRecord] = dataclasses.field(default_factory=list)
+    phases_dropped: int = 0
+    processes_at_peak: list[ProcessSample] = dataclasses.field(default_factory=list)
+    phase_at_end: str | None = None
+    """The innermost phase still open when the E2E ended (null when it ended cleanly)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OomRecord:
+    """OOM kills counted by the run's cgroup over the run."""
+
+    kills: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ExitRecord:
+    """How the E2E's root process ended."""
+
+    code: int | None = None
+    signal: str | None = None
+    pid: int | None = None
+    timed_out: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class TestsRecord:
+    """The tests of the run (parity cases not included)."""
+
+    collected: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    running_at_end: str | None = None
+    running_when: str | None = None
+    not_run: int = 0
+    pytest_exitstatus: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ParityRecord:
+    """The parity gate over the recorded cases (``qualify.parity.ParityReport.to_dict``)."""
+
+    cases: int = 0
+    reference_cases: int = 0
+    exact: int = 0
+    tie: int = 0
+    near_tie: int = 0
+    wrong: int = 0
+    length_or_eos: int = 0
+    missing: int = 0
+    acceptable: int = 0
+    required: int = 0
+    gate: ParityGate = dataclasses.field(default_factory=ParityGate)
+    passed: bool = False
+    reason: str = ""
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    per_case: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True)
+class CudaOomRecord:
+    """CUDA out-of-memory errors seen by the harness or found in the E2E's stderr."""
+
+    seen: bool = False
+    kind: str | None = None
+    """capacity, fragmentation or budget."""
+    events: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    message: dict[str, Any] | None = None
+    from_log: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuRecord:
+    """The GPU budget, the allocator each process saw, CUDA OOMs and NVML's peaks."""
+
+    budget_mode: str | None = None
+    budget_scope: str | None = None
+    budget_plan: dict[str, Any] | None = None
+    budget_note: str | None = None
+    budgets: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    budget_error: str | None = None
+    allocator_seen: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    cuda_oom: CudaOomRecord = dataclasses.field(default_factory=CudaOomRecord)
+    hook_errors: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    nvml: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class TimingsRecord:
+    """Wall-clock times (UTC ISO-8601) and the timeout the E2E ran under."""
+
+    started: str | None = None
+    ended: str | None = None
+    wall_s: float | None = None
+    started_mono: float | None = None
+    timeout_s: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class MonitorRecord:
+    """The host monitor's own figures."""
+
+    interval_s: float | None = None
+    samples: int = 0
+    ack_timeouts: int = 0
+    cpu_s: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PublicationRecord:
+    """Only in the public bundle's audit: what the sanitizer did to it (counts, no values)."""
+
+    level: str = ""
+    rule_counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    files: list[str] = dataclasses.field(default_factory=list)
+    skipped: list[str] = dataclasses.field(default_factory=list)
+
+
+_VERDICTS = {"enum": [verdict.value for verdict in Verdict]}
+
+
+@dataclasses.dataclass(frozen=True)
+class Audit:
+    """The record of one qualify run."""
+
+    schema_version: int = dataclasses.field(
+        default=SCHEMA_VERSION, metadata={"schema": {"const": 1}}
+    )
+    run_id: str = ""
+    verdict: str = dataclasses.field(default=Verdict.ERROR.value, metadata={"schema": _VERDICTS})
+    reason: str = ""
+    interrupted: str | None = None
+    family: FamilyRecord = dataclasses.field(default_factory=FamilyRecord)
+    profile: str = ""
+    commit: CommitInfo = dataclasses.field(default_factory=CommitInfo)
+    sandbox: SandboxRecord = dataclasses.field(default_factory=SandboxRecord)
+    limits: LimitsRecord = dataclasses.field(default_factory=LimitsRecord)
+    memory: MemoryRecord = dataclasses.field(default_factory=MemoryRecord)
+    oom: OomRecord = dataclasses.field(default_factory=OomRecord)
+    exit: ExitRecord = dataclasses.field(default_factory=ExitRecord)
+    tests: TestsRecord = dataclasses.field(default_factory=TestsRecord)
+    parity: ParityRecord | None = None
+    parity_error: str | None = None
+    allocator: AllocatorPolicy = dataclasses.field(default_factory=AllocatorPolicy)
+    gpu: GpuRecord = dataclasses.field(default_factory=GpuRecord)
+    timings: TimingsRecord = dataclasses.field(default_factory=TimingsRecord)
+    monitor: MonitorRecord = dataclasses.field(default_factory=MonitorRecord)
+    command: list[str] = dataclasses.field(default_factory=list)
+    logs: dict[str, LogStats] = dataclasses.field(default_factory=dict)
+    environment: dict[str, Any] = dataclasses.field(default_factory=dict)
+    problems: list[str] = dataclasses.field(default_factory=list)
+    publication: PublicationRecord | None = None
+
+    @property
+    def head(self) -> str | None:
+        """The SHA the run is recorded under: the PR head in a pull_request run (where
+        ``commit.head`` is GitHub's merge commit), else HEAD."""
+        return record_sha(self.commit) or None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document."""
+        document: dict[str, Any] = to_json(self)
+        return document
+
+    def to_bytes(self) -> bytes:
+        """Pretty, key-sorted JSON, as written to disk."""
+        text = json.dumps(self.to_dict(), indent=2, sort_keys=True, ensure_ascii=False)
+        return (text + "\n").encode()
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditRead:
+    """An audit as read from disk: the document, or why there is none, and what did not fit."""
+
+    audit: Audit | None
+    problems: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.audit is not None
+
+
+def parse_audit(data: bytes | str, name: str = contract.AUDIT) -> AuditRead:
+    """Read an audit from its bytes; never raises on content."""
+    try:
+        document = json.loads(data)
+    except ValueError as exc:
+        return AuditRead(None, (f"{name} is not valid JSON ({type(exc).__name__})",))
+    if not isinstance(document, dict):
+        return AuditRead(None, (f"{name} is not a JSON object",))
+    audit, problems = from_json(Audit, document, "audit")
+    return AuditRead(audit, tuple(problems))
+
+
+def read_audit(path: Path) -> AuditRead:
+    """Read ``path``: a missing, unreadable, oversized or malformed file is a problem line."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_AUDIT_BYTES + 1)
+    except FileNotFoundError:
+        return AuditRead(None, (f"{path.name} is missing",))
+    except OSError as exc:
+        return AuditRead(None, (f"{path.name} cannot be read ({exc.strerror})",))
+    if len(data) > MAX_AUDIT_BYTES:
+        return AuditRead(None, (f"{path.name} is larger than {MAX_AUDIT_BYTES} bytes",))
+    return parse_audit(data, path.name)
+
+
+def write_audit(path: Path, audit: Audit) -> None:
+    """Write ``audit`` to ``path`` atomically."""
+    write_bytes_atomic(path, audit.to_bytes())

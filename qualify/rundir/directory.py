@@ -1,0 +1,143 @@
+"""``RunDir``: one run directory, its files by role, and the one way to read and write them.
+
+File names come from ``harness.contract``; every reader of a run directory (the judge, the
+reports, merge, triage, publication) goes through this class rather than opening files itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness import contract
+from qualify.atomic import write_bytes_atomic
+from qualify.run.timeline import TimelineSample
+from qualify.rundir.audit import Audit, AuditRead, read_audit, write_audit
+from qualify.rundir.events import read_jsonl, read_timeline
+
+LOG_TAIL_BYTES = 64 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class RunDir:
+    """A run directory (``reports/<head-sha>/<family>/<profile>/<run-id>``)."""
+
+    path: Path
+
+    # --- paths by role
+    @property
+    def audit_path(self) -> Path:
+        """The audit (typed: ``qualify.rundir.audit.Audit``)."""
+        return self.path / contract.AUDIT
+
+    @property
+    def junit_path(self) -> Path:
+        """qualify's JUnit, always present and valid."""
+        return self.path / contract.JUNIT
+
+    @property
+    def events_path(self) -> Path:
+        """The harness's events."""
+        return self.path / contract.EVENTS
+
+    @property
+    def timeline_path(self) -> Path:
+        """The monitor's samples."""
+        return self.path / contract.TIMELINE
+
+    @property
+    def parity_path(self) -> Path:
+        """The recorded generations of both sides."""
+        return self.path / contract.PARITY
+
+    @property
+    def pytest_junit_path(self) -> Path:
+        """pytest's own JUnit (complete only when its session finished)."""
+        return self.path / contract.PYTEST_JUNIT
+
+    @property
+    def report_path(self) -> Path:
+        """The HTML page of the run."""
+        return self.path / contract.REPORT_HTML
+
+    @property
+    def public_path(self) -> Path:
+        """The sanitized bundle."""
+        return self.path / contract.PUBLIC_DIR
+
+    @property
+    def publication_path(self) -> Path:
+        """How the publication went (internal)."""
+        return self.path / contract.PUBLICATION
+
+    @property
+    def sanitize_map_path(self) -> Path:
+        """Pseudonyms of this run (internal)."""
+        return self.path / contract.SANITIZE_MAP
+
+    @property
+    def github_marker_path(self) -> Path:
+        """Present once the GitHub channels were written for this run."""
+        return self.path / contract.GITHUB_MARKER
+
+    def log_path(self, stream: str) -> Path:
+        """``stdout`` or ``stderr`` of the E2E."""
+        return self.path / {"stdout": contract.STDOUT, "stderr": contract.STDERR}[stream]
+
+    # --- reading
+    def exists(self) -> bool:
+        """True when this is a run directory (it holds an audit)."""
+        return self.audit_path.is_file()
+
+    def read_audit(self) -> AuditRead:
+        """The audit, or the problem that prevents reading it."""
+        return read_audit(self.audit_path)
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        """The harness's events in file order (a truncated last line skipped)."""
+        return read_jsonl(self.events_path)
+
+    def timeline(self) -> Iterator[TimelineSample]:
+        """The monitor's samples in time order."""
+        return read_timeline(self.timeline_path)
+
+    def log_tail(self, stream: str, limit: int = LOG_TAIL_BYTES) -> str:
+        """The last ``limit`` bytes of a log as text ("" when there is none)."""
+        path = self.log_path(stream)
+        try:
+            with path.open("rb") as handle:
+                handle.seek(max(0, path.stat().st_size - limit))
+                return handle.read().decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def gpu_summary(self) -> dict[str, Any] | None:
+        """The NVML sampler's peaks, or None when no sampler ran."""
+        try:
+            document = json.loads((self.path / contract.GPU_SUMMARY).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return document if isinstance(document, dict) else None
+
+    def read_json(self, name: str) -> Any:
+        """Another JSON file of the run directory (None when missing or not JSON)."""
+        try:
+            return json.loads((self.path / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    # --- writing
+    def write_audit(self, audit: Audit) -> None:
+        """Write the audit atomically."""
+        write_audit(self.audit_path, audit)
+
+    def write_junit(self, data: bytes) -> None:
+        """Write qualify's JUnit atomically."""
+        write_bytes_atomic(self.junit_path, data)
+
+    def write_debug(self, text: str) -> None:
+        """Keep a traceback of qualify's own failure (internal, never published)."""
+        (self.path / contract.DEBUG_LOG).write_text(text, encoding="utf-8")

@@ -1,0 +1,214 @@
+"""Frozen dataclasses as JSON documents: written exactly, read leniently, described by a schema.
+
+One set of type hints drives all three, so the audit's writer, its readers and its published
+JSON Schema cannot drift apart. Supported hints: ``str``, ``int``, ``float``, ``bool``,
+``None``, unions of them, ``list[X]``, ``dict[str, X]``, ``Any`` and nested dataclasses.
+``field(metadata={"schema": {...}})`` adds keywords (an ``enum``, a ``const``) to a field.
+
+Reading never raises on content: a missing key takes the field's default, a value of the wrong
+type is dropped (the default again) and named in ``problems``, an unknown key is ignored and
+named. A run directory written by another version, cut short or edited by hand is still read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def to_json(value: Any) -> Any:
+    """A dataclass (or list, dict, scalar) as plain JSON values, fields in declaration order."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, list | tuple):
+        return [to_json(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): to_json(item) for key, item in value.items()}
+    return value
+
+
+_HINTS: dict[Any, dict[str, Any]] = {}
+
+
+def _hints(cls: Any) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _options(hint: Any) -> tuple[Any, ...]:
+    """The members of a union (``X | None``), or the hint alone."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return typing.get_args(hint)
+    return (hint,)
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    if hint is Any:
+        return True
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint in _SCALARS:
+        return isinstance(value, hint)
+    origin = typing.get_origin(hint)
+    if origin is list:
+        return isinstance(value, list)
+    if origin is dict:
+        return isinstance(value, dict)
+    return dataclasses.is_dataclass(hint) and isinstance(value, dict)
+
+
+def _convert(value: Any, hint: Any, where: str, problems: list[str]) -> Any:
+    """``value`` read as ``hint``; raises LookupError when it does not fit at all."""
+    for option in _options(hint):
+        if not _matches(value, option):
+            continue
+        if option is float and value is not None:
+            return float(value)
+        origin = typing.get_origin(option)
+        if origin is list:
+            (item,) = typing.get_args(option) or (Any,)
+            return [
+                _convert_or_skip(v, item, f"{where}[{i}]", problems) for i, v in enumerate(value)
+            ]
+        if origin is dict:
+            item = (typing.get_args(option) or (str, Any))[1]
+            return {
+                str(k): _convert_or_skip(v, item, f"{where}.{k}", problems)
+                for k, v in value.items()
+            }
+        if dataclasses.is_dataclass(option) and isinstance(option, type):
+            return _load(option, value, where, problems)
+        return value
+    raise LookupError(where)
+
+
+def _convert_or_skip(value: Any, hint: Any, where: str, problems: list[str]) -> Any:
+    try:
+        return _convert(value, hint, where, problems)
+    except LookupError:
+        problems.append(f"{where}: {type(value).__name__} is not {_describe(hint)}")
+        return None
+
+
+def _describe(hint: Any) -> str:
+    names = []
+    for option in _options(hint):
+        if option is type(None):
+            names.append("null")
+        elif option in _SCALARS:
+            names.append(_SCALARS[option])
+        else:
+            origin = typing.get_origin(option)
+            names.append("array" if origin is list else "object")
+    return " or ".join(names)
+
+
+def _default(field: dataclasses.Field[Any]) -> Any:
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return None
+
+
+def _load(cls: type[T], data: dict[str, Any], where: str, problems: list[str]) -> T:
+    hints = _hints(cls)
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    known = {field.name for field in fields}
+    problems.extend(f"{where}.{key}: unknown key" for key in data if key not in known)
+    values: dict[str, Any] = {}
+    for field in fields:
+        path = f"{where}.{field.name}"
+        if field.name not in data:
+            values[field.name] = _default(field)
+            continue
+        try:
+            values[field.name] = _convert(data[field.name], hints[field.name], path, problems)
+        except LookupError:
+            value = data[field.name]
+            hint = _describe(hints[field.name])
+            problems.append(f"{path}: {type(value).__name__} is not {hint}")
+            values[field.name] = _default(field)
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as exc:  # a dataclass that validates its values refused them
+        problems.append(f"{where}: {exc}")
+        return cls()
+
+
+def from_json(cls: type[T], data: Any, where: str = "") -> tuple[T, list[str]]:
+    """``data`` read as ``cls`` and every problem found on the way (empty: an exact fit)."""
+    problems: list[str] = []
+    if not isinstance(data, dict):
+        problems.append(f"{where or 'document'}: {type(data).__name__} is not an object")
+        data = {}
+    return _load(cls, data, where, problems), problems
+
+
+def schema_of(hint: Any, definitions: dict[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of a type hint; dataclasses go to ``definitions`` by name."""
+    options = _options(hint)
+    if len(options) > 1:
+        if all(option in _SCALARS or option is type(None) for option in options):
+            return {"type": [_SCALARS.get(option, "null") for option in options]}
+        return {"anyOf": [schema_of(option, definitions) for option in options]}
+    if hint is Any:
+        return {}
+    if hint is type(None):
+        return {"type": "null"}
+    if hint in _SCALARS:
+        return {"type": _SCALARS[hint]}
+    origin = typing.get_origin(hint)
+    if origin is list:
+        (item,) = typing.get_args(hint) or (Any,)
+        return {"type": "array", "items": schema_of(item, definitions)}
+    if origin is dict:
+        item = (typing.get_args(hint) or (str, Any))[1]
+        return {"type": "object", "additionalProperties": schema_of(item, definitions)}
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        name = hint.__name__
+        if name not in definitions:
+            definitions[name] = {}  # placeholder: recursion stops here
+            definitions[name] = _object_schema(hint, definitions)
+        return {"$ref": f"#/$defs/{name}"}
+    raise TypeError(f"no JSON Schema for {hint!r}")
+
+
+def _object_schema(cls: type, definitions: dict[str, Any]) -> dict[str, Any]:
+    hints = _hints(cls)
+    properties = {}
+    for field in dataclasses.fields(cls):
+        described = schema_of(hints[field.name], definitions)
+        extra: dict[str, Any] = dict(field.metadata.get("schema", {}))
+        properties[field.name] = {**described, **extra} if extra else described
+    schema: dict[str, Any] = {"type": "object"}
+    if cls.__doc__:
+        schema["description"] = " ".join(cls.__doc__.split())
+    schema["properties"] = properties
+    schema["required"] = [field.name for field in dataclasses.fields(cls)]
+    schema["additionalProperties"] = False
+    return schema
+
+
+def document_schema(cls: type, schema_id: str, title: str) -> dict[str, Any]:
+    """The whole JSON Schema (draft 2020-12) of documents of ``cls``."""
+    definitions: dict[str, Any] = {}
+    root = _object_schema(cls, definitions)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": schema_id,
+        "title": title,
+        **root,
+        "$defs": dict(sorted(definitions.items())),
+    }

@@ -1,0 +1,100 @@
+"""Where this process's cgroups are, and which cgroup version can cap memory here."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from qualify.sandbox.cgroup.fs import Mount, ProcCgroup, parse_mountinfo, parse_proc_cgroup
+
+
+@dataclasses.dataclass(frozen=True)
+class CgroupLayout:
+    """The cgroup directories a run is nested under (host paths, never written to reports)."""
+
+    version: int | None
+    """1 or 2: the hierarchy holding the memory controller; None when there is none."""
+    memory_dir: Path | None
+    """This process's own memory cgroup directory."""
+    memory_path: str | None
+    """The same as a path inside the hierarchy ("/process_api/abc")."""
+    pids_dir: Path | None
+    """This process's pids cgroup directory (v1: its own hierarchy; v2: same as memory)."""
+
+
+def _join(mount: Mount, path: str) -> Path:
+    # Inside a cgroup namespace the mount's root is the namespace root and /proc/self/cgroup
+    # paths are relative to it; outside, mount.root is "/". A path with ".." (a process
+    # outside this namespace's root) has no directory we can reach.
+    if "/.." in path:
+        raise LookupError(path)
+    relative = path
+    if mount.root != "/" and path.startswith(mount.root):
+        relative = path[len(mount.root) :]
+    return Path(mount.mount_point) / relative.lstrip("/")
+
+
+def _v1_dir(entries: list[ProcCgroup], mounts: list[Mount], controller: str) -> tuple[Path, str]:
+    for entry in entries:
+        if controller in entry.controllers:
+            for mount in mounts:
+                if mount.fstype == "cgroup" and controller in mount.super_options:
+                    return _join(mount, entry.path), entry.path
+    raise LookupError(controller)
+
+
+def detect_layout(
+    proc_cgroup: bytes, mountinfo: bytes, v2_controllers: bytes | None
+) -> CgroupLayout:
+    """Decide from /proc/self/cgroup, /proc/self/mountinfo and the v2 cgroup.controllers.
+
+    A v1 memory hierarchy wins (hybrid hosts bind memory to v1 and mount an empty v2);
+    otherwise v2 when its cgroup.controllers lists ``memory``.
+    """
+    entries, mounts = parse_proc_cgroup(proc_cgroup), parse_mountinfo(mountinfo)
+    try:
+        memory_dir, memory_path = _v1_dir(entries, mounts, "memory")
+    except LookupError:
+        pass
+    else:
+        try:
+            pids_dir: Path | None = _v1_dir(entries, mounts, "pids")[0]
+        except LookupError:
+            pids_dir = None
+        return CgroupLayout(1, memory_dir, memory_path, pids_dir)
+    unified = [entry for entry in entries if entry.hierarchy_id == 0]
+    v2_mounts = [mount for mount in mounts if mount.fstype == "cgroup2"]
+    usable = v2_controllers is not None and "memory" in v2_controllers.decode().split()
+    if unified and v2_mounts and usable:
+        try:
+            directory = _join(v2_mounts[0], unified[0].path)
+        except LookupError:
+            return CgroupLayout(None, None, None, None)
+        return CgroupLayout(2, directory, unified[0].path, directory)
+    return CgroupLayout(None, None, None, None)
+
+
+def v2_mount_point(mountinfo: bytes) -> Path | None:
+    """The first cgroup2 mount point, if any."""
+    for mount in parse_mountinfo(mountinfo):
+        if mount.fstype == "cgroup2":
+            return Path(mount.mount_point)
+    return None
+
+
+def current_layout() -> CgroupLayout:
+    """Detect the layout of the running process."""
+    proc_cgroup = Path("/proc/self/cgroup").read_bytes()
+    mountinfo = Path("/proc/self/mountinfo").read_bytes()
+    controllers = None
+    mount_point = v2_mount_point(mountinfo)
+    if mount_point is not None:
+        entries = [e for e in parse_proc_cgroup(proc_cgroup) if e.hierarchy_id == 0]
+        own = mount_point / (entries[0].path.lstrip("/") if entries else "")
+        for candidate in (own, mount_point):
+            try:
+                controllers = (candidate / "cgroup.controllers").read_bytes()
+                break
+            except OSError:
+                continue
+    return detect_layout(proc_cgroup, mountinfo, controllers)

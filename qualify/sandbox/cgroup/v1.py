@@ -1,0 +1,137 @@
+"""cgroup v1 backend: a fresh memory (and pids) cgroup nested under the caller's own.
+
+Swap is disabled by setting memory.memsw.limit_in_bytes equal to the memory limit; the limit in
+effect is read back as the smaller of the cgroup's own limit and ``hierarchical_memory_limit``
+(an ancestor's smaller cap would otherwise go unnoticed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from qualify.errors import SandboxError
+from qualify.plan.limits import Limits
+from qualify.sandbox.base import SandboxInfo
+from qualify.sandbox.cgroup import common
+from qualify.sandbox.cgroup.fs import (
+    OpenFiles,
+    parse_flat_keyed,
+    parse_int,
+    pick_keyed,
+    read_limits,
+)
+
+
+class V1Probe:
+    """Readings of one v1 memory cgroup."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.files = OpenFiles(directory)
+
+    def usage_bytes(self) -> int | None:
+        """memory.usage_in_bytes."""
+        return parse_int(self.files.read("memory.usage_in_bytes"))
+
+    def watermark_bytes(self) -> int | None:
+        """memory.max_usage_in_bytes."""
+        return parse_int(self.files.read("memory.max_usage_in_bytes"))
+
+    def reset_watermark(self) -> bool:
+        """Writing 0 to memory.max_usage_in_bytes resets it to current usage."""
+        try:
+            common.write_file(self.directory / "memory.max_usage_in_bytes", "0")
+        except SandboxError:
+            return False
+        return True
+
+    def oom_kills(self) -> int | None:
+        """``oom_kill`` of memory.oom_control (Linux 4.13+)."""
+        return parse_flat_keyed(self.files.read("memory.oom_control")).get("oom_kill")
+
+    def memory_breakdown(self) -> dict[str, int]:
+        """total_rss / total_cache of memory.stat as anon / file."""
+        stat = pick_keyed(self.files.read("memory.stat"), (b"total_rss", b"total_cache"))
+        return {"anon": stat.get("total_rss", 0), "file": stat.get("total_cache", 0)}
+
+    def pids(self) -> list[int]:
+        """cgroup.procs, opened afresh: v1 caches the pid list per open file and re-reading
+        it from offset 0 returns the stale list for a second (kernel/cgroup/cgroup-v1.c)."""
+        return common.procs_of([self.directory])
+
+    def close(self) -> None:
+        """Close the files held open."""
+        self.files.close()
+
+
+class CgroupV1Sandbox:
+    """A run's memory and pids cgroups under the caller's own (cgroup v1)."""
+
+    name = "cgroup-v1"
+
+    def __init__(
+        self, memory_parent: Path, memory_path: str, pids_parent: Path | None, run_id: str
+    ):
+        self.memory_dir = memory_parent / f"qualify-{run_id}"
+        self.pids_dir = pids_parent / f"qualify-{run_id}" if pids_parent is not None else None
+        self.cgroup_path = f"{memory_path.rstrip('/')}/qualify-{run_id}"
+        self.reclaimed = common.reclaim_orphans(memory_parent)
+
+    def _dirs(self) -> list[Path]:
+        return [d for d in (self.memory_dir, self.pids_dir) if d is not None]
+
+    def prepare(self, requested: Limits) -> SandboxInfo:
+        """Create the cgroups, write the limits, read them back."""
+        for directory in self._dirs():
+            try:
+                directory.mkdir()
+            except OSError as exc:
+                raise SandboxError(
+                    f"cannot create cgroup {self.cgroup_path}: {exc.strerror} "
+                    "(run as root, or use --backend docker)"
+                ) from exc
+        memory = requested.memory_bytes
+        if memory is not None:
+            common.write_file(self.memory_dir / "memory.limit_in_bytes", str(memory))
+            memsw = self.memory_dir / "memory.memsw.limit_in_bytes"
+            if memsw.exists():
+                common.write_file(memsw, str(memory + (requested.swap_bytes or 0)))
+        if self.pids_dir is not None and requested.pids_max is not None:
+            common.write_file(self.pids_dir / "pids.max", str(requested.pids_max))
+        return SandboxInfo(
+            backend=self.name,
+            capped=True,
+            cgroup=self.cgroup_path,
+            in_effect=self._read_back(),
+            notes=tuple(f"reclaimed orphaned cgroup {name}" for name in self.reclaimed),
+        )
+
+    def _read_back(self) -> Limits:
+        return read_limits(1, self.memory_dir, self.pids_dir, None)
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        """The launch shim joins both cgroups before exec."""
+        procs = [str(d / "cgroup.procs") for d in self._dirs()]
+        return [sys.executable, "-I", "-S", str(common.ENTER_SHIM), *procs, "--", *argv]
+
+    def attach(self, pid: int) -> None:
+        """Nothing to do: the shim joined the cgroups itself."""
+
+    def probe(self) -> V1Probe:
+        """Probe of the memory cgroup."""
+        return V1Probe(self.memory_dir)
+
+    def kill_all(self, signal_number: int) -> int:
+        """Signal every process of the run."""
+        return common.signal_all(self._dirs(), signal_number)
+
+    def teardown(self) -> list[str]:
+        """Kill what is left, then remove both cgroups."""
+        problems = common.kill_until_empty(self._dirs())
+        for directory in self._dirs():
+            with contextlib.suppress(FileNotFoundError):
+                problems += common.remove_dir(directory)
+        return problems

@@ -1,0 +1,1 @@
+"""``--backend none``: no cap at all, labelled uncapped in every report."""

@@ -1,0 +1,203 @@
+"""A qualify run directory read for triage: audit, harness events, timeline, attribution.
+
+Retention: for each phase A and the next phase B that starts after A ends, the memory A added
+(usage at A's end minus usage at its start) that is still there when B starts (usage at B's
+start minus usage at A's start); the smaller of the two is what A left resident while B ran.
+Usage comes from the timeline's samples; windows come from the phase events (monotonic time,
+the same clock as the samples) and their kernel-watermark peaks from the audit.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from harness import contract
+from qualify.run.phases import PhaseTracker, PhaseWindow
+from qualify.rundir import Audit, RunDir
+
+MAX_SAMPLES = 200_000
+RETENTION_MIN_BYTES = 8 << 20
+RETENTION_MIN_FRACTION = 0.02
+KEPT_EVENTS = (
+    contract.CUDA_OOM,
+    contract.GPU_BUDGET,
+    contract.GPU_ALLOCATOR,
+    contract.GPU_HOOK_ERROR,
+    contract.SESSION_FINISH,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    """One timeline sample."""
+
+    mono: float
+    usage: int
+    phases: tuple[str, ...]
+    procs: tuple[tuple[int, str, int], ...] | None
+    anon: int | None = None
+    """Anonymous memory (no page cache): what a phase allocated and may fail to release."""
+
+    @property
+    def resident(self) -> int:
+        """anon when the sandbox reports it, else the whole charge."""
+        return self.anon if self.anon is not None else self.usage
+
+
+@dataclasses.dataclass
+class RunData:
+    """What triage reads from a run directory."""
+
+    path: Path
+    audit: Audit | None = None
+    problems: list[str] = dataclasses.field(default_factory=list)
+    events: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    windows: list[PhaseWindow] = dataclasses.field(default_factory=list)
+    samples: list[Sample] = dataclasses.field(default_factory=list)
+
+
+def read_run_dir(path: Path) -> RunData:
+    """Read what exists; every missing or broken file is a problem line, never an exception."""
+    run_dir = RunDir(path)
+    data = RunData(path)
+    read = run_dir.read_audit()
+    data.audit = read.audit
+    if read.audit is None:
+        data.problems.extend(read.problems)
+    elif read.problems:
+        shown = "; ".join(read.problems[:3]) + ("; ..." if len(read.problems) > 3 else "")
+        data.problems.append(f"the audit does not match qualify's audit schema: {shown}")
+    tracker = PhaseTracker()
+    last_mono = 0.0
+    for event in run_dir.events():
+        kind = event.get("event")
+        try:
+            if kind in contract.BOUNDARY_EVENTS:
+                tracker.apply(event)
+            elif kind in KEPT_EVENTS:
+                data.events.append(event)
+            last_mono = max(last_mono, float(event.get("mono", 0.0)))
+        except (TypeError, ValueError):
+            continue
+    data.samples = read_samples(run_dir)
+    end = max(last_mono, data.samples[-1].mono if data.samples else 0.0)
+    tracker.finish(end, 0.0)
+    data.windows = tracker.windows
+    if not run_dir.events_path.exists():
+        data.problems.append("the events file is missing (no phases, no harness events)")
+    if not data.samples:
+        data.problems.append("the timeline is missing or has no samples (no retention)")
+    return data
+
+
+def read_samples(run_dir: RunDir) -> list[Sample]:
+    """Samples with a usage, in time order (decimated beyond MAX_SAMPLES)."""
+    samples: list[Sample] = []
+    for sample in run_dir.timeline():
+        if sample.usage is None or sample.mono is None:
+            continue
+        samples.append(Sample(sample.mono, sample.usage, sample.phases, sample.procs, sample.anon))
+        if len(samples) >= MAX_SAMPLES:
+            samples = samples[::2]
+    return samples
+
+
+def usage_at(samples: list[Sample], mono: float, resident: bool = False) -> int | None:
+    """Usage (or resident anon memory) of the last sample at or before ``mono`` (the first
+    after, if none before)."""
+    if not samples:
+        return None
+    times = [s.mono for s in samples]
+    sample = samples[max(bisect.bisect_right(times, mono) - 1, 0)]
+    return sample.resident if resident else sample.usage
+
+
+@dataclasses.dataclass(frozen=True)
+class Retention:
+    """Memory a phase added and still held when the next phase started."""
+
+    phase: str
+    next_phase: str
+    added_bytes: int
+    retained_bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return dataclasses.asdict(self)
+
+
+def _contains(outer: PhaseWindow, inner: PhaseWindow) -> bool:
+    end = outer.end_mono if outer.end_mono is not None else float("inf")
+    return outer.start_mono <= inner.start_mono and inner.start_mono < end
+
+
+def retentions(data: RunData, cap_bytes: int | None) -> list[Retention]:
+    """Every phase that left memory resident into the phase after it, largest first."""
+    windows = sorted(data.windows, key=lambda w: w.start_mono)
+    samples = data.samples
+    threshold = RETENTION_MIN_BYTES
+    scale = cap_bytes or max((s.usage for s in samples), default=0)
+    threshold = max(threshold, int(scale * RETENTION_MIN_FRACTION))
+    found = []
+    for index, phase in enumerate(windows):
+        if phase.end_mono is None or phase.error == "unfinished":
+            continue
+        later = [
+            w
+            for w in windows[index + 1 :]
+            if w.start_mono >= phase.end_mono and not _contains(w, phase)
+        ]
+        if not later:
+            continue
+        after = later[0]
+        # Anonymous memory, not the page cache a staged plan leaves behind (the kernel reclaims
+        # that under pressure; it is not what a phase holds on to).
+        start = usage_at(samples, phase.start_mono, resident=True)
+        end = usage_at(samples, phase.end_mono, resident=True)
+        next_start = usage_at(samples, after.start_mono, resident=True)
+        if start is None or end is None or next_start is None:
+            continue
+        retained = min(end - start, next_start - start)
+        if retained >= threshold:
+            found.append(Retention(phase.name, after.name, end - start, retained))
+    return sorted(found, key=lambda r: r.retained_bytes, reverse=True)
+
+
+def peak_sample(data: RunData) -> Sample | None:
+    """The sample with the highest usage."""
+    return max(data.samples, key=lambda s: s.usage, default=None)
+
+
+def processes_at_peak(data: RunData) -> list[dict[str, Any]]:
+    """The largest processes at the peak: the audit's record, else the nearest timeline one."""
+    recorded = data.audit.memory.processes_at_peak if data.audit else []
+    if recorded:
+        return [dataclasses.asdict(process) for process in recorded]
+    peak = peak_sample(data)
+    if peak is None:
+        return []
+    with_procs = [s for s in data.samples if s.procs]
+    if not with_procs:
+        return []
+    nearest = min(with_procs, key=lambda s: abs(s.mono - peak.mono))
+    procs = sorted(nearest.procs or (), key=lambda p: p[2], reverse=True)
+    return [{"pid": pid, "name": name, "rss_bytes": rss} for pid, name, rss in procs]
+
+
+def phase_peaks(data: RunData) -> list[dict[str, Any]]:
+    """name, peak_bytes (kernel watermark), start, end, error of each phase, from the audit."""
+    if data.audit is None:
+        return []
+    return [
+        {
+            "name": phase.name,
+            "peak_bytes": phase.peak_bytes,
+            "start": phase.start,
+            "end": phase.end,
+            "error": phase.error,
+        }
+        for phase in data.audit.memory.phases
+    ]

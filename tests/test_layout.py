@@ -1,0 +1,179 @@
+"""The layout reads in the order data flows, and the run directory's contract has one owner."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from harness import contract
+from qualify.rundir.audit import Audit, parse_audit
+from qualify.rundir.schema import PUBLISHED, audit_schema, render
+
+ROOT = Path(__file__).resolve().parent.parent
+STAGES = (
+    # foundation: the vocabulary every stage may use
+    "errors", "verdict", "sizes", "subproc", "atomic",
+    # the stages of a run, in the order data flows
+    "plan", "sandbox", "run", "rundir", "evidence", "parity", "judge", "report", "publish",
+    "triage",
+    # the command line on top
+    "commands", "cli", "__main__", "__init__",
+)  # fmt: skip
+RUN_DIR_FILES = ("audit.json", "events.jsonl", "timeline.jsonl", "junit.xml", "parity.jsonl")
+
+
+def _modules(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+def _stage(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[0] != "qualify" or len(parts) < 2:
+        return None
+    return STAGES.index(parts[1])
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+    return found
+
+
+def test_every_module_belongs_to_a_stage() -> None:
+    for path in _modules("qualify"):
+        relative = path.relative_to(ROOT).with_suffix("")
+        top = relative.parts[1]
+        assert top in STAGES, f"{relative}: not in a stage of the layout ({', '.join(STAGES)})"
+
+
+def test_no_stage_imports_a_later_one() -> None:
+    backwards = []
+    for path in _modules("qualify"):
+        relative = path.relative_to(ROOT).with_suffix("")
+        own = STAGES.index(relative.parts[1])
+        for line, module in _imports(path):
+            stage = _stage(module)
+            if stage is not None and stage > own:
+                backwards.append(f"{relative}:{line} imports {module}")
+    assert backwards == []
+
+
+def test_harness_imports_only_the_standard_library_and_itself() -> None:
+    allowed_third_party = {"pytest"}  # only harness.pytest_plugin, loaded by pytest itself
+    for path in _modules("harness"):
+        for line, module in _imports(path):
+            top = module.split(".")[0]
+            if top == "harness" or top in allowed_third_party:
+                continue
+            assert top in _stdlib(), f"{path.relative_to(ROOT)}:{line} imports {module}"
+
+
+def _stdlib() -> frozenset[str]:
+    import sys
+
+    return frozenset(sys.stdlib_module_names) | {"__future__"}
+
+
+@pytest.mark.parametrize("name", RUN_DIR_FILES)
+def test_run_directory_file_names_are_spelled_in_one_module(name: str) -> None:
+    """grep over both sides: the contract module is the only one holding the name, even in a
+    comment or a docstring."""
+    holders = [
+        str(path.relative_to(ROOT))
+        for package in ("qualify", "harness")
+        for path in _modules(package)
+        if name in path.read_text(encoding="utf-8")
+    ]
+    assert holders == ["harness/contract.py"]
+
+
+def _event_kind_literals(tree: ast.AST) -> list[str]:
+    """Event kinds written as literals where an event is built or tested: the value of an
+    ``"event"`` key, or a side of a comparison (``kind == "phase_start"``, ``in (...)``)."""
+    found = []
+    for node in ast.walk(tree):
+        values: list[ast.expr] = []
+        if isinstance(node, ast.Dict):
+            values = [v for k, v in zip(node.keys, node.values, strict=True) if _is(k, "event")]
+        elif isinstance(node, ast.Compare):
+            values = [node.left, *node.comparators]
+        for value in values:
+            items = value.elts if isinstance(value, ast.Tuple | ast.List | ast.Set) else [value]
+            found += [i.value for i in items if _is(i, *contract.EVENT_KINDS)]
+    return found
+
+
+def _is(node: ast.expr | None, *strings: str) -> bool:
+    return isinstance(node, ast.Constant) and node.value in strings
+
+
+def test_event_kinds_are_spelled_in_one_module() -> None:
+    spelled = {
+        str(path.relative_to(ROOT)): _event_kind_literals(ast.parse(path.read_text("utf-8")))
+        for package in ("qualify", "harness")
+        for path in _modules(package)
+        if path.name != "contract.py"
+    }
+    assert {path: kinds for path, kinds in spelled.items() if kinds} == {}
+    # and the contract itself defines each one
+    source = (ROOT / "harness" / "contract.py").read_text(encoding="utf-8")
+    assert all(f'= "{kind}"' in source for kind in contract.EVENT_KINDS)
+
+
+def test_published_schema_is_the_generated_one() -> None:
+    """The committed schema file is what the dataclasses generate (regenerate with
+    ``python -m qualify.rundir.schema > qualify/rundir/audit.schema.json``)."""
+    assert PUBLISHED.read_text(encoding="utf-8") == render()
+    jsonschema.Draft202012Validator.check_schema(audit_schema())
+
+
+def test_every_audit_key_is_described_and_required() -> None:
+    document = Audit().to_dict()
+    schema = audit_schema()
+    assert set(document) == set(schema["properties"]) == set(schema["required"])
+    jsonschema.validate(document, schema)
+
+
+def test_audit_round_trips_exactly() -> None:
+    audit = Audit(run_id="r", verdict="FAILED", reason="x", command=["qualify", "run"])
+    read = parse_audit(audit.to_bytes())
+    assert read.problems == () and read.audit == audit
+
+
+@pytest.mark.parametrize(
+    ("document", "problem"),
+    [
+        ('{"verdict": "PASSED", "memory": {"peak_bytes": "12"}}', "audit.memory.peak_bytes: str"),
+        ('{"verdict": "PASSED", "surprise": 1}', "audit.surprise: unknown key"),
+        ('{"limits": {"requested": {"memory_bytes": true}}}', "memory_bytes: bool"),
+        ("[1, 2]", "is not a JSON object"),
+        ('{"verdict": "PASS', "not valid JSON"),
+    ],
+)
+def test_a_foreign_or_broken_audit_is_read_with_problems(document: str, problem: str) -> None:
+    read = parse_audit(document)
+    assert any(problem in line for line in read.problems), read.problems
+    if read.audit is not None:
+        assert read.audit.memory.peak_bytes is None  # a wrong type never passes through
+
+
+def test_readme_names_every_stage_of_the_layout() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    for stage in STAGES[5:15]:
+        assert re.search(rf"`{stage}/`", section), stage
+
+
+def test_schema_file_is_shipped_as_package_data() -> None:
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert PUBLISHED.name in pyproject
+    assert json.loads(PUBLISHED.read_text(encoding="utf-8"))["$id"].startswith("urn:qualify:")
