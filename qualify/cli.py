@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness import contract
 from qualify import __version__
-from qualify.sandbox import BACKENDS
+from qualify.sandbox import CHOICES as BACKENDS
 from qualify.verdict import EXIT_USAGE
 
 
@@ -93,7 +93,9 @@ def _run_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
 def _compare_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     compare = commands.add_parser("compare", help="token-by-token parity of recorded cases")
     compare.add_argument(
-        "native", type=Path, help=f"{contract.PARITY} (both sides) or the native side"
+        "native",
+        type=Path,
+        help=f"a run directory, its {contract.PARITY} (both sides), or the native side",
     )
     compare.add_argument("reference", type=Path, nargs="?", help="the reference side")
     compare.add_argument("--min-exact", type=int, help="cases that must match exactly")

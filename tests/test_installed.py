@@ -134,7 +134,7 @@ def _step_env(step: Mapping[str, object], inputs: Mapping[str, str]) -> dict[str
     for key, value in dict(step.get("env") or {}).items():  # type: ignore[call-overload]
         text = str(value)
         for name, given in inputs.items():
-            text = text.replace("${{ inputs.%s }}" % name, given)
+            text = text.replace("${{ inputs." + name + " }}", given)
         env[key] = text
     return env
 

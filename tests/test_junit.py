@@ -12,7 +12,7 @@ from qualify.evidence.junit import JUnitCase, parse_pytest_junit, split_nodeid
 from qualify.judge.tests import progress_from_events
 from qualify.report.junit import render_junit, xml_safe
 
-SCHEMA = Path(__file__).resolve().parent.parent.parent / "shared" / "schemas" / "junit-10.xsd"
+SCHEMA = Path(__file__).resolve().parent / "data" / "schemas" / "junit-10.xsd"
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from qualify.parity import CaseResult, ParityGate, ParityInputError, ParityReport, compare_files
 from qualify.parity.render import show_token
+from qualify.rundir import RunDir
 
 FORMATS = ("text", "json")
 _TOKEN_WIDTH = 24
@@ -26,6 +27,8 @@ def compare(
     """Compare and print the result; 0 when the gate passes, 1 when not, 2 on bad input."""
     if output_format not in FORMATS:
         return _usage_error(stderr, f"--format {output_format!r} is not one of {FORMATS}")
+    if native.is_dir():  # a run directory: its recorded cases
+        native = RunDir(native).parity_path
     try:
         report = compare_files(native, reference, gate)
     except ParityInputError as exc:

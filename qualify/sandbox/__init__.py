@@ -1,23 +1,36 @@
-"""Sandbox backends behind one Protocol, and the choice between them."""
+"""Sandbox backends behind one Protocol (``base.Sandbox``), and the one table that picks them.
+
+A backend is a sub-package with a ``create(request) -> Sandbox`` function; adding one is one
+sub-package and one entry in ``BACKENDS``. Sub-packages are imported only when chosen (the
+docker SDK alone costs a tenth of a second).
+"""
 
 from __future__ import annotations
 
-import os
+import dataclasses
+import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qualify.errors import SandboxError, UsageError
 from qualify.plan.limits import Limits, limit_mismatches
-from qualify.sandbox.base import Probe, Sandbox, SandboxInfo
-from qualify.sandbox.cgroup.layout import current_layout, v2_mount_point
+from qualify.sandbox.base import Probe, Sandbox, SandboxInfo, SandboxRequest
 
 if TYPE_CHECKING:
     from qualify.plan.docker import DockerOptions
 
-BACKENDS = ("auto", "cgroup", "docker", "none")
+BACKENDS: dict[str, str] = {
+    "cgroup": "qualify.sandbox.cgroup",
+    "docker": "qualify.sandbox.docker",
+    "none": "qualify.sandbox.none",
+}
+"""Backend name -> the sub-package whose ``create(request)`` builds it."""
+CHOICES = ("auto", *BACKENDS)
+"""What ``--backend`` accepts: a backend, or ``auto`` (docker with ``--image``, else cgroup)."""
 
 __all__ = [
     "BACKENDS",
+    "CHOICES",
     "Limits",
     "Probe",
     "Sandbox",
@@ -27,38 +40,8 @@ __all__ = [
 ]
 
 
-def _cgroup_sandbox(run_id: str) -> Sandbox:
-    layout = current_layout()
-    if layout.version is None or layout.memory_dir is None or layout.memory_path is None:
-        raise SandboxError("no cgroup memory controller found")
-    if not os.access(layout.memory_dir, os.W_OK):
-        raise SandboxError(f"the cgroup {layout.memory_path} is not writable")
-    if layout.version == 1:
-        from qualify.sandbox.cgroup.v1 import CgroupV1Sandbox
-
-        pids = layout.pids_dir if layout.pids_dir and os.access(layout.pids_dir, os.W_OK) else None
-        return CgroupV1Sandbox(layout.memory_dir, layout.memory_path, pids, run_id)
-    from qualify.sandbox.cgroup.v2 import CgroupV2Sandbox
-
-    mount = v2_mount_point(Path("/proc/self/mountinfo").read_bytes())
-    return CgroupV2Sandbox(layout.memory_dir, layout.memory_path, run_id, mount)
-
-
-def _docker_sandbox(
-    run_id: str,
-    docker: DockerOptions | None,
-    family_dir: Path | None,
-    harness_root: Path | None,
-    reason: str | None,
-) -> Sandbox:
-    from qualify.sandbox.docker.backend import DockerSandbox, check_image, connect
-
-    if docker is None or family_dir is None or harness_root is None:
-        raise UsageError("--backend docker needs --image IMAGE")
-    client = connect()
-    check_image(client, docker.image)
-    sandbox = DockerSandbox(client, docker, run_id, family_dir, harness_root)
-    sandbox.reason = reason
+def _create(backend: str, request: SandboxRequest) -> Sandbox:
+    sandbox: Sandbox = importlib.import_module(BACKENDS[backend]).create(request)
     return sandbox
 
 
@@ -75,19 +58,16 @@ def select_sandbox(
     cgroup when this process can create one; when it cannot, the one-line UsageError says
     what to do instead. The engine and the image are checked here, before any run directory.
     """
-    if backend == "none":
-        from qualify.sandbox.none.backend import NoSandbox
-
-        return NoSandbox()
-    if backend not in BACKENDS:
-        raise UsageError(f"--backend {backend!r} is not valid (valid: {', '.join(BACKENDS)})")
-    if backend == "docker":
-        return _docker_sandbox(run_id, docker, family_dir, harness_root, None)
+    if backend not in CHOICES:
+        raise UsageError(f"--backend {backend!r} is not valid (valid: {', '.join(CHOICES)})")
+    request = SandboxRequest(run_id, docker, family_dir, harness_root)
     if backend == "auto" and docker is not None:
         reason = f"--backend auto chose docker: --image {docker.image} was given"
-        return _docker_sandbox(run_id, docker, family_dir, harness_root, reason)
+        return _create("docker", dataclasses.replace(request, reason=reason))
+    if backend == "auto":
+        backend = "cgroup"
     try:
-        return _cgroup_sandbox(run_id)
+        return _create(backend, request)
     except SandboxError as exc:
         raise UsageError(
             f"cannot cap memory with a cgroup here ({exc}): run as root or in a delegated "

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from qualify.plan.docker import DockerOptions
 from qualify.plan.limits import Limits
 
 
@@ -22,6 +23,20 @@ class SandboxInfo:
     """The run's cgroup path inside the hierarchy (not a host path)."""
     in_effect: Limits
     notes: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class SandboxRequest:
+    """What a backend's ``create`` needs to build its sandbox for one run."""
+
+    run_id: str
+    docker: DockerOptions | None = None
+    """The container asked for (docker backend)."""
+    family_dir: Path | None = None
+    harness_root: Path | None = None
+    """The directory holding the harness copy the sandbox imports."""
+    reason: str | None = None
+    """Why ``--backend auto`` chose this backend (recorded in the audit's notes)."""
 
 
 class Probe(Protocol):
