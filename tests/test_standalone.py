@@ -17,10 +17,11 @@ _PARENTS = re.compile(r"__file__\)(?:\.resolve\(\))?((?:\.parent)+)")
 
 def _tracked() -> list[Path]:
     names = git(ROOT, "ls-files").splitlines()
+    this = Path(__file__).resolve().relative_to(ROOT).as_posix()  # holds examples on purpose
     return [
         ROOT / name
         for name in names
-        if not name.endswith(DOCUMENTATION) and not name.startswith(CAPTURED)
+        if not name.endswith(DOCUMENTATION) and not name.startswith(CAPTURED) and name != this
     ]
 
 
