@@ -71,6 +71,12 @@ class CountingProbe:
     def pids(self) -> list[int]:
         return []
 
+    def pids_refused(self) -> int:
+        return 3
+
+    def limit_hits(self) -> int:
+        return 0
+
     def close(self) -> None:
         pass
 
@@ -104,6 +110,7 @@ def test_monitor_memory_stays_flat_and_timeline_is_incremental(tmp_path: Path) -
     assert {"t", "mono", "usage", "watermark", "anon", "file", "oom_kill", "phases"} <= set(sample)
     assert result.oom_kills == 1
     assert result.peak_bytes == 99 * 2**20
+    assert (result.pids_refused, result.limit_hits) == (3, 0)  # read once, at the end
 
 
 def test_monitor_charges_segments_to_open_phases(tmp_path: Path) -> None:

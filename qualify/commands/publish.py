@@ -8,6 +8,7 @@ in the audit is never changed by it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
@@ -50,7 +51,8 @@ def write_report(run_dir: RunDir) -> Path | None:
         failed = read.audit is None or read.audit.verdict != "PASSED"
         return write_html_report(run_dir, triage_findings(run_dir) if failed else None)
     except Exception:
-        run_dir.write_debug(traceback.format_exc())
+        with contextlib.suppress(OSError):
+            run_dir.write_debug(traceback.format_exc())
         return None
 
 

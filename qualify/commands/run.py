@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
+import importlib
 import os
 import sys
+import threading
 import time
 import traceback
+from pathlib import Path
 from typing import TextIO
 
 from qualify.commands.publish import publish_channels
@@ -16,15 +21,17 @@ from qualify.judge.judgement import display_path, judge
 from qualify.judge.result import RunResult
 from qualify.plan.request import RunRequest, build_spec
 from qualify.plan.spec import RunSpec, harness_root
+from qualify.report.abandoned import complete_abandoned
 from qualify.report.audit import PROVISIONAL_REASON, build_audit, iso, provisional_audit
 from qualify.report.junit import render_junit
 from qualify.report.summary import print_summary
 from qualify.run.execute import Interrupts, execute
 from qualify.run.execution import Execution
+from qualify.run.registry import take_over_dead_runs
 from qualify.rundir import RunDir
 from qualify.sandbox import select_sandbox
 from qualify.sandbox.cgroup.layout import current_layout
-from qualify.verdict import EXIT_USAGE
+from qualify.verdict import EXIT_ERROR, EXIT_USAGE
 
 
 def _properties(result: RunResult) -> dict[str, str]:
@@ -60,6 +67,50 @@ def write_reports(result: RunResult) -> None:
     run_dir.write_audit(build_audit(result))
 
 
+def _write_reports_making_room(result: RunResult) -> None:
+    """The reports; on a full disk, the stored logs are emptied (their sizes stay recorded)
+    and the reports written again: the verdict and its reason matter more than the output."""
+    try:
+        write_reports(result)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        run_dir = RunDir(result.spec.run_dir)
+        for stream in ("stdout", "stderr"):
+            with contextlib.suppress(OSError):
+                run_dir.log_path(stream).write_bytes(b"")
+        note = "the E2E's stored output was emptied to make room for the reports (disk full)"
+        execution = dataclasses.replace(
+            result.execution, teardown_problems=(*result.execution.teardown_problems, note)
+        )
+        write_reports(dataclasses.replace(result, execution=execution))
+
+
+HANDOFF_S = 0.5
+"""How long qualify waits, its reports written, for the teardown before it exits and leaves
+the rest (removing the emptied cgroups) to the run's watchdog."""
+
+
+def _complete_teardown(result: RunResult) -> RunResult:
+    """Wait for the teardown that ran while the reports were written; a problem it met (a
+    process that would not die, a cgroup that would not go) is added to the audit."""
+    execution = result.execution
+    if execution.teardown is None:
+        return result
+    problems: list[str] | None = execution.teardown.wait(HANDOFF_S)
+    if problems is None:
+        return result  # the kernel is still tearing processes down: the watchdog finishes
+    leftover = [problem for problem in problems if problem not in execution.teardown_problems]
+    if not leftover:
+        return result
+    execution = dataclasses.replace(
+        execution, teardown_problems=(*execution.teardown_problems, *leftover)
+    )
+    result = dataclasses.replace(result, execution=execution)
+    write_reports(result)
+    return result
+
+
 def _judge_or_error(spec: RunSpec, execution: Execution) -> RunResult:
     """The judged result; a bug in judging still yields reports (ERROR, traceback kept in the
     run's debug log)."""
@@ -84,6 +135,43 @@ def _write_provisional(spec: RunSpec, started_wall: float) -> None:
     run_dir.write_audit(provisional_audit(spec, started_wall))
 
 
+def _os_error(exc: OSError) -> str:
+    """``No space left on device: <the file>`` (one line)."""
+    where = f": {display_path(Path(exc.filename))}" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
+
+
+END_OF_RUN_MODULES = (
+    "rich.console",
+    "rich.table",
+    "qualify.triage",
+    "qualify.report.html",
+    "qualify.publish.bundle",
+    "qualify.publish.github",
+)
+"""Imported while the E2E runs: what the end of a run needs would otherwise be imported
+between the E2E's death and the reports (a tenth of a second, rich above all)."""
+
+
+def _preload() -> None:
+    for name in END_OF_RUN_MODULES:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+
+
+def _take_over_dead_runs(run_id: str, stderr: TextIO) -> None:
+    """Clean up after every run on this machine whose qualify died, and complete its reports."""
+    for abandoned in take_over_dead_runs():
+        directory = RunDir(abandoned.entry.run_dir)
+        try:
+            completed = complete_abandoned(directory, run_id, abandoned.problems)
+        except OSError as exc:
+            stderr.write(f"qualify run: cannot complete the dead run {directory.path}: {exc}\n")
+            continue
+        if completed:
+            stderr.write(f"qualify run: completed the reports of a dead run: {directory.path}\n")
+
+
 def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
     """Run one family once; returns the verdict's exit code (2 for bad input)."""
     try:
@@ -98,24 +186,39 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
     except UsageError as exc:
         stderr.write(f"qualify run: error: {exc}\n")
         return EXIT_USAGE
-    interrupts = Interrupts()
-    with interrupts.installed():
+    _take_over_dead_runs(spec.run_id, stderr)
+    try:
         spec.run_dir.mkdir(parents=True, exist_ok=False)
         _write_provisional(spec, time.time())
+    except OSError as exc:
+        stderr.write(f"qualify run: error: cannot write the run directory: {_os_error(exc)}\n")
+        return EXIT_ERROR
+    threading.Thread(target=_preload, name="qualify-preload", daemon=True).start()
+    interrupts = Interrupts()
+    with interrupts.installed():
         execution = execute(spec, sandbox, interrupts)
         if spec.backend == "auto" and execution.sandbox and spec.docker is None:
             why = f"--backend auto chose {execution.sandbox.backend}: no --image was given"
             info = dataclasses.replace(execution.sandbox, notes=(why, *execution.sandbox.notes))
             execution = dataclasses.replace(execution, sandbox=info)
         result = _judge_or_error(spec, execution)
-        write_reports(result)
-        publication = publish_channels(
-            RunDir(spec.run_dir),
-            level=request.publish,
-            environ=os.environ,
-            stdout=stdout,
-            secrets_from={**os.environ, **spec.env},
-        )
+        try:
+            try:
+                _write_reports_making_room(result)
+                publication = publish_channels(
+                    RunDir(spec.run_dir),
+                    level=request.publish,
+                    environ=os.environ,
+                    stdout=stdout,
+                    secrets_from={**os.environ, **spec.env},
+                )
+            finally:
+                result = _complete_teardown(result)
+        except OSError as exc:
+            # The provisional reports, written atomically before the E2E started, stay valid.
+            stderr.write(f"qualify run: error: cannot write the reports: {_os_error(exc)}\n")
+            stdout.write(f"{display_path(spec.run_dir)}\n")
+            return EXIT_ERROR
     print_summary(result, stdout)
     if not publication:
         stderr.write(f"qualify run: publication failed: {publication.reason}\n")

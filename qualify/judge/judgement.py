@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +11,9 @@ from harness import contract
 from qualify import parity as parity_mod
 from qualify.evidence.junit import JUnitCase, parse_pytest_junit, split_nodeid
 from qualify.judge.gpu import gpu_evidence
-from qualify.judge.ladder import Signals, decide, signal_name
+from qualify.judge.ladder import Signals, decide
 from qualify.judge.result import RunResult
-from qualify.judge.tests import RunProgress, not_run_cases, progress_from_events
+from qualify.judge.tests import RunProgress, cases_from_events, progress_from_events
 from qualify.plan.fingerprint import fingerprint
 from qualify.plan.limits import Limits, limit_mismatches
 from qualify.plan.spec import RunSpec
@@ -62,17 +63,6 @@ def _resource_message(
     return f"{verdict.value}{where}: {reason}; {memory}"
 
 
-def _from_events(progress: RunProgress, verdict: Verdict, message: str) -> list[JUnitCase]:
-    """Cases rebuilt from the plugin's events when pytest's own JUnit never got written."""
-    cases = list(progress.cases)
-    if progress.running:
-        classname, name = split_nodeid(progress.running)
-        text = f"{message} (during {progress.running_when})"
-        cases.append(JUnitCase(classname, name, "error", 0.0, text, text, kind=verdict.value))
-    reason = f"the run ended ({verdict.value}) before it started"
-    return cases + not_run_cases(progress.not_run, reason)
-
-
 def _whole_command(
     spec: RunSpec, execution: Execution, verdict: Verdict, message: str
 ) -> list[JUnitCase]:
@@ -85,6 +75,42 @@ def _whole_command(
     return [JUnitCase(spec.family.name, "e2e", outcome, 0.0, None if passed else message, text)]
 
 
+_CATEGORY = {"passed": "passed", "failed": "failed", "error": "failed", "skipped": "skipped"}
+
+
+def junit_disagreements(pytest_cases: list[JUnitCase], progress: RunProgress) -> list[str]:
+    """Where pytest's own JUnit and the streamed events disagree (passed, failed or skipped,
+    and which tests there are); each line names the test."""
+    from_events = {(case.classname, case.name): case.outcome for case in progress.cases}
+    if progress.running:
+        from_events[split_nodeid(progress.running)] = "error"
+    for nodeid in progress.not_run:
+        from_events[split_nodeid(nodeid)] = "not run"
+    from_junit = {(case.classname, case.name): case.outcome for case in pytest_cases}
+    lines = []
+    for key in sorted(set(from_events) | set(from_junit)):
+        ours, theirs = from_events.get(key, "absent"), from_junit.get(key, "absent")
+        if _CATEGORY.get(ours, ours) != _CATEGORY.get(theirs, theirs):
+            name = "::".join(part for part in key if part)
+            lines.append(f"{name}: JUnit says {theirs}, the events say {ours}")
+    return lines
+
+
+def incomplete_reason(progress: RunProgress) -> str | None:
+    """Why pytest's run is not complete, when the plugin saw it start; None when it is."""
+    if not (progress.collected or progress.running or progress.cases):
+        return None
+    parts = []
+    if progress.running:
+        parts.append(f"test {progress.running} was running ({progress.running_when})")
+    unfinished = progress.session_exitstatus is None
+    if unfinished:
+        parts.append("the session never finished")
+    if progress.not_run and (unfinished or progress.running or progress.session_exitstatus == 0):
+        parts.append(f"{len(progress.not_run)} of {progress.collected} collected test(s) never ran")
+    return "; ".join(parts) or None
+
+
 def _cases(
     spec: RunSpec,
     execution: Execution,
@@ -92,15 +118,18 @@ def _cases(
     reason: str,
     progress: RunProgress,
     phase: str | None,
-) -> list[JUnitCase]:
+) -> tuple[list[JUnitCase], list[str]]:
+    """The run's test cases and where pytest's JUnit disagreed with the events (which win)."""
     message = _resource_message(verdict, reason, spec, execution, phase)
     pytest_cases = None
     if progress.session_exitstatus is not None:
         pytest_cases = parse_pytest_junit(RunDir(spec.run_dir).pytest_junit_path)
-    if pytest_cases is not None:
+    streamed = bool(progress.collected or progress.cases or progress.running)
+    disagreements = junit_disagreements(pytest_cases, progress) if pytest_cases and streamed else []
+    if pytest_cases is not None and not disagreements and not incomplete_reason(progress):
         cases = pytest_cases
-    elif progress.collected or progress.cases or progress.running:
-        cases = _from_events(progress, verdict, message)
+    elif streamed:
+        cases = cases_from_events(progress, verdict, message)
     else:
         cases = _whole_command(spec, execution, verdict, message)
     carried = any(case.kind == verdict.value for case in cases)
@@ -108,7 +137,7 @@ def _cases(
         cases.append(
             JUnitCase("qualify", "run", "error", 0.0, message, message, kind=verdict.value)
         )
-    return cases
+    return cases, disagreements
 
 
 def inside_limits(events: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -149,8 +178,11 @@ def judge(spec: RunSpec, execution: Execution, cgroup_version: int | None) -> Ru
     parity_passed = None
     if parity is not None or parity_error is not None:
         parity_passed = parity.passed if parity is not None else False
+    host_memory = _host_memory_bytes()
+    cap = spec.limits.memory_bytes
     found = Signals(
         setup_error=execution.setup_error
+        or storage_error(execution)
         or inside_limits_error(spec, execution, inside)
         or gpu.budget_error,
         interrupted=execution.interrupted,
@@ -163,10 +195,16 @@ def judge(spec: RunSpec, execution: Execution, cgroup_version: int | None) -> Ru
         parity_reason=parity_error or (parity.reason if parity is not None else None),
         cuda_oom=gpu.cuda_oom,
         cuda_oom_kind=gpu.oom_kind,
+        signal=execution.signal,
+        incomplete=incomplete_reason(progress),
+        cap_reached=_cap_reached(monitor, execution),
+        host_memory_bytes=host_memory if cap is not None and cap > host_memory else None,
+        pids_refused=(monitor.pids_refused or 0) if monitor else 0,
+        pids_max=spec.limits.pids_max,
     )
     verdict, reason = decide(found)
     phase = _phase_at_death(monitor)
-    cases = _cases(spec, execution, verdict, reason, progress, phase)
+    cases, disagreements = _cases(spec, execution, verdict, reason, progress, phase)
     if parity is not None:
         repro = f"qualify compare {display_path(run_dir.parity_path)}"
         cases += parity_mod.junit_cases(parity, spec.family.name, repro)
@@ -186,7 +224,44 @@ def judge(spec: RunSpec, execution: Execution, cgroup_version: int | None) -> Ru
         gpu=gpu,
         inside=inside,
         nvml=run_dir.gpu_summary(),
+        junit_disagreements=tuple(disagreements),
+        host_memory_bytes=host_memory,
     )
 
 
-__all__ = ["judge", "signal_name"]
+CAP_REACHED_FRACTION = 0.98
+"""A watermark this close to the cap counts as the cap reached (pages in flight when the OOM
+killer ran, rounding of the limit to pages)."""
+
+
+def _cap_reached(monitor: MonitorResult | None, execution: Execution) -> bool | None:
+    """Whether usage ever reached the cap: the kernel's count of charges that hit it, or the
+    watermark at the cap; None when neither can tell (an OOM kill is then the cap's)."""
+    if monitor is None:
+        return None
+    limit = execution.sandbox.in_effect.memory_bytes if execution.sandbox else None
+    peak = monitor.peak_bytes if monitor.peak_source == "kernel" else None
+    if (monitor.limit_hits or 0) > 0:
+        return True
+    if limit is None or peak is None:
+        return None
+    return peak >= limit * CAP_REACHED_FRACTION
+
+
+def storage_error(execution: Execution) -> str | None:
+    """Why the run's output could not be stored (a full disk): the toolkit's failure, never
+    the family's."""
+    failed = [stats.write_error for stats in execution.logs.values() if stats.write_error]
+    if execution.monitor is not None and execution.monitor.write_error:
+        failed.append(execution.monitor.write_error)
+    if not failed:
+        return None
+    return f"qualify could not store the run's output in the run directory: {'; '.join(failed)}"
+
+
+def _host_memory_bytes() -> int:
+    """The host's RAM (what a cap above it cannot bind)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+__all__ = ["judge"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import signal
 from collections.abc import Callable
 
 from qualify.verdict import Verdict
@@ -35,6 +34,9 @@ class Cause(enum.Enum):
         """The verdict of a run that ended of this cause."""
         return _VERDICTS[self]
 
+
+CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", "SIGFPE", "SIGSYS", "SIGTRAP"})
+"""Signals a process raises against itself when it crashes (a fault, an abort, a trap)."""
 
 _VERDICTS = {
     Cause.TOOLKIT: Verdict.ERROR,
@@ -70,19 +72,18 @@ class Signals:
     parity_passed: bool | None = None
     """None when the family has no parity gate."""
     parity_reason: str | None = None
-
-
-def signal_name(returncode: int | None) -> str | None:
-    """ "SIGKILL" for -9 (Popen) and for 137 (a shell's 128+9); None for a normal exit."""
-    if returncode is None:
-        return None
-    number = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
-    if number <= 0:
-        return None
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
+    signal: str | None = None
+    """The signal that ended the E2E's root process (None: it exited with ``returncode``)."""
+    incomplete: str | None = None
+    """Why pytest's run is not complete (a test was running, collected tests never ran, the
+    session never finished), when the plugin saw a collection."""
+    cap_reached: bool | None = None
+    """Whether usage ever reached the cap (None: unknown); OOM kills without it are the host's."""
+    host_memory_bytes: int | None = None
+    """The host's memory, when the cap asked for is larger (the cap cannot bind)."""
+    pids_refused: int = 0
+    """Forks the pids limit refused over the run."""
+    pids_max: int | None = None
 
 
 def _toolkit(found: Signals) -> str | None:
@@ -102,10 +103,18 @@ def _timeout(found: Signals) -> str | None:
 def _host_oom(found: Signals) -> str | None:
     if not found.oom_kills:
         return None
-    killed_by = signal_name(found.returncode)
-    return f"the memory cap was hit: {found.oom_kills} OOM kill(s) in the run's cgroup" + (
-        f", the E2E ended by {killed_by}" if killed_by else ""
-    )
+    ended = f", the E2E ended by {found.signal}" if found.signal else ""
+    if found.cap_reached is False:
+        host = (
+            f" (the cap is larger than the host's {found.host_memory_bytes} bytes: it cannot bind)"
+            if found.host_memory_bytes
+            else ""
+        )
+        return (
+            f"the host ran out of memory, not the cap: the kernel's global OOM killer killed "
+            f"{found.oom_kills} process(es) of the run{host}{ended}"
+        )
+    return f"the memory cap was hit: {found.oom_kills} OOM kill(s) in the run's cgroup{ended}"
 
 
 def _gpu_oom(found: Signals) -> str | None:
@@ -116,15 +125,21 @@ def _gpu_oom(found: Signals) -> str | None:
 
 
 def _signal(found: Signals) -> str | None:
-    killed_by = signal_name(found.returncode)
-    return f"the E2E was killed by {killed_by} with no OOM kill recorded" if killed_by else None
+    if found.signal is None or found.signal in CRASH_SIGNALS:
+        return None
+    return f"the E2E was killed by {found.signal} with no OOM kill recorded"
 
 
 def _crash(found: Signals) -> str | None:
-    return None  # a crash of the E2E's root process shows as a signal, judged on that rung
+    if found.signal not in CRASH_SIGNALS:
+        return None
+    return f"the E2E crashed: its root process died of {found.signal} (not a resource death)"
 
 
 def _tests(found: Signals) -> str | None:
+    if found.incomplete:
+        code = found.returncode
+        return f"pytest did not finish: {found.incomplete}; the E2E exited with code {code}"
     if not (found.returncode or found.tests_failed):
         return None
     detail = f"{found.tests_failed} test(s) failed" if found.tests_failed else "tests failed"
@@ -160,5 +175,8 @@ def decide(found: Signals) -> tuple[Verdict, str]:
     for cause in LADDER:
         reason = _RUNGS[cause](found)
         if reason is not None:
+            if found.pids_refused:
+                limit = f" ({found.pids_max})" if found.pids_max is not None else ""
+                reason += f"; the pids limit{limit} refused {found.pids_refused} fork(s)"
             return cause.verdict, reason
     raise AssertionError("the PASSED rung always decides")  # pragma: no cover

@@ -35,3 +35,7 @@ class RunResult:
     """The limits the family's first Python process read from inside the sandbox."""
     nvml: dict[str, Any] | None = None
     """The NVML sampler's peaks (None when no sampler ran)."""
+    junit_disagreements: tuple[str, ...] = ()
+    """Where pytest's JUnit and the streamed events disagreed (the events' cases were used)."""
+    host_memory_bytes: int | None = None
+    """The host's RAM."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from harness import contract
 from qualify.evidence.junit import JUnitCase, split_nodeid
+from qualify.verdict import Verdict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,3 +111,14 @@ def not_run_cases(nodeids: Iterable[str], reason: str) -> list[JUnitCase]:
         JUnitCase(*split_nodeid(nodeid), "skipped", message=f"not run: {reason}")
         for nodeid in nodeids
     ]
+
+
+def cases_from_events(progress: RunProgress, verdict: Verdict, message: str) -> list[JUnitCase]:
+    """Cases rebuilt from the plugin's events when pytest's own JUnit never got written."""
+    cases = list(progress.cases)
+    if progress.running:
+        classname, name = split_nodeid(progress.running)
+        text = f"{message} (during {progress.running_when})"
+        cases.append(JUnitCase(classname, name, "error", 0.0, text, text, kind=verdict.value))
+    reason = f"the run ended ({verdict.value}) before it started"
+    return cases + not_run_cases(progress.not_run, reason)

@@ -33,6 +33,8 @@ class CommitInfo:
     """merge-base of HEAD and ``base_ref``, when that ref exists."""
     base_ref: str | None = None
     branch: str | None = None
+    dirty_nested: list[str] = dataclasses.field(default_factory=list)
+    """Submodules and nested repositories with uncommitted changes (they make the tree dirty)."""
     github: dict[str, Any] | None = None
     """Inside GitHub Actions: ``{event, head, base, merge, pr_number}`` (see ``github_commit``)."""
 
@@ -68,20 +70,56 @@ def find_repo(path: Path, required: bool = True) -> Path | None:
         return None
 
 
-def _working_tree(repo: Path) -> str:
-    # A throw-away index: `git add -A` into it and `write-tree` gives the hash of exactly the
-    # tree on disk (tracked changes and untracked, non-ignored files) without touching the
-    # user's index.
+GITLINK = "160000"
+MAX_NESTING = 8
+
+
+def _working_tree(repo: Path) -> tuple[str, list[str]]:
+    """The tree on disk, and the gitlinks (submodules, nested repositories) in it.
+
+    A throw-away index: `git add -A` into it and `write-tree` gives the hash of exactly the
+    tree on disk (tracked changes and untracked, non-ignored files) without touching the
+    user's index. A nested repository is recorded by its HEAD only: its own uncommitted
+    changes are looked at separately (``_nested_changes``).
+    """
     with tempfile.TemporaryDirectory(prefix="qualify-index-") as scratch:
         env = dict(os.environ, GIT_INDEX_FILE=str(Path(scratch) / "index"))
         _git(repo, "read-tree", "HEAD", env=env)
         _git(repo, "add", "-A", env=env)
-        return _git(repo, "write-tree", env=env)
+        tree = _git(repo, "write-tree", env=env)
+        staged = _git(repo, "ls-files", "-s", "-z", env=env).split("\0")
+    gitlinks = [line.split("\t", 1)[1] for line in staged if line.startswith(GITLINK + " ")]
+    return tree, gitlinks
 
 
-def _diff_hash(repo: Path, tree: str) -> str:
+def _nested_changes(repo: Path, gitlinks: list[str], depth: int = 0) -> list[tuple[str, bytes]]:
+    """(path, binary diff) of every submodule or nested repository with uncommitted changes,
+    recursively; one that is not checked out has none."""
+    changed: list[tuple[str, bytes]] = []
+    for path in gitlinks:
+        nested = repo / path
+        if depth >= MAX_NESTING or not (nested / ".git").exists():
+            continue
+        tree, inner = _working_tree(nested)
+        head_tree = _git(nested, "rev-parse", "HEAD^{tree}")
+        if tree != head_tree:
+            changed.append((path, _diff(nested, tree)))
+        changed += [
+            (f"{path}/{sub}", diff) for sub, diff in _nested_changes(nested, inner, depth + 1)
+        ]
+    return changed
+
+
+def _diff(repo: Path, tree: str) -> bytes:
     diff = run_capture(["git", "-C", str(repo), "diff", "--binary", "--no-ext-diff", "HEAD", tree])
-    return hashlib.sha256(diff.stdout).hexdigest()
+    return diff.stdout
+
+
+def _diff_hash(repo: Path, tree: str, nested: list[tuple[str, bytes]]) -> str:
+    digest = hashlib.sha256(_diff(repo, tree))
+    for path, diff in nested:
+        digest.update(f"\0nested {path}\0".encode() + diff)
+    return digest.hexdigest()
 
 
 def github_commit(environ: Mapping[str, str]) -> dict[str, Any] | None:
@@ -142,8 +180,9 @@ def commit_info(
     """
     head = _git(repo, "rev-parse", "HEAD")
     head_tree = _git(repo, "rev-parse", "HEAD^{tree}")
-    tree = _working_tree(repo)
-    dirty = tree != head_tree
+    tree, gitlinks = _working_tree(repo)
+    nested = _nested_changes(repo, gitlinks)
+    dirty = tree != head_tree or bool(nested)
     base = None
     if base_ref:
         result = run_capture(["git", "-C", str(repo), "merge-base", "HEAD", base_ref])
@@ -154,7 +193,8 @@ def commit_info(
         head_tree=head_tree,
         tree=tree,
         dirty=dirty,
-        diff_sha256=_diff_hash(repo, tree) if dirty else None,
+        diff_sha256=_diff_hash(repo, tree, nested) if dirty else None,
+        dirty_nested=[path for path, _ in nested],
         base=base,
         base_ref=base_ref,
         branch=branch_result.stdout.decode().strip() or None,

@@ -6,6 +6,7 @@ Unknown keys are errors naming the key: a typo must not silently fall back to a 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib.util
 import re
 from collections.abc import Mapping, Sequence
@@ -215,6 +216,24 @@ def find_family(name: str, search: Sequence[Path]) -> Family:
             return load_family(directory / name)
     valid = ", ".join(available_families(search)) or "none"
     raise UsageError(f"unknown family {name!r} (available: {valid})")
+
+
+SKIPPED_IN_HASH = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".git"})
+
+
+def content_hash(directory: Path) -> str:
+    """sha256 over every file of a family directory (relative path and bytes, in path order;
+    caches skipped): what was run, when it is not in the repository's commit."""
+    digest = hashlib.sha256()
+    files = sorted(
+        path
+        for path in directory.rglob("*")
+        if path.is_file() and not SKIPPED_IN_HASH.intersection(path.relative_to(directory).parts)
+    )
+    for path in files:
+        digest.update(path.relative_to(directory).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 def missing_modules(family: Family) -> list[str]:

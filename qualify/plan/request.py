@@ -14,6 +14,7 @@ from qualify.plan.commit import commit_info, record_sha, repo_root
 from qualify.plan.docker import DEFAULT_SHM, DockerOptions, device_requests, host_gpu_count
 from qualify.plan.families import (
     Family,
+    content_hash,
     default_family_dirs,
     find_family,
     missing_modules,
@@ -121,6 +122,7 @@ def build_spec(request: RunRequest) -> RunSpec:
         docker = dataclasses.replace(
             docker, mps_pipe_directory=str(gpu_budget.daemon.pipe_directory)
         )
+    outside = not family.directory.is_relative_to(root.resolve())
     in_image = docker is not None and not docker.mount_host_python
     argv = resolve_argv(family.command, os.environ.get("PATH"), in_image=in_image)
     if not in_image and argv[0] == sys.executable:
@@ -159,6 +161,8 @@ def build_spec(request: RunRequest) -> RunSpec:
         junit_flavour=request.junit_flavour,
         docker=docker,
         gpu_budget=gpu_budget,
+        family_outside_repo=outside,
+        family_content_sha256=content_hash(family.directory) if outside else None,
     )
 
 

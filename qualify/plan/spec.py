@@ -72,6 +72,11 @@ class RunSpec:
     """The container asked for with ``--image`` (None: no docker)."""
     gpu_budget: GpuBudgetPlan | None = None
     """The GPU budget and how it is enforced (None: no budget)."""
+    family_outside_repo: bool = False
+    """The family's directory is not part of the qualified repository (``--families-dir``
+    elsewhere, or bundled with qualify): its commit does not pin it, its content hash does."""
+    family_content_sha256: str | None = None
+    """``content_hash`` of the family's directory when it is outside the repository."""
 
 
 def harness_root(run_dir: Path) -> Path:

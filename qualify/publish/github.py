@@ -20,7 +20,11 @@ def _append(path: str | None, text: str) -> None:
 def _source_prefix(audit: Audit, environ: Mapping[str, str]) -> str:
     """Where the family's test files are, relative to the workspace, for annotations."""
     workspace = Path(environ.get("GITHUB_WORKSPACE") or ".")
-    candidate = Path("families") / audit.family.name
+    recorded = audit.family.directory
+    if recorded and not audit.family.outside_repo and not Path(recorded).is_absolute():
+        candidate = Path(recorded)
+    else:
+        candidate = Path("families") / audit.family.name
     if audit.family.name and (workspace / candidate).is_dir():
         return f"{candidate.as_posix()}/"
     return ""

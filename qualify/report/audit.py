@@ -6,13 +6,13 @@ import time
 from typing import Any
 
 from qualify.judge.gpu import BUDGET_SCOPE, BUDGET_SCOPES, GpuEvidence
-from qualify.judge.ladder import signal_name
 from qualify.judge.result import RunResult
 from qualify.plan.mps import GpuBudgetPlan
 from qualify.plan.spec import RunSpec
 from qualify.rundir.audit import (
     Audit,
     CudaOomRecord,
+    EscapeRecord,
     ExitRecord,
     FamilyRecord,
     GpuRecord,
@@ -22,6 +22,8 @@ from qualify.rundir.audit import (
     OomRecord,
     ParityRecord,
     PhaseRecord,
+    ProcessesRecord,
+    ProcessRecord,
     SandboxRecord,
     TestsRecord,
     TimingsRecord,
@@ -70,6 +72,18 @@ def _tests(result: RunResult) -> TestsRecord:
         running_when=result.progress.running_when,
         not_run=len(result.progress.not_run),
         pytest_exitstatus=result.progress.session_exitstatus,
+        junit_disagreements=list(result.junit_disagreements),
+    )
+
+
+def _limits(result: RunResult) -> LimitsRecord:
+    sandbox, cap = result.execution.sandbox, result.spec.limits.memory_bytes
+    host = result.host_memory_bytes
+    return LimitsRecord(
+        requested=result.spec.limits,
+        in_effect=sandbox.in_effect if sandbox else None,
+        host_memory_bytes=host,
+        cap_binds=None if cap is None or host is None else cap <= host,
     )
 
 
@@ -114,7 +128,17 @@ def _family(spec: RunSpec) -> FamilyRecord:
         description=spec.family.description,
         e2e_command=list(spec.family.command),
         options=dict(spec.options),
+        directory=_family_directory(spec),
+        outside_repo=spec.family_outside_repo,
+        content_sha256=spec.family_content_sha256,
     )
+
+
+def _family_directory(spec: RunSpec) -> str:
+    directory = spec.family.directory
+    if directory.is_relative_to(spec.repo.resolve()):
+        return directory.relative_to(spec.repo.resolve()).as_posix()
+    return str(directory)
 
 
 def _parity(result: RunResult) -> ParityRecord | None:
@@ -144,14 +168,22 @@ def build_audit(result: RunResult) -> Audit:
             notes=list(sandbox.notes) if sandbox else [],
             inside=result.inside,
         ),
-        limits=LimitsRecord(spec.limits, sandbox.in_effect if sandbox else None),
+        limits=_limits(result),
         memory=_memory(result),
         oom=OomRecord(kills=monitor.oom_kills if monitor else None),
         exit=ExitRecord(
             code=execution.returncode,
-            signal=signal_name(execution.returncode),
+            signal=execution.signal,
             pid=execution.pid,
             timed_out=execution.timed_out,
+        ),
+        processes=ProcessesRecord(
+            killed_at_end=[ProcessRecord(pid, name) for pid, name in execution.killed_at_end],
+            killed_at_end_count=execution.killed_at_end_count,
+            escaped=[EscapeRecord(e.pid, e.name, e.cgroup) for e in monitor.escapes]
+            if monitor
+            else [],
+            pids_refused=monitor.pids_refused if monitor else None,
         ),
         tests=_tests(result),
         parity=_parity(result),

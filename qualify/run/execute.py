@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import os
+import select
 import shutil
 import signal
 import subprocess
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -19,13 +22,17 @@ from qualify.errors import SandboxError
 from qualify.plan.limits import limit_mismatches
 from qualify.plan.nvml import NvmlSampler
 from qualify.plan.spec import HARNESS_SOURCE, RunSpec, harness_root
+from qualify.run.children import Watchdog, reap, set_subreaper
 from qualify.run.execution import Execution
 from qualify.run.logs import BoundedLog
 from qualify.run.monitor import Monitor, MonitorResult
+from qualify.run.processes import Escape, ProcessReader
+from qualify.run.registry import Registration, register
 from qualify.sandbox import Sandbox, SandboxInfo
-from qualify.sandbox.base import Child, StartsItself
+from qualify.sandbox.base import Child, Probe, StartsItself, StopReport
 
 POLL_S = 0.05
+LOG_JOIN_S = 5.0
 
 
 class Interrupts:
@@ -63,18 +70,83 @@ def _stop(sandbox: Sandbox, process: Child, grace_s: float) -> None:
     process.wait()
 
 
-def _wait(spec: RunSpec, sandbox: Sandbox, process: Child, interrupts: Interrupts) -> bool:
-    """Wait for the child; stop it on timeout or interruption. Returns True on timeout."""
+def _wait(
+    spec: RunSpec, sandbox: Sandbox, process: Child, interrupts: Interrupts, monitor: Monitor
+) -> tuple[bool, str | None]:
+    """Wait for the child; stop it on timeout, interruption or an escape. Returns (timed out,
+    why the run must be an ERROR)."""
     deadline = time.monotonic() + spec.timeout_s
-    while process.poll() is None:
-        if interrupts.received:
-            _stop(sandbox, process, spec.grace_s)
-            return False
-        if time.monotonic() >= deadline:
-            _stop(sandbox, process, spec.grace_s)
-            return True
-        interrupts.event.wait(POLL_S)
-    return False
+    with _exit_waiter(process) as wait_for_exit:
+        while process.poll() is None:
+            escapes = monitor.processes.escapes
+            if escapes:
+                _stop(sandbox, process, 0.0)
+                return False, escape_error(escapes)
+            if interrupts.received:
+                _stop(sandbox, process, spec.grace_s)
+                return False, None
+            if time.monotonic() >= deadline:
+                _stop(sandbox, process, spec.grace_s)
+                return True, None
+            wait_for_exit(min(POLL_S, max(0.0, deadline - time.monotonic())))
+    return False, None
+
+
+@contextlib.contextmanager
+def _exit_waiter(process: Any) -> Iterator[Callable[[float], None]]:
+    """A wait that returns the moment the E2E's root exits (a pidfd, Linux 5.3), or after
+    the timeout; a child without a host pid is polled."""
+    pid = getattr(process, "pid", 0)
+    try:
+        fd = os.pidfd_open(pid) if isinstance(process, subprocess.Popen) else -1
+    except OSError:
+        fd = -1
+    try:
+        if fd < 0:
+            yield time.sleep
+        else:
+            yield lambda timeout: select.select([fd], [], [], timeout) and None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def escape_error(escapes: Sequence[Escape]) -> str:
+    """The setup error of a run a process left: which one, and where it went."""
+    first = escapes[0]
+    more = f" (and {len(escapes) - 1} more)" if len(escapes) > 1 else ""
+    return (
+        f"process {first.pid} ({first.name}) left the run's cgroup{more}: it is now in "
+        f"{first.cgroup or 'an unknown cgroup'}; it was killed, and the cap no longer bounded it"
+    )
+
+
+def _confirm_inside(probe: Probe, process: Child, pid: int, timeout_s: float = 2.0) -> None:
+    """Wait until the launch shim has moved the E2E's root into the sandbox (or it ended)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and process.poll() is None:
+        with contextlib.suppress(OSError, ValueError):
+            if pid in probe.pids():
+                return
+        time.sleep(0.002)
+
+
+def _signal_of(process: Any) -> str | None:
+    """The signal that ended the E2E's root, as its starter knows it: a Popen's negative
+    return code; a container's own account (``ContainerChild.signal``)."""
+    if isinstance(process, subprocess.Popen):
+        code = process.returncode
+        return signal_label(-code) if code is not None and code < 0 else None
+    name = getattr(process, "signal", None)
+    return name if isinstance(name, str) else None
+
+
+def signal_label(number: int) -> str:
+    """ "SIGKILL" for 9; "signal 99" for a number with no name."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _spawn(spec: RunSpec, sandbox: Sandbox) -> Any:
@@ -106,62 +178,142 @@ def stage_harness(run_dir: Path) -> Path:
     return target
 
 
+@dataclasses.dataclass
+class _Run:
+    """The pieces of one execution that teardown must undo, whatever stage it reached."""
+
+    info: SandboxInfo | None = None
+    monitor: Monitor | None = None
+    watchdog: Watchdog | None = None
+    registration: Registration | None = None
+    subreaper: bool = False
+    logs: dict[str, BoundedLog] = dataclasses.field(default_factory=dict)
+
+
+def _start(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts, run: _Run) -> Any:
+    """Confine, start the watchers, start the E2E; returns the started child."""
+    stage_harness(spec.run_dir)
+    run.info = sandbox.prepare(spec.limits)
+    mismatches = limit_mismatches(spec.limits, run.info.in_effect) if run.info.capped else []
+    if mismatches:
+        raise SandboxError("limits in effect differ from those asked: " + "; ".join(mismatches))
+    if interrupts.received:
+        raise SandboxError(f"interrupted by {interrupts.received} before the E2E started")
+    cgroups = sandbox.cgroup_dirs()
+    probe = sandbox.probe()
+    reader = ProcessReader(probe.pids, cgroup=run.info.cgroup if cgroups else None)
+    if cgroups:
+        run.watchdog = Watchdog(cgroups)
+        reader.exempt.add(run.watchdog.pid)
+        run.registration = register(spec.run_id, spec.run_dir, cgroups)
+        run.subreaper = set_subreaper(True)
+    run.monitor = Monitor(
+        probe,
+        events_path=spec.run_dir / contract.EVENTS,
+        ack_path=spec.run_dir / contract.PHASE_ACK,
+        timeline_path=spec.run_dir / contract.TIMELINE,
+        interval_s=spec.sample_interval_s,
+        gpu=NvmlSampler(mps=spec.gpu_budget is not None and spec.gpu_budget.mode == "mps"),
+        processes=reader,
+    )
+    run.monitor.start()
+    process = _spawn(spec, sandbox)
+    if not isinstance(sandbox, StartsItself):
+        sandbox.attach(process.pid)
+        _confirm_inside(probe, process, process.pid)
+    reader.root = process.pid if isinstance(process.pid, int) and process.pid > 0 else None
+    streams = (
+        ("stdout", process.stdout, contract.STDOUT),
+        ("stderr", process.stderr, contract.STDERR),
+    )
+    for stream, pipe, name in streams:
+        assert pipe is not None
+        run.logs[stream] = BoundedLog(pipe, spec.run_dir / name)
+        run.logs[stream].start()
+    return process
+
+
+class Teardown:
+    """The end of a run that no report waits for: the killed processes torn down by the
+    kernel, the confinement removed, the watchdog and the registration released, the adopted
+    orphans reaped. Started as soon as everything is killed; ``wait`` collects its problems."""
+
+    def __init__(self, sandbox: Sandbox, run: _Run):
+        self._sandbox, self._run = sandbox, run
+        self._problems: list[str] = []
+        # A daemon: when qualify exits before it ends, the watchdog finishes the job.
+        self._thread = threading.Thread(target=self._work, name="qualify-teardown", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        run = self._run
+        try:
+            self._problems += self._sandbox.teardown()
+        finally:
+            if run.subreaper:
+                reap(run.monitor.processes.adopted if run.monitor else ())
+                set_subreaper(False)
+            if run.watchdog is not None:
+                run.watchdog.release()
+            if run.registration is not None:
+                run.registration.release()
+
+    def wait(self, timeout_s: float | None = None) -> list[str] | None:
+        """Wait for the end; its problems, or None when it is still going after ``timeout_s``."""
+        self._thread.join(timeout_s)
+        return None if self._thread.is_alive() else self._problems
+
+
+def _finish(
+    sandbox: Sandbox, run: _Run, process: Any
+) -> tuple[MonitorResult | None, StopReport, Teardown]:
+    """Kill first, then read: nothing here waits for the kernel to tear the run down."""
+    # The E2E's root led its own session: one killpg takes its whole process group at once
+    # (a fork storm's thousands of shells), before the per-process pass over the cgroup.
+    popen = isinstance(process, subprocess.Popen)
+    stopped = sandbox.stop(process.pid if popen else None)
+    for log in run.logs.values():
+        if popen:  # a container's logs end with the container, through the engine
+            log.writers_killed()
+        log.join(timeout=LOG_JOIN_S)
+    monitor = run.monitor.stop() if run.monitor is not None else None
+    for escape in monitor.escapes if monitor else ():
+        with contextlib.suppress(OSError):
+            os.kill(escape.pid, signal.SIGKILL)
+    return monitor, stopped, Teardown(sandbox, run)
+
+
 def execute(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts) -> Execution:
     """Run ``spec`` in ``sandbox``; never raises (failures become ``setup_error``)."""
     run_dir = spec.run_dir
     started_wall, started_mono = time.time(), time.monotonic()
-    info: SandboxInfo | None = None
-    monitor: Monitor | None = None
-    monitor_result: MonitorResult | None = None
-    logs: dict[str, BoundedLog] = {}
+    run = _Run()
     returncode, timed_out, setup_error = None, False, None
     pid: int | None = None
-    problems: list[str] = []
+    killed_by: str | None = None
+    process: Any = None
     try:
-        stage_harness(spec.run_dir)
-        info = sandbox.prepare(spec.limits)
-        mismatches = limit_mismatches(spec.limits, info.in_effect) if info.capped else []
-        if mismatches:
-            raise SandboxError("limits in effect differ from those asked: " + "; ".join(mismatches))
-        if interrupts.received:
-            raise SandboxError(f"interrupted by {interrupts.received} before the E2E started")
-        monitor = Monitor(
-            sandbox.probe(),
-            events_path=run_dir / contract.EVENTS,
-            ack_path=run_dir / contract.PHASE_ACK,
-            timeline_path=run_dir / contract.TIMELINE,
-            interval_s=spec.sample_interval_s,
-            gpu=NvmlSampler(mps=spec.gpu_budget is not None and spec.gpu_budget.mode == "mps"),
-        )
-        monitor.start()
-        process = _spawn(spec, sandbox)
+        process = _start(spec, sandbox, interrupts, run)
         pid = getattr(process, "pid", None)
-        if not isinstance(sandbox, StartsItself):
-            sandbox.attach(process.pid)
-        streams = (
-            ("stdout", process.stdout, contract.STDOUT),
-            ("stderr", process.stderr, contract.STDERR),
-        )
-        for stream, pipe, name in streams:
-            assert pipe is not None
-            logs[stream] = BoundedLog(pipe, run_dir / name)
-            logs[stream].start()
-        timed_out = _wait(spec, sandbox, process, interrupts)
+        assert run.monitor is not None
+        timed_out, setup_error = _wait(spec, sandbox, process, interrupts, run.monitor)
         returncode = process.returncode
+        killed_by = _signal_of(process)
     except SandboxError as exc:
         setup_error = str(exc)
     except Exception as exc:  # the toolkit failed: keep the traceback, blame nobody else
         setup_error = f"qualify failed: {type(exc).__name__}: {exc} (traceback in the debug log)"
         (run_dir / contract.DEBUG_LOG).write_text(traceback.format_exc(), encoding="utf-8")
     finally:
-        if monitor is not None:
-            monitor_result = monitor.stop()
-        problems += sandbox.teardown()
-        for log in logs.values():
-            log.join(timeout=5)
+        monitor, stopped, teardown = _finish(sandbox, run, process)
+        problems = [*stopped.problems, *(monitor.problems if monitor else ())]
+        info = run.info
         if isinstance(sandbox, StartsItself):
-            # Read back at start and completed at teardown (the OOM signals of the container).
+            # Its teardown completes what was read back (the OOM signals of the container).
+            problems += teardown.wait() or []
             info = sandbox.info() or info
+    if setup_error is None and monitor is not None and monitor.escapes:
+        setup_error = escape_error(monitor.escapes)
     return Execution(
         sandbox=info,
         returncode=returncode,
@@ -169,10 +321,14 @@ def execute(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts) -> Executio
         timed_out=timed_out,
         interrupted=interrupts.received,
         setup_error=setup_error,
-        monitor=monitor_result,
-        logs={name: log.stats() for name, log in logs.items()},
+        monitor=monitor,
+        logs={name: log.stats() for name, log in run.logs.items()},
         started_wall=started_wall,
         started_mono=started_mono,
         ended_wall=time.time(),
         teardown_problems=tuple(problems),
+        signal=killed_by,
+        killed_at_end=stopped.killed,
+        killed_at_end_count=stopped.killed_count,
+        teardown=teardown,
     )

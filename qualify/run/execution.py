@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from qualify.run.logs import LogStats
 from qualify.run.monitor import MonitorResult
@@ -26,3 +27,13 @@ class Execution:
     started_mono: float
     ended_wall: float
     teardown_problems: tuple[str, ...]
+    signal: str | None = None
+    """The signal that ended the E2E's root process (None: it exited, with ``returncode``)."""
+    killed_at_end: tuple[tuple[int, str], ...] = ()
+    """(pid, name) of processes still running when the run ended, the first few: qualify
+    killed them (daemons, double forks, what outlived the E2E's root)."""
+    killed_at_end_count: int = 0
+    teardown: Any = dataclasses.field(default=None, compare=False, repr=False)
+    """``qualify.run.execute.Teardown`` still under way when the execution is returned (its
+    ``wait()`` gives its problems): the reports need not wait for the kernel to tear down
+    thousands of killed processes."""

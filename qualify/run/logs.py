@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import os
+import select
 import threading
 from pathlib import Path
 from typing import IO
@@ -12,6 +14,9 @@ from typing import IO
 HEAD_BYTES = 1 << 20
 TAIL_BYTES = 1 << 20
 _CHUNK = 64 * 1024
+_WAKE_S = 0.05
+_SETTLE_S = 0.01
+"""How often a pump blocked on an empty pipe looks whether the writers were killed."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,6 +26,8 @@ class LogStats:
     bytes_total: int = 0
     bytes_kept: int = 0
     truncated: bool = False
+    write_error: str | None = None
+    """Why the log could not be stored (the disk filled up): the pipe was drained anyway."""
 
 
 class BoundedLog(threading.Thread):
@@ -41,14 +48,60 @@ class BoundedLog(threading.Thread):
         self.total = 0
         self._tail: collections.deque[bytes] = collections.deque()
         self._tail_size = 0
+        self.write_error: str | None = None
+        self._writers_killed = threading.Event()
+
+    def writers_killed(self) -> None:
+        """Every process that could write to the pipe has been sent SIGKILL: what is in the
+        pipe now is all there will be. The pump drains it and ends without waiting for the
+        end-of-file, which comes only once the kernel has torn the last writer down."""
+        self._writers_killed.set()
+
+    def _read(self) -> bytes:
+        fd = self.pipe.fileno()
+        while True:
+            if self._writers_killed.is_set():
+                # A write already in flight when the signal came lands within microseconds.
+                ready, _, _ = select.select([fd], [], [], _SETTLE_S)
+                return os.read(fd, _CHUNK) if ready else b""
+            ready, _, _ = select.select([fd], [], [], _WAKE_S)
+            if ready:
+                return os.read(fd, _CHUNK)
 
     def run(self) -> None:
-        """Drain the pipe until EOF (the child and all holders of the pipe exited)."""
-        with self.path.open("wb") as out:
-            while chunk := os.read(self.pipe.fileno(), _CHUNK):
+        """Drain the pipe until EOF (the child and all holders of the pipe exited); a write
+        that fails (a full disk) is recorded and the pipe drained on regardless, so the E2E
+        never blocks on a full pipe."""
+        out: IO[bytes] | None = None
+        try:
+            out = self.path.open("wb")
+        except OSError as exc:
+            self._failed(exc)
+        while chunk := self._read():
+            if out is None:
+                self.total += len(chunk)
+                continue
+            try:
                 self._take(chunk, out)
-            self._finish(out)
+            except OSError as exc:
+                self._failed(exc)
+                out = self._abandon(out)
+        if out is not None:
+            try:
+                self._finish(out)
+                out.close()
+            except OSError as exc:
+                self._failed(exc)
+                self._abandon(out)
         self.pipe.close()
+
+    def _failed(self, exc: OSError) -> None:
+        self.write_error = self.write_error or f"{self.path.name}: {exc.strerror}"
+
+    @staticmethod
+    def _abandon(out: IO[bytes]) -> None:
+        with contextlib.suppress(OSError):
+            out.close()
 
     def _take(self, chunk: bytes, out: IO[bytes]) -> None:
         if self.echo is not None:
@@ -76,4 +129,9 @@ class BoundedLog(threading.Thread):
     def stats(self) -> LogStats:
         """Sizes after the stream ended."""
         kept = min(self.total, self.head + self.tail_limit)
-        return LogStats(bytes_total=self.total, bytes_kept=kept, truncated=kept < self.total)
+        return LogStats(
+            bytes_total=self.total,
+            bytes_kept=kept,
+            truncated=kept < self.total,
+            write_error=self.write_error,
+        )

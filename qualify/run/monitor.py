@@ -9,32 +9,23 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import threading
 import time
 from pathlib import Path
 from typing import IO, Any
 
-import psutil
-
 from harness import contract
 from qualify.plan.nvml import NvmlSampler
 from qualify.run.phases import PhaseTracker, PhaseWindow
+from qualify.run.processes import Escape, ProcessReader, ProcessSample
 from qualify.run.tail import JsonlTail
 from qualify.run.timeline import TimelineSample
 from qualify.sandbox.base import Probe
 
 TOP_PROCESSES = 5
 FLUSH_EVERY = 20
-
-
-@dataclasses.dataclass(frozen=True)
-class ProcessSample:
-    """One process of the sandbox at a sample."""
-
-    pid: int = 0
-    name: str = ""
-    rss_bytes: int = 0
-    cmdline: str = ""
+STOP_JOIN_S = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +47,15 @@ class MonitorResult:
     ack_timeouts: int
     cpu_seconds: float
     """CPU time of the monitor thread itself."""
+    pids_refused: int | None = None
+    """Forks the pids limit refused over the run (None: no pids controller)."""
+    limit_hits: int | None = None
+    """How often usage reached the cap (None: unknown); 0 with OOM kills: the host's OOM."""
+    escapes: tuple[Escape, ...] = ()
+    """Processes of the run found alive outside its confinement."""
+    problems: tuple[str, ...] = ()
+    write_error: str | None = None
+    """The first write of the monitor that failed (the disk filled up), if one did."""
 
 
 class Monitor(threading.Thread):
@@ -71,6 +71,7 @@ class Monitor(threading.Thread):
         boundary_poll_s: float = 0.05,
         process_every: int = 4,
         gpu: NvmlSampler | None = None,
+        processes: ProcessReader | None = None,
     ):
         super().__init__(name="qualify-monitor", daemon=True)
         self.probe = probe
@@ -83,6 +84,7 @@ class Monitor(threading.Thread):
         self.tracker = PhaseTracker()
         self.origin_mono = time.monotonic()
         self._stop_event = threading.Event()
+        self._work = threading.Lock()
         self._samples = 0
         self._peak_watermark: int | None = None
         self._segment_sampled_max: int | None = None
@@ -95,8 +97,14 @@ class Monitor(threading.Thread):
         self._ack_timeouts = 0
         self._current_test: str | None = None
         self._cpu_seconds = 0.0
-        self._procs: dict[int, psutil.Process] = {}
+        self._pids_refused: int | None = None
+        self._limit_hits: int | None = None
+        self._timeline: IO[str] | None = None
+        self.write_error: str | None = None
+        self.problems: list[str] = []
+        self.processes = processes or ProcessReader(probe.pids)
         self.gpu = gpu if gpu is not None else NvmlSampler()
+        self._finished = False
         self.run_dir = timeline_path.parent
 
     @staticmethod
@@ -109,28 +117,62 @@ class Monitor(threading.Thread):
     def run(self) -> None:
         """Loop until ``stop()``; one sample per interval, boundaries as soon as they appear."""
         cpu_start = time.thread_time()
-        with self.timeline_path.open("a", encoding="utf-8") as timeline:
-            self._sample(timeline)
-            next_sample = time.monotonic() + self.interval_s
-            # time.sleep, not Event.wait: a timed Event.wait costs about 1.5x the CPU per
-            # wake-up (a lock acquire with timeout), and the monitor wakes 40 times a second.
-            while not self._stop_event.is_set():
-                time.sleep(self.boundary_poll_s)
+        self.processes.start()
+        try:
+            self._timeline = self.timeline_path.open("a", encoding="utf-8")
+        except OSError as exc:
+            self._write_failed(self.timeline_path.name, exc)
+            self._timeline = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+        self._sample(self._timeline)
+        next_sample = time.monotonic() + self.interval_s
+        # time.sleep, not Event.wait: a timed Event.wait costs about 1.5x the CPU per
+        # wake-up (a lock acquire with timeout), and the monitor wakes 40 times a second.
+        while True:
+            time.sleep(self.boundary_poll_s)
+            # The work of one wake-up is done under a lock: stop() takes it over between two
+            # wake-ups, without waiting for the sleep to end (it costs the kill-to-report).
+            with self._work:
+                if self._stop_event.is_set():
+                    break
                 self._handle_events()
                 if time.monotonic() >= next_sample:
-                    self._sample(timeline)
+                    self._sample(self._timeline)
                     next_sample += self.interval_s
                     next_sample = max(next_sample, time.monotonic())
+                self._cpu_seconds = time.thread_time() - cpu_start
+
+    def stop(self) -> MonitorResult:
+        """Stop sampling and take the final readings straight from the sandbox.
+
+        Called once every process of the run is gone (the sandbox is stopped, its counters
+        still readable). The thread is waited for briefly, never for long: the final readings
+        (events, the OOM counter, the watermark, refused forks) are taken here, in the caller.
+        """
+        self.processes.stop()
+        self._stop_event.set()
+        taken = self._work.acquire(timeout=STOP_JOIN_S)
+        if not taken:
+            self.problems.append(f"the monitor thread did not stop within {STOP_JOIN_S}s")
+        try:
+            return self._final()
+        finally:
+            if taken:
+                self._work.release()
+
+    def _final(self) -> MonitorResult:
+        timeline = self._timeline
+        if timeline is not None:
             self._handle_events()
             self._sample(timeline, full=True)
             self._close_segment()
-        self.gpu.write_summary(self.run_dir)
-        self._cpu_seconds = time.thread_time() - cpu_start
-
-    def stop(self) -> MonitorResult:
-        """Stop the thread (after the child exited), close open phases, return the result."""
-        self._stop_event.set()
-        self.join(timeout=10)
+            with contextlib.suppress(OSError):
+                timeline.close()
+        self._pids_refused = self._safe(self.probe.pids_refused)
+        self._limit_hits = self._safe(self.probe.limit_hits)
+        try:
+            self.gpu.write_summary(self.run_dir)
+        except OSError as exc:
+            self._write_failed("the GPU summary", exc)
         self.probe.close()
         now_mono, now_wall = time.monotonic(), time.time()
         self.tracker.finish(now_mono, now_wall)
@@ -157,6 +199,11 @@ class Monitor(threading.Thread):
             phases_dropped=self.tracker.dropped,
             ack_timeouts=self._ack_timeouts,
             cpu_seconds=self._cpu_seconds,
+            pids_refused=self._pids_refused,
+            limit_hits=self._limit_hits,
+            escapes=self.processes.escapes,
+            problems=tuple(self.problems),
+            write_error=self.write_error,
         )
 
     def _handle_events(self) -> None:
@@ -188,8 +235,11 @@ class Monitor(threading.Thread):
     def _ack(self, token: Any) -> None:
         if not token:
             return
-        with self.ack_path.open("a", encoding="ascii") as handle:
-            handle.write(f"{token}\n")
+        try:
+            with self.ack_path.open("a", encoding="ascii") as handle:
+                handle.write(f"{token}\n")
+        except OSError as exc:
+            self._write_failed(self.ack_path.name, exc)
 
     def _sample(self, timeline: IO[str], full: bool = False) -> None:
         mono, wall = time.monotonic(), time.time()
@@ -218,7 +268,7 @@ class Monitor(threading.Thread):
         procs: tuple[tuple[int, str, int], ...] | None = None
         gpu: dict[str, Any] | None = None
         if every_nth or capture_peak:
-            processes = self._processes(with_cmdline=capture_peak)
+            processes = self.processes.snapshot  # never waits: read by its own thread
             procs = tuple((p.pid, p.name, p.rss_bytes) for p in processes)
             if self.gpu.available:
                 gpu = self.gpu.sample(set(self._safe(self.probe.pids) or []))
@@ -244,25 +294,16 @@ class Monitor(threading.Thread):
             procs=procs,
             gpu=gpu,
         )
-        timeline.write(sample.to_line())
         self._samples += 1
-        if self._samples % FLUSH_EVERY == 0:
-            # About once a second: a qualify killed outright loses at most that much timeline.
-            timeline.flush()
+        if self.write_error is None:
+            try:
+                timeline.write(sample.to_line())
+                if self._samples % FLUSH_EVERY == 0:
+                    # About once a second: a qualify killed outright loses at most that much.
+                    timeline.flush()
+            except OSError as exc:
+                self._write_failed(self.timeline_path.name, exc)
 
-    def _processes(self, with_cmdline: bool) -> tuple[ProcessSample, ...]:
-        pids = self._safe(self.probe.pids) or []
-        samples = []
-        alive = {}
-        for pid in pids:
-            with contextlib.suppress(psutil.Error):
-                process = self._procs.get(pid) or psutil.Process(pid)
-                rss = process.memory_info().rss
-                alive[pid] = process
-                # The launch shim execs the E2E in place: name and cmdline are read each
-                # time (the cmdline only for the peak sample, where it is reported).
-                cmdline = " ".join(process.cmdline())[:200] if with_cmdline else ""
-                samples.append(ProcessSample(pid, process.name(), rss, cmdline))
-        self._procs = alive
-        samples.sort(key=lambda sample: sample.rss_bytes, reverse=True)
-        return tuple(samples[:TOP_PROCESSES])
+    def _write_failed(self, name: str, exc: OSError) -> None:
+        """A write of the monitor failed (the disk filled up): sampling goes on, unwritten."""
+        self.write_error = self.write_error or f"{name}: {exc.strerror}"

@@ -22,7 +22,7 @@ from qualify.plan.limits import Limits
 from qualify.plan.parity_gate import ParityGate
 from qualify.plan.spec import AllocatorPolicy
 from qualify.run.logs import LogStats
-from qualify.run.monitor import ProcessSample
+from qualify.run.processes import ProcessSample
 from qualify.rundir.record import from_json, to_json
 from qualify.verdict import Verdict
 
@@ -40,6 +40,12 @@ class FamilyRecord:
     e2e_command: list[str] = dataclasses.field(default_factory=list)
     options: dict[str, bool | int | float | str] = dataclasses.field(default_factory=dict)
     """Defaults of family.toml overridden by ``--set``."""
+    directory: str | None = None
+    """Where the family was taken from: relative to the repository when inside it."""
+    outside_repo: bool = False
+    """True when the repository's commit does not pin the family (see ``content_sha256``)."""
+    content_sha256: str | None = None
+    """sha256 over the family directory's files, when it is outside the repository."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +68,10 @@ class LimitsRecord:
 
     requested: Limits = dataclasses.field(default_factory=Limits)
     in_effect: Limits | None = None
+    host_memory_bytes: int | None = None
+    """The host's RAM: a cap above it cannot bind (the host runs out first)."""
+    cap_binds: bool | None = None
+    """False when the cap is larger than the host's memory."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,6 +135,38 @@ class TestsRecord:
     running_when: str | None = None
     not_run: int = 0
     pytest_exitstatus: int | None = None
+    junit_disagreements: list[str] = dataclasses.field(default_factory=list)
+    """Where pytest's own JUnit and the streamed events disagreed (the events won)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessRecord:
+    """A process of the run, by pid and name."""
+
+    pid: int = 0
+    name: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class EscapeRecord:
+    """A process of the run found alive outside its confinement (then killed)."""
+
+    pid: int = 0
+    name: str = ""
+    cgroup: str = ""
+    """Where it went (its /proc/<pid>/cgroup)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessesRecord:
+    """The run's processes beyond its root: what outlived it, what left, what was refused."""
+
+    killed_at_end: list[ProcessRecord] = dataclasses.field(default_factory=list)
+    """Still running when the run ended, killed by qualify (the first few)."""
+    killed_at_end_count: int = 0
+    escaped: list[EscapeRecord] = dataclasses.field(default_factory=list)
+    pids_refused: int | None = None
+    """Forks the pids limit refused over the run (None: no pids controller)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -229,6 +271,7 @@ class Audit:
     memory: MemoryRecord = dataclasses.field(default_factory=MemoryRecord)
     oom: OomRecord = dataclasses.field(default_factory=OomRecord)
     exit: ExitRecord = dataclasses.field(default_factory=ExitRecord)
+    processes: ProcessesRecord = dataclasses.field(default_factory=ProcessesRecord)
     tests: TestsRecord = dataclasses.field(default_factory=TestsRecord)
     parity: ParityRecord | None = None
     parity_error: str | None = None

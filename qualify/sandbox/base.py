@@ -26,6 +26,17 @@ class SandboxInfo:
 
 
 @dataclasses.dataclass(frozen=True)
+class StopReport:
+    """What stopping a sandbox found and did."""
+
+    killed: tuple[tuple[int, str], ...] = ()
+    """(pid, name) of processes still running when the stop began, the first few."""
+    killed_count: int = 0
+    """How many processes were still running when the stop began (all were killed)."""
+    problems: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class SandboxRequest:
     """What a backend's ``create`` needs to build its sandbox for one run."""
 
@@ -60,6 +71,12 @@ class Probe(Protocol):
     def pids(self) -> list[int]:
         """Processes in the sandbox."""
 
+    def pids_refused(self) -> int | None:
+        """Forks the pids limit refused so far (None: no pids controller to ask)."""
+
+    def limit_hits(self) -> int | None:
+        """How often usage reached the memory cap so far (None: unknown)."""
+
     def close(self) -> None:
         """Release descriptors held for readings."""
 
@@ -84,8 +101,16 @@ class Sandbox(Protocol):
     def kill_all(self, signal_number: int) -> int:
         """Send a signal to every process in the sandbox; returns how many were signalled."""
 
+    def cgroup_dirs(self) -> list[Path]:
+        """The run's cgroup directories on the host (empty: none qualify manages itself)."""
+
+    def stop(self, group: int | None = None) -> StopReport:
+        """Send every process of the sandbox SIGKILL (``group``: a process group to kill first,
+        in one call) without waiting for the kernel to tear them down (``teardown`` waits); the
+        confinement stays, so its counters can still be read. Never raises."""
+
     def teardown(self) -> list[str]:
-        """Kill what is left and remove the confinement; returns problems, never raises."""
+        """Kill anything left and remove the confinement; returns problems, never raises."""
 
 
 class Child(Protocol):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import signal
 from typing import Any
 
 from harness import contract
@@ -11,7 +12,6 @@ from qualify.evidence.docker_state import DockerState
 from qualify.evidence.model import Evidence
 from qualify.evidence.scan import ScanResult
 from qualify.evidence.testresults import TestOutcomes
-from qualify.judge.ladder import signal_name
 from qualify.rundir import Audit
 from qualify.triage.analysis import RunData
 
@@ -190,3 +190,16 @@ def gather(inputs: Inputs) -> Bag:
     if inputs.run is not None:
         _run(inputs.run, bag)
     return bag
+
+
+def signal_name(returncode: int | None) -> str | None:
+    """ "SIGKILL" for -9 (Popen) and for 137 (a shell's 128+9); None for a normal exit."""
+    if returncode is None:
+        return None
+    number = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
+    if number <= 0:
+        return None
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

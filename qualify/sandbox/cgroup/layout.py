@@ -43,6 +43,13 @@ def _v1_dir(entries: list[ProcCgroup], mounts: list[Mount], controller: str) -> 
     raise LookupError(controller)
 
 
+def _v1_optional(entries: list[ProcCgroup], mounts: list[Mount], controller: str) -> Path | None:
+    try:
+        return _v1_dir(entries, mounts, controller)[0]
+    except LookupError:
+        return None
+
+
 def detect_layout(
     proc_cgroup: bytes, mountinfo: bytes, v2_controllers: bytes | None
 ) -> CgroupLayout:
@@ -57,11 +64,7 @@ def detect_layout(
     except LookupError:
         pass
     else:
-        try:
-            pids_dir: Path | None = _v1_dir(entries, mounts, "pids")[0]
-        except LookupError:
-            pids_dir = None
-        return CgroupLayout(1, memory_dir, memory_path, pids_dir)
+        return CgroupLayout(1, memory_dir, memory_path, _v1_optional(entries, mounts, "pids"))
     unified = [entry for entry in entries if entry.hierarchy_id == 0]
     v2_mounts = [mount for mount in mounts if mount.fstype == "cgroup2"]
     usable = v2_controllers is not None and "memory" in v2_controllers.decode().split()

@@ -14,22 +14,24 @@ from pathlib import Path
 
 from qualify.errors import SandboxError
 from qualify.plan.limits import Limits
-from qualify.sandbox.base import SandboxInfo
+from qualify.sandbox.base import SandboxInfo, StopReport
 from qualify.sandbox.cgroup import common
 from qualify.sandbox.cgroup.fs import (
     OpenFiles,
     parse_flat_keyed,
     parse_int,
     pick_keyed,
+    read_bytes,
     read_limits,
 )
 
 
 class V1Probe:
-    """Readings of one v1 memory cgroup."""
+    """Readings of one v1 memory cgroup (and its pids cgroup, a hierarchy of its own)."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, pids_dir: Path | None = None):
         self.directory = directory
+        self.pids_dir = pids_dir
         self.files = OpenFiles(directory)
 
     def usage_bytes(self) -> int | None:
@@ -62,6 +64,22 @@ class V1Probe:
         it from offset 0 returns the stale list for a second (kernel/cgroup/cgroup-v1.c)."""
         return common.procs_of([self.directory])
 
+    def limit_hits(self) -> int | None:
+        """memory.failcnt plus memory.memsw.failcnt: charges that hit the cap (with swap off the
+        memsw limit equals the memory limit and is charged first). Linux 6.18 leaves both at 0
+        even after an OOM kill (tests/data/samples/cgroup_v1/local-k6.18-*failcnt*), so a 0
+        here proves nothing: the judge also asks whether the watermark reached the cap."""
+        hits = parse_int(self.files.read("memory.failcnt"))
+        with contextlib.suppress(OSError):
+            hits += parse_int(self.files.read("memory.memsw.failcnt"))
+        return hits
+
+    def pids_refused(self) -> int | None:
+        """``max`` of pids.events: forks the pids limit refused."""
+        if self.pids_dir is None:
+            return None
+        return parse_flat_keyed(read_bytes(self.pids_dir / "pids.events")).get("max")
+
     def close(self) -> None:
         """Close the files held open."""
         self.files.close()
@@ -75,10 +93,14 @@ class CgroupV1Sandbox:
     def __init__(
         self, memory_parent: Path, memory_path: str, pids_parent: Path | None, run_id: str
     ):
-        self.memory_dir = memory_parent / f"qualify-{run_id}"
-        self.pids_dir = pids_parent / f"qualify-{run_id}" if pids_parent is not None else None
-        self.cgroup_path = f"{memory_path.rstrip('/')}/qualify-{run_id}"
-        self.reclaimed = common.reclaim_orphans(memory_parent)
+        name = f"qualify-{run_id}"
+        self.memory_dir = memory_parent / name
+        self.pids_dir = pids_parent / name if pids_parent is not None else None
+        self.cgroup_path = f"{memory_path.rstrip('/')}/{name}"
+        parents = (memory_parent, pids_parent)
+        self.reclaimed = sorted(
+            {name for parent in parents if parent for name in common.reclaim_orphans(parent)}
+        )
 
     def _dirs(self) -> list[Path]:
         return [d for d in (self.memory_dir, self.pids_dir) if d is not None]
@@ -122,14 +144,24 @@ class CgroupV1Sandbox:
 
     def probe(self) -> V1Probe:
         """Probe of the memory cgroup."""
-        return V1Probe(self.memory_dir)
+        return V1Probe(self.memory_dir, self.pids_dir)
 
     def kill_all(self, signal_number: int) -> int:
         """Signal every process of the run."""
         return common.signal_all(self._dirs(), signal_number)
 
+    def cgroup_dirs(self) -> list[Path]:
+        """The memory and pids cgroups of the run."""
+        return self._dirs()
+
+    def stop(self, group: int | None = None) -> StopReport:
+        """Kill until the cgroups are empty. Not frozen first: the v1 freezer took 0.74 s to
+        freeze a 2,700-process fork storm (Linux 6.18) while the SIGKILL loop empties it in
+        0.17 s; a killed process cannot fork, so the loop catches up with any storm."""
+        return common.stop_cgroups(self._dirs(), freeze=None, group=group)
+
     def teardown(self) -> list[str]:
-        """Kill what is left, then remove both cgroups."""
+        """Kill what is left, then remove every cgroup of the run."""
         problems = common.kill_until_empty(self._dirs())
         for directory in self._dirs():
             with contextlib.suppress(FileNotFoundError):

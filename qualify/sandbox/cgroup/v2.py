@@ -16,7 +16,7 @@ from pathlib import Path
 
 from qualify.errors import SandboxError
 from qualify.plan.limits import Limits
-from qualify.sandbox.base import SandboxInfo
+from qualify.sandbox.base import SandboxInfo, StopReport
 from qualify.sandbox.cgroup import common
 from qualify.sandbox.cgroup.fs import (
     OpenFiles,
@@ -78,6 +78,14 @@ class V2Probe:
     def pids(self) -> list[int]:
         """cgroup.procs, opened afresh (a re-read open file may return a stale pid list)."""
         return common.procs_of([self.directory])
+
+    def limit_hits(self) -> int | None:
+        """``max`` of memory.events: times usage was about to go over memory.max."""
+        return parse_flat_keyed(self.files.read("memory.events")).get("max")
+
+    def pids_refused(self) -> int | None:
+        """``max`` of pids.events: forks the pids limit refused (hierarchical)."""
+        return parse_flat_keyed(self.files.read("pids.events")).get("max")
 
     def close(self) -> None:
         """Release the descriptors held open."""
@@ -183,6 +191,18 @@ class CgroupV2Sandbox:
     def kill_all(self, signal_number: int) -> int:
         """Signal every process of the run."""
         return common.signal_all([self.directory], signal_number)
+
+    def cgroup_dirs(self) -> list[Path]:
+        """The run's cgroup."""
+        return [self.directory]
+
+    def stop(self, group: int | None = None) -> StopReport:
+        """cgroup.kill (Linux 5.14: atomic, forks in flight included), then wait until empty;
+        where it is missing, freeze (cgroup.freeze, Linux 5.2) so nothing forks during the
+        SIGKILL loop."""
+        kill = self.directory / "cgroup.kill"
+        freeze = None if kill.exists() else (self.directory / "cgroup.freeze", "1", "0")
+        return common.stop_cgroups([self.directory], freeze=freeze, kill_file=kill, group=group)
 
     def teardown(self) -> list[str]:
         """cgroup.kill (or a SIGKILL loop), then rmdir."""

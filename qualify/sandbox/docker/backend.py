@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,8 +22,8 @@ from typing import Any
 from qualify.errors import SandboxError, UsageError
 from qualify.plan.docker import DockerOptions, device_requests, host_gpu_count
 from qualify.plan.limits import Limits, expected_in_effect, limit_mismatches
-from qualify.sandbox.base import SandboxInfo
-from qualify.sandbox.cgroup.common import remove_dir
+from qualify.sandbox.base import SandboxInfo, StopReport
+from qualify.sandbox.cgroup.common import KILLED_LISTED, comm_of, remove_dir
 from qualify.sandbox.cgroup.layout import current_layout
 from qualify.sandbox.cgroup.v1 import V1Probe
 from qualify.sandbox.docker.child import ContainerChild, DockerProbe, cgroup_read_back
@@ -335,6 +336,25 @@ class DockerSandbox:
         except Exception:
             return 0  # not running any more
         return 1
+
+    def cgroup_dirs(self) -> list[Path]:
+        """None: the engine owns the container's cgroup (qualify's parent cgroup, when it made
+        one, is removed by qualify)."""
+        return []
+
+    def stop(self, group: int | None = None) -> StopReport:
+        """SIGKILL the container (the engine kills every process of it) and wait for its end;
+        the container and its counters stay until ``teardown``."""
+        pids = self._probe.pids() if self.container is not None else []
+        killed = tuple((pid, comm_of(pid)) for pid in pids[:KILLED_LISTED])
+        problems: list[str] = []
+        if self.container is not None and self.child is not None and self.child.poll() is None:
+            self.kill_all(signal.SIGKILL)
+            try:
+                self.child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                problems.append(f"container {self.container.id[:12]} did not end within 10s")
+        return StopReport(killed=killed, killed_count=len(pids), problems=tuple(problems))
 
     def teardown(self) -> list[str]:
         """Remove the container (force: kills it first); never raises."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import threading
 from pathlib import Path
 from typing import IO, Any
@@ -120,6 +121,19 @@ class ContainerChild:
             pump.join(timeout=2)
         return []
 
+    @property
+    def signal(self) -> str | None:
+        """The signal that ended the E2E: docker-init (``--init``, tini) exits with 128 + the
+        number of the signal that killed its child, as a shell does; the engine's own SIGKILL
+        (``docker kill``, an OOM kill) reads the same way."""
+        code = self.returncode
+        if code is None or code <= 128:
+            return None
+        try:
+            return signal.Signals(code - 128).name
+        except ValueError:
+            return f"signal {code - 128}"
+
     def oom_notes(self, probe: DockerProbe) -> list[str]:
         """Each OOM signal separately, for the audit."""
         counter = probe.last_oom_kills
@@ -183,6 +197,14 @@ class DockerProbe:
     def pids(self) -> list[int]:
         """Host pids of the container's processes."""
         return self.inner.pids() if self.inner else []
+
+    def limit_hits(self) -> int | None:
+        """How often the container's usage reached its cap."""
+        return self.inner.limit_hits() if self.inner else None
+
+    def pids_refused(self) -> int | None:
+        """Forks the container's pids limit refused."""
+        return self.inner.pids_refused() if self.inner else None
 
     def close(self) -> None:
         """Release descriptors."""

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from pathlib import Path
 
 import psutil
 
 from qualify.plan.limits import Limits
-from qualify.sandbox.base import SandboxInfo
+from qualify.sandbox.base import SandboxInfo, StopReport
 
 
 class TreeProbe:
@@ -52,6 +53,14 @@ class TreeProbe:
     def memory_breakdown(self) -> dict[str, int]:
         """Not available per tree."""
         return {}
+
+    def limit_hits(self) -> int | None:
+        """No cap."""
+        return None
+
+    def pids_refused(self) -> int | None:
+        """No pids controller without a cgroup."""
+        return None
 
     def pids(self) -> list[int]:
         """Pids of the tree."""
@@ -100,6 +109,20 @@ class NoSandbox:
                 process.send_signal(signal_number)
                 sent += 1
         return sent
+
+    def cgroup_dirs(self) -> list[Path]:
+        """None: nothing is confined."""
+        return []
+
+    def stop(self, group: int | None = None) -> StopReport:
+        """SIGKILL the tree (what is left of it; a process that left it is not seen)."""
+        tree = self._probe._tree()
+        killed = []
+        for process in tree:
+            with contextlib.suppress(psutil.Error):
+                killed.append((process.pid, process.name()))
+                process.kill()
+        return StopReport(killed=tuple(killed[:50]), killed_count=len(killed))
 
     def teardown(self) -> list[str]:
         """SIGKILL whatever of the tree is left."""

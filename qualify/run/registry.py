@@ -1,0 +1,148 @@
+"""Runs in progress on this machine, so that the next run can clean up after a dead one.
+
+Each run writes ``<run-id>.json`` (its run directory and its cgroups) into the registry
+directory and holds an exclusive ``flock`` on it for as long as qualify lives. The kernel drops
+the lock when the process dies, however it dies: an entry whose lock can be taken belongs to a
+qualify that is gone. The next ``qualify run`` takes such entries over: it kills what is left
+in their cgroups (the watchdog normally did), removes the cgroups, and hands the run directory
+back to be completed.
+
+The directory is ``/run/qualify`` (root: a tmpfs, emptied at boot), else
+``$XDG_RUNTIME_DIR/qualify``, else ``<tmp>/qualify-<uid>``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from qualify.sandbox.cgroup.common import kill_until_empty, remove_dir
+
+
+def registry_dir() -> Path:
+    """Where this user's runs are registered (created on first use)."""
+    if os.geteuid() == 0:
+        base = Path("/run/qualify")
+    elif os.environ.get("XDG_RUNTIME_DIR"):
+        base = Path(os.environ["XDG_RUNTIME_DIR"]) / "qualify"
+    else:
+        base = Path(tempfile.gettempdir()) / f"qualify-{os.geteuid()}"
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return base
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """A registered run."""
+
+    run_id: str
+    run_dir: Path
+    cgroups: tuple[Path, ...]
+    pid: int
+
+
+class Registration:
+    """This process's entry, locked until ``release``."""
+
+    def __init__(self, directory: Path, entry: Entry):
+        self.path = directory / f"{entry.run_id}.json"
+        # Locked and written under a name takers do not look at, then renamed into place: a
+        # taker never sees an entry that is not locked yet.
+        staging = directory / f".{entry.run_id}.json.tmp"
+        self._fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        document = {
+            "run_id": entry.run_id,
+            "run_dir": str(entry.run_dir),
+            "cgroups": [str(path) for path in entry.cgroups],
+            "pid": entry.pid,
+        }
+        os.write(self._fd, json.dumps(document).encode())
+        os.rename(staging, self.path)
+
+    def release(self) -> None:
+        """The run ended normally: remove the entry, then drop the lock."""
+        if self._fd < 0:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        os.close(self._fd)
+        self._fd = -1
+
+
+def register(run_id: str, run_dir: Path, cgroups: Sequence[Path]) -> Registration | None:
+    """Register this run; None when there is nowhere to (the run goes on unregistered)."""
+    try:
+        return Registration(registry_dir(), Entry(run_id, run_dir, tuple(cgroups), os.getpid()))
+    except OSError:
+        return None
+
+
+def _entry(document: Any) -> Entry | None:
+    try:
+        return Entry(
+            run_id=str(document["run_id"]),
+            run_dir=Path(document["run_dir"]),
+            cgroups=tuple(Path(path) for path in document["cgroups"]),
+            pid=int(document["pid"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Abandoned:
+    """A run whose qualify died, taken over and cleaned up."""
+
+    entry: Entry
+    problems: tuple[str, ...]
+
+
+def _take_over(path: Path) -> Abandoned | None:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                return None  # its qualify is alive
+            raise
+        try:
+            entry = _entry(json.loads(os.pread(fd, 1 << 20, 0) or b"{}"))
+        except ValueError:
+            entry = None
+        path.unlink()
+    finally:
+        os.close(fd)
+    if entry is None:
+        return None
+    problems = kill_until_empty(list(entry.cgroups))
+    for directory in entry.cgroups:
+        problems += remove_dir(directory)
+    return Abandoned(entry, tuple(problems))
+
+
+def take_over_dead_runs() -> list[Abandoned]:
+    """Every registered run whose qualify is gone, its processes killed and cgroups removed."""
+    try:
+        directory = registry_dir()
+    except OSError:
+        return []
+    found = []
+    for path in sorted(directory.glob("*.json")):
+        with contextlib.suppress(OSError):
+            abandoned = _take_over(path)
+            if abandoned is not None:
+                found.append(abandoned)
+    return found

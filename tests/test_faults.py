@@ -1,0 +1,517 @@
+"""A verdict that holds under faults, each produced for real: a real cgroup, real processes,
+real signals, a real full disk. After every run nothing of it is left: no process in its
+cgroups, no qualify-* cgroup, no registry entry."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lxml import etree
+
+from qualify.plan.families import content_hash
+from qualify.run.processes import start_time
+from qualify.run.registry import registry_dir
+from qualify.sandbox.cgroup.layout import current_layout
+from tests.conftest import Completed, RunQualify, git, qualify_argv
+
+pytestmark = [pytest.mark.privileged, pytest.mark.slow]
+MIB = 2**20
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = etree.XMLSchema(etree.parse(str(ROOT / "tests" / "data" / "schemas" / "junit-10.xsd")))
+
+
+def family_repo(root: Path, name: str, toml: str, files: dict[str, str]) -> Path:
+    """A git repository holding one family ``name``, committed."""
+    family = root / "families" / name
+    family.mkdir(parents=True)
+    (family / "family.toml").write_text(f'name = "{name}"\n' + textwrap.dedent(toml))
+    for relative, text in files.items():
+        (family / relative).write_text(textwrap.dedent(text))
+    (family / "pytest.ini").write_text("[pytest]\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", name)
+    return root
+
+
+def _cgroup_dirs_named(name: str) -> list[Path]:
+    found = []
+    for top in Path("/sys/fs/cgroup").iterdir():
+        for directory, subdirs, _ in os.walk(top):
+            if Path(directory).name == name:
+                found.append(Path(directory))
+            if directory.count("/") > 8:
+                subdirs.clear()
+    return found
+
+
+def _processes_in(name: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if f"/{name}" in (entry / "cgroup").read_text():
+                    pids.append(int(entry.name))
+    return pids
+
+
+def assert_nothing_left(run_id: str, within_s: float = 1.0) -> None:
+    """Within a second of qualify's exit: no process in the run's cgroups, none of its
+    cgroups, no registry entry (after a fork storm the kernel may still be tearing processes
+    down when the reports are written, and the run's watchdog removes the emptied cgroups)."""
+    name = f"qualify-{run_id}"
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline and (_processes_in(name) or _cgroup_dirs_named(name)):
+        time.sleep(0.05)
+    assert _processes_in(name) == []
+    assert _cgroup_dirs_named(name) == []
+    assert not (registry_dir() / f"{run_id}.json").exists()
+
+
+def assert_reports(completed: Completed) -> tuple[dict[str, Any], etree._Element]:
+    """The audit (its schema is checked by the suite's fixture) and the valid JUnit."""
+    assert completed.run_dir is not None, completed.stdout + completed.stderr
+    audit = completed.audit()
+    junit = etree.parse(str(completed.run_dir / "junit.xml"))
+    SCHEMA.assertValid(junit)
+    assert_nothing_left(audit["run_id"])
+    return audit, junit.getroot()
+
+
+def _case(junit: etree._Element, name: str) -> etree._Element:
+    (found,) = [case for case in junit.iter("testcase") if case.get("name") == name]
+    return found
+
+
+def test_e2e_that_exits_0_inside_a_test_is_failed(tmp_path: Path, run_qualify: RunQualify) -> None:
+    repo = family_repo(
+        tmp_path / "repo",
+        "early",
+        """
+        [e2e]
+        command = ["python", "-m", "pytest", "test_early.py", "-q", "-p", "no:randomly"]
+        """,
+        {
+            "test_early.py": """
+            import os
+
+            def test_first():
+                pass
+
+            def test_leaves():
+                os._exit(0)
+
+            def test_never():
+                pass
+            """
+        },
+    )
+    completed = run_qualify("run", "--family", "early", "--repo", str(repo), "--mem", "512M")
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    audit, junit = assert_reports(completed)
+    assert audit["verdict"] == "FAILED"
+    assert audit["exit"] == {
+        "code": 0,
+        "signal": None,
+        "pid": audit["exit"]["pid"],
+        "timed_out": False,
+    }
+    reason = audit["reason"]
+    assert "test_early.py::test_leaves was running (call)" in reason
+    assert "the session never finished" in reason
+    assert "1 of 3 collected test(s) never ran" in reason
+    assert audit["tests"]["running_at_end"] == "test_early.py::test_leaves"
+    assert _case(junit, "test_first").find("error") is None
+    assert _case(junit, "test_leaves").find("error") is not None
+    assert "not run" in _case(junit, "test_never").find("skipped").get("message")
+
+
+STORM = """
+import subprocess, time
+subprocess.Popen(["bash", "-c", "bomb() { bomb | bomb & }; bomb"])
+time.sleep(1.0)
+chunks = []
+while True:
+    chunks.append(bytearray(b"x" * (16 << 20)))
+"""
+
+
+def test_fork_and_memory_storm_is_judged_from_the_cgroup(
+    tmp_path: Path, run_qualify: RunQualify
+) -> None:
+    repo = family_repo(
+        tmp_path / "repo",
+        "storm",
+        """
+        [e2e]
+        command = ["python", "storm.py"]
+        timeout = "60s"
+        """,
+        {"storm.py": STORM},
+    )
+    started = time.monotonic()
+    completed = run_qualify("run", "--family", "storm", "--repo", str(repo), "--mem", "512M")
+    wall = time.monotonic() - started
+    assert completed.returncode == 3, completed.stdout + completed.stderr
+    audit, _ = assert_reports(completed)
+    assert audit["verdict"] == "OOM_KILLED"
+    assert audit["reason"].startswith("the memory cap was hit")
+    assert audit["oom"]["kills"] >= 1
+    assert audit["memory"]["peak_bytes"] >= 0.98 * 512 * MIB
+    assert audit["exit"]["signal"] == "SIGKILL"
+    assert audit["processes"]["pids_refused"] > 0
+    assert "the pids limit (4096) refused" in audit["reason"]
+    assert audit["processes"]["killed_at_end_count"] > 100  # the storm outlived its root
+    assert audit["monitor"]["samples"] >= 5
+    assert (completed.run_dir / "timeline.jsonl").read_text().count("\n") >= 5
+    assert wall < 20, f"{wall:.1f}s: teardown waited on something"
+
+
+def _events(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "events.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [json.loads(line) for line in lines if line.endswith("}")]
+
+
+@contextlib.contextmanager
+def _started(argv: list[str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
+    process = subprocess.Popen(
+        argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+
+
+def _wait_for(predicate: Any, timeout_s: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(0.02)
+    raise AssertionError(f"{what} did not happen within {timeout_s}s")
+
+
+def test_e2e_dies_with_qualify_and_the_next_run_completes_its_reports(tmp_path: Path) -> None:
+    repo = family_repo(
+        tmp_path / "repo",
+        "sleeper",
+        """
+        [e2e]
+        command = ["python", "-m", "pytest", "test_sleeper.py", "-q", "-p", "no:randomly"]
+        """,
+        {
+            "test_sleeper.py": """
+            import subprocess, time
+
+            def test_quick():
+                pass
+
+            def test_sleeps():
+                subprocess.Popen(["sleep", "300"])  # a child of the E2E, too
+                time.sleep(300)
+
+            def test_never():
+                pass
+            """
+        },
+    )
+    argv = qualify_argv("run", "--family", "sleeper", "--repo", str(repo), "--mem", "512M")
+    with _started(argv, tmp_path) as qualify:
+        run_dir = _wait_for(
+            lambda: next(iter(tmp_path.glob("reports/*/sleeper/*/*/")), None), 30, "run dir"
+        )
+        running = _wait_for(
+            lambda: [
+                e for e in _events(run_dir)
+                if e.get("event") == "test_phase" and e.get("nodeid", "").endswith("test_sleeps")
+                and e.get("state") == "start" and e.get("when") == "call"
+            ],
+            60,
+            "test_sleeps",
+        )  # fmt: skip
+        e2e_pid = running[0]["pid"]
+        qualify.kill()
+        killed_at = time.monotonic()
+        qualify.wait()
+        run_id = run_dir.name
+        _wait_for(lambda: not _processes_in(f"qualify-{run_id}"), 1.0, "the E2E's end")
+        gone_after = time.monotonic() - killed_at
+    assert gone_after < 1.0
+    assert start_time(e2e_pid) is None  # gone, or a zombie its new parent has yet to reap
+    # The next run on the machine takes the dead one over.
+    other = family_repo(
+        tmp_path / "other",
+        "quick",
+        """
+        [e2e]
+        command = ["python", "-m", "pytest", "test_quick.py", "-q"]
+        """,
+        {"test_quick.py": "def test_ok():\n    pass\n"},
+    )
+    next_run = subprocess.run(
+        qualify_argv("run", "--family", "quick", "--repo", str(other), "--mem", "256M"),
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert next_run.returncode == 0, next_run.stdout + next_run.stderr
+    assert f"completed the reports of a dead run: {run_dir}" in next_run.stderr.replace(
+        str(run_dir) + "/", str(run_dir)
+    )
+    assert_nothing_left(run_id)
+    audit = json.loads((run_dir / "audit.json").read_text())
+    assert audit["verdict"] == "ERROR"
+    assert "qualify was killed during test test_sleeper.py::test_sleeps (call)" in audit["reason"]
+    assert audit["tests"]["running_at_end"] == "test_sleeper.py::test_sleeps"
+    assert (audit["tests"]["passed"], audit["tests"]["not_run"]) == (1, 1)
+    junit = etree.parse(str(run_dir / "junit.xml"))
+    SCHEMA.assertValid(junit)
+    error = _case(junit.getroot(), "test_sleeps").find("error")
+    assert error is not None and "qualify was killed" in error.get("message")
+
+
+LOUD = """
+import sys
+chunk = "x" * 65535 + "\\n"
+for _ in range(160):  # 10 MiB
+    sys.stdout.write(chunk)
+"""
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 1536 KiB tmpfs: room for the first MiB of a log, not for its last."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1536k", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_disk_filling_during_the_run_is_error(
+    tmp_path: Path, small_disk: Path, run_qualify: RunQualify
+) -> None:
+    repo = family_repo(
+        tmp_path / "repo", "loud", '[e2e]\ncommand = ["python", "loud.py"]\ntimeout = "60s"\n',
+        {"loud.py": LOUD},
+    )  # fmt: skip
+    started = time.monotonic()
+    completed = run_qualify(
+        "run", "--family", "loud", "--repo", str(repo), "--mem", "256M", "--out", str(small_disk)
+    )
+    assert time.monotonic() - started < 30  # the E2E never blocked on its pipe
+    assert completed.returncode == 4, completed.stdout + completed.stderr
+    assert "Traceback" not in completed.stderr
+    audit_path = next(small_disk.glob("*/loud/*/*/audit.json"))
+    audit = json.loads(audit_path.read_text())
+    assert audit["verdict"] == "ERROR"
+    assert "No space left on device" in audit["reason"]
+    assert audit["logs"]["stdout"]["bytes_total"] == 160 * 65536  # drained, all of it
+    SCHEMA.assertValid(etree.parse(str(audit_path.with_name("junit.xml"))))
+    assert_nothing_left(audit["run_id"])
+
+
+def test_disk_full_from_the_start_is_one_line(tmp_path: Path, run_qualify: RunQualify) -> None:
+    mount = tmp_path / "full"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(mount)], check=True)
+    try:
+        repo = family_repo(
+            tmp_path / "repo", "loud", '[e2e]\ncommand = ["python", "loud.py"]\n', {"loud.py": LOUD}
+        )
+        completed = run_qualify(
+            "run", "--family", "loud", "--repo", str(repo), "--mem", "256M", "--out", str(mount)
+        )
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+    assert completed.returncode == 4, completed.stdout + completed.stderr
+    assert completed.stderr.count("\n") == 1 and "No space left on device" in completed.stderr
+
+
+ESCAPE = """
+import os, time
+
+def test_escape():
+    for line in open("/proc/self/cgroup"):
+        hierarchy, controllers, path = line.strip().split(":", 2)
+        if "memory" in controllers.split(","):
+            parent = "/sys/fs/cgroup/memory" + os.path.dirname(path)
+    with open(os.path.join(parent, "cgroup.procs"), "w") as procs:
+        procs.write(str(os.getpid()))
+    held = bytearray(b"x" * (512 << 20))  # twice the cap, outside it
+    time.sleep(30)
+"""
+
+
+def test_a_process_that_leaves_its_cgroup_is_error_and_killed(
+    tmp_path: Path, run_qualify: RunQualify
+) -> None:
+    if current_layout().version != 1:
+        pytest.skip("the escaping test writes a v1 memory cgroup's parent")
+    repo = family_repo(
+        tmp_path / "repo",
+        "escape",
+        '[e2e]\ncommand = ["python", "-m", "pytest", "test_escape.py", "-q"]\ntimeout = "60s"\n',
+        {"test_escape.py": ESCAPE},
+    )
+    started = time.monotonic()
+    completed = run_qualify("run", "--family", "escape", "--repo", str(repo), "--mem", "256M")
+    assert time.monotonic() - started < 25
+    assert completed.returncode == 4, completed.stdout + completed.stderr
+    audit, junit = assert_reports(completed)
+    assert audit["verdict"] == "ERROR"
+    (escaped,) = audit["processes"]["escaped"]
+    assert f"process {escaped['pid']} " in audit["reason"]
+    assert "left the run's cgroup" in audit["reason"] and "it was killed" in audit["reason"]
+    assert not escaped["cgroup"].endswith(audit["sandbox"]["cgroup"])
+    assert start_time(escaped["pid"]) is None
+    assert _case(junit, "test_escape").find("error") is not None
+
+
+CRASHED = "the E2E crashed: its root process died of {} (not a resource death)"
+
+
+@pytest.mark.parametrize(
+    ("command", "code", "signal_name", "reason"),
+    [
+        (
+            ["python", "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],
+            -11, "SIGSEGV", CRASHED.format("SIGSEGV"),
+        ),
+        (
+            ["python", "-c", "import os; os.abort()"],
+            -6, "SIGABRT", CRASHED.format("SIGABRT"),
+        ),
+        (["bash", "-c", "exit 137"], 137, None, "tests failed; the E2E exited with code 137"),
+    ],
+)  # fmt: skip
+def test_a_crash_or_a_plain_exit_137_is_not_a_resource_death(
+    tmp_path: Path,
+    run_qualify: RunQualify,
+    command: list[str],
+    code: int,
+    signal_name: str | None,
+    reason: str,
+) -> None:
+    repo = family_repo(tmp_path / "repo", "crash", f"[e2e]\ncommand = {json.dumps(command)}\n", {})
+    completed = run_qualify("run", "--family", "crash", "--repo", str(repo), "--mem", "256M")
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    audit, _ = assert_reports(completed)
+    assert audit["verdict"] == "FAILED"
+    assert (audit["exit"]["code"], audit["exit"]["signal"]) == (code, signal_name)
+    assert audit["reason"] == reason
+    assert audit["oom"]["kills"] == 0
+
+
+def test_a_cap_larger_than_the_host_is_accepted_and_said_to_not_bind(
+    repo: Path, run_qualify: RunQualify
+) -> None:
+    host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    cap = 2 * host
+    completed = run_qualify("run", "--family", "hog", "--repo", str(repo), "--mem", str(cap))
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    audit, _ = assert_reports(completed)
+    assert audit["limits"]["host_memory_bytes"] == host
+    assert audit["limits"]["cap_binds"] is False
+    assert audit["limits"]["in_effect"]["memory_bytes"] == cap
+
+
+def test_a_dirty_nested_repository_marks_the_tree_dirty(
+    repo: Path, tmp_path: Path, run_qualify: RunQualify
+) -> None:
+    nested = repo / "vendor" / "engine"
+    nested.mkdir(parents=True)
+    (nested / "kernel.py").write_text("VERSION = 1\n")
+    git(nested, "init", "-q", "-b", "main")
+    git(nested, "add", "-A")
+    git(nested, "commit", "-q", "-m", "engine")
+    git(repo, "add", "vendor/engine")  # a gitlink, as a vendored repository is committed
+    git(repo, "commit", "-q", "-m", "vendor the engine")
+    clean = run_qualify("run", "--family", "hog", "--repo", str(repo), "--mem", "512M")
+    assert clean.audit()["commit"]["dirty"] is False, clean.stdout + clean.stderr
+    (nested / "kernel.py").write_text("VERSION = 2\n")  # changed, not committed anywhere
+    dirty = run_qualify("run", "--family", "hog", "--repo", str(repo), "--mem", "512M")
+    commit = dirty.audit()["commit"]
+    assert commit["dirty"] is True
+    assert commit["dirty_nested"] == ["vendor/engine"]
+    assert commit["tree"] == commit["head_tree"]  # the outer tree alone did not change
+    assert commit["diff_sha256"] is not None
+
+
+def test_a_family_outside_the_repository_records_its_directory_and_hash(
+    repo: Path, tmp_path: Path, run_qualify: RunQualify
+) -> None:
+    outside = tmp_path / "elsewhere"
+    (outside / "hog").mkdir(parents=True)
+    for path in (repo / "families" / "hog").iterdir():
+        (outside / "hog" / path.name).write_bytes(path.read_bytes())
+    first = run_qualify(
+        "run", "--family", "hog", "--repo", str(repo), "--mem", "512M",
+        "--families-dir", str(outside),
+    )  # fmt: skip
+    family = first.audit()["family"]
+    assert family["directory"] == str(outside / "hog")
+    assert family["outside_repo"] is True
+    assert family["content_sha256"] == content_hash(outside / "hog")
+    (outside / "hog" / "test_hog.py").write_text("def test_x():\n    pass\n")
+    second = run_qualify(
+        "run", "--family", "hog", "--repo", str(repo), "--mem", "512M",
+        "--families-dir", str(outside),
+    )  # fmt: skip
+    assert second.audit()["family"]["content_sha256"] != family["content_sha256"]
+    inside = run_qualify("run", "--family", "hog", "--repo", str(repo), "--mem", "512M")
+    assert inside.audit()["family"]["outside_repo"] is False
+    assert inside.audit()["family"]["directory"] == "families/hog"
+
+
+FORGER = """
+import os
+
+def pytest_sessionfinish(session, exitstatus):
+    # After pytest wrote its JUnit (trylast below): a plugin that rewrites it all-green.
+    path = session.config.option.xmlpath
+    if path and os.path.exists(path):
+        text = open(path).read()
+        start = text.find("<failure")
+        if start >= 0:
+            end = text.find("</failure>", start) + len("</failure>")
+            text = text[:start] + text[end:]
+            text = text.replace('failures="1"', 'failures="0"')
+        open(path, "w").write(text)
+
+pytest_sessionfinish.trylast = True
+"""
+
+
+def test_events_win_over_a_junit_that_disagrees(tmp_path: Path, run_qualify: RunQualify) -> None:
+    repo = family_repo(
+        tmp_path / "repo",
+        "forged",
+        '[e2e]\ncommand = ["python", "-m", "pytest", "test_forged.py", "-q"]\n',
+        {
+            "conftest.py": FORGER,
+            "test_forged.py": "def test_ok():\n    pass\n\ndef test_bad():\n    assert 1 == 2\n",
+        },
+    )
+    completed = run_qualify("run", "--family", "forged", "--repo", str(repo), "--mem", "256M")
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    audit, junit = assert_reports(completed)
+    assert audit["verdict"] == "FAILED"
+    assert audit["tests"]["junit_disagreements"] == [
+        "test_forged::test_bad: JUnit says passed, the events say failed"
+    ]
+    assert _case(junit, "test_bad").find("failure") is not None  # the events' account
