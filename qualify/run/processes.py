@@ -161,14 +161,17 @@ class ProcessReader(threading.Thread):
         """One pass: membership, escapes, RSS (time-bounded), the top processes."""
         inside = self._pids()
         current = set(inside)
+        deadline = time.monotonic() + self.budget_s
         for pid in inside:
+            if time.monotonic() > deadline:
+                break  # a storm of new processes: the next round takes the rest
             if pid not in self._members:
                 started = start_time(pid)
                 if started is not None:
                     self._members[pid] = started
         if self.cgroup is not None:
             self._look_for_escapes(current)
-        self._read_rss(inside)
+        self._read_rss(inside, current)
         top = sorted(
             (pid for pid in self._rss if pid in current), key=self._rss.__getitem__, reverse=True
         )[:TOP_PROCESSES]
@@ -176,18 +179,17 @@ class ProcessReader(threading.Thread):
             ProcessSample(pid, name_of(pid), self._rss[pid], cmdline_of(pid)) for pid in top
         )
 
-    def _read_rss(self, inside: list[int]) -> None:
+    def _read_rss(self, inside: list[int], current: set[int]) -> None:
         deadline = time.monotonic() + self.budget_s
-        self._rss = {pid: rss for pid, rss in self._rss.items() if pid in set(inside)}
-        count = len(inside)
-        for step in range(count):
-            if time.monotonic() > deadline:
-                break
-            pid = inside[(self._cursor + step) % count]
+        self._rss = {pid: rss for pid, rss in self._rss.items() if pid in current}
+        count, read = len(inside), 0
+        while read < count and time.monotonic() <= deadline:
+            pid = inside[(self._cursor + read) % count]
             rss = rss_bytes(pid)
             if rss is not None:
                 self._rss[pid] = rss
-        self._cursor = (self._cursor + max(1, count)) % max(1, count)
+            read += 1
+        self._cursor = (self._cursor + read) % count if count else 0
 
     def _descendants(self) -> set[int]:
         """The E2E's process tree and the orphans qualify adopted as subreaper: its children
@@ -204,7 +206,8 @@ class ProcessReader(threading.Thread):
                 self.adopted.add(pid)
                 roots.append(pid)
         found: set[int] = set()
-        while roots:
+        deadline = time.monotonic() + self.budget_s
+        while roots and time.monotonic() <= deadline:  # a storm's tree: the rest next round
             pid = roots.pop()
             if pid in found:
                 continue
@@ -228,7 +231,8 @@ class ProcessReader(threading.Thread):
         for pid in candidates:
             started = start_time(pid)
             if started is None:
-                continue  # gone (or a zombie's stat vanished): not an escape
+                self._members.pop(pid, None)  # gone, dying or a zombie: not an escape
+                continue
             if pid in self._members and self._members[pid] != started:
                 continue  # the pid was reused by an unrelated process
             key = (pid, started)
