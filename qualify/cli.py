@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness import contract
 from qualify import __version__
 from qualify.sandbox import CHOICES as BACKENDS
 from qualify.verdict import EXIT_USAGE
+
+if TYPE_CHECKING:
+    from qualify.publish.bundle import SecretSources
 
 
 class _Parser(argparse.ArgumentParser):
@@ -19,6 +25,39 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(EXIT_USAGE)
+
+
+def _directory(text: str) -> Path:
+    """An output directory: '' is not valid (``Path('')`` would silently be the current one)."""
+    if not text:
+        raise argparse.ArgumentTypeError(
+            "'' is not valid (valid: a directory path; '.' for the current directory)"
+        )
+    return Path(text)
+
+
+def _count(text: str) -> int:
+    """A whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not valid (valid: a whole number >= 0)")
+    return value
+
+
+def _nats(text: str) -> float:
+    """A finite number of nats >= 0 (not nan, not inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not valid (valid: a finite number of nats >= 0)"
+        )
+    return value
 
 
 def _run_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -33,7 +72,7 @@ def _run_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         default=[],
         help="where families live (repeatable; default: the repo's families/ and qualify's)",
     )
-    run.add_argument("--out", type=Path, default=Path("reports"), help="output root")
+    run.add_argument("--out", type=_directory, default=Path("reports"), help="output root")
     run.add_argument("--timeout", help="E2E timeout (default: the family's)")
     run.add_argument("--backend", default="auto", choices=BACKENDS)
     run.add_argument("--repo", type=Path, help="the repo whose head is qualified (default: .)")
@@ -60,6 +99,7 @@ def _run_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         default="public",
         help="sanitized bundle in public/: public (no raw logs) or internal (logs, no secrets)",
     )
+    _secret_options(run)
     run.add_argument(
         "--junit-flavour",
         choices=("xunit2", "xunit1"),
@@ -98,9 +138,9 @@ def _compare_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         help=f"a run directory, its {contract.PARITY} (both sides), or the native side",
     )
     compare.add_argument("reference", type=Path, nargs="?", help="the reference side")
-    compare.add_argument("--min-exact", type=int, help="cases that must match exactly")
-    compare.add_argument("--near-tie-nats", type=float, help="near-tie threshold in nats")
-    compare.add_argument("--tie-nats", type=float, help="tie threshold (float rounding) in nats")
+    compare.add_argument("--min-exact", type=_count, help="cases that must match exactly")
+    compare.add_argument("--near-tie-nats", type=_nats, help="near-tie threshold in nats")
+    compare.add_argument("--tie-nats", type=_nats, help="tie threshold (float rounding) in nats")
     compare.add_argument("--count-near-ties", action="store_true", default=None)
     compare.add_argument("--format", dest="output_format", choices=("text", "json"), default="text")
 
@@ -114,6 +154,7 @@ def _report_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         default=None,
         help="step summary, annotations, outputs (default: when GITHUB_ACTIONS=true)",
     )
+    _secret_options(report)
 
 
 def _listing_parsers(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -125,6 +166,34 @@ def _listing_parsers(commands: argparse._SubParsersAction[_Parser]) -> None:
     families.add_argument("--repo", type=Path, help="repo whose families/ is searched (default: .)")
     families.add_argument(
         "--format", dest="output_format", choices=("text", "json"), default="text"
+    )
+
+
+def _env_name(text: str) -> str:
+    """An environment variable name (letters, digits, ``_``; not starting with a digit)."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not valid (valid: an environment variable name, [A-Za-z_][A-Za-z0-9_]*)"
+        )
+    return text
+
+
+def _secret_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--secret-env",
+        dest="secret_env",
+        action="append",
+        type=_env_name,
+        default=[],
+        metavar="NAME",
+        help="redact this environment variable's value too, whatever its name (repeatable)",
+    )
+    parser.add_argument(
+        "--secrets-file",
+        dest="secrets_file",
+        type=Path,
+        metavar="FILE",
+        help="more values to redact, one per line (for CI systems that mask their own)",
     )
 
 
@@ -145,6 +214,7 @@ def _publish_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         default=None,
         help="step summary, annotations, outputs (default: when GITHUB_ACTIONS=true)",
     )
+    _secret_options(publish)
 
 
 def _shard_parsers(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -155,10 +225,16 @@ def _shard_parsers(commands: argparse._SubParsersAction[_Parser]) -> None:
     matrix.add_argument("--repo", type=Path, help="repo whose families/ is searched (default: .)")
     merge = commands.add_parser("merge", help="merge run directories into one JUnit and index")
     merge.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="run dirs or trees")
-    merge.add_argument("--out", type=Path, help="default: reports/merged/<head-sha>/")
+    merge.add_argument("--out", type=_directory, help="default: reports/merged/<head-sha>/")
     merge.add_argument("--expect", metavar="FAMILY:PROFILE,...", help="shards that must exist")
     merge.add_argument("--matrix", type=Path, help="matrix JSON (qualify matrix) of the shards")
     merge.add_argument("--allow-mixed-heads", action="store_true")
+
+
+def _sources(args: argparse.Namespace) -> SecretSources:
+    from qualify.publish.bundle import SecretSources
+
+    return SecretSources(tuple(args.secret_env), args.secrets_file)
 
 
 def build_parser() -> _Parser:
@@ -214,11 +290,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 cuda_history=args.cuda_history,
                 junit_flavour=args.junit_flavour,
                 publish=args.publish,
+                secret_env=args.secret_env,
+                secrets_file=args.secrets_file,
             )
         )
     if args.command == "compare":
         from qualify.commands.compare import compare
-        from qualify.parity import ParityGate
 
         overrides = {
             key: value
@@ -233,13 +310,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return compare(
             native=args.native,
             reference=args.reference,
-            gate=ParityGate.from_table(overrides),
+            gate=overrides,
             output_format=args.output_format,
         )
     if args.command == "report":
         from qualify.commands.report import report
 
-        return report(run_dir=args.run_dir, github=args.github)
+        return report(run_dir=args.run_dir, github=args.github, sources=_sources(args))
     if args.command == "triage":
         from qualify.commands.triage import triage as triage_command
 
@@ -255,7 +332,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "publish":
         from qualify.commands.publish import publish
 
-        return publish(run_dir=args.run_dir, level=args.level, github=args.github)
+        return publish(
+            run_dir=args.run_dir, level=args.level, github=args.github, sources=_sources(args)
+        )
     if args.command == "families":
         from qualify.commands.families import families
 

@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
+import math
 import re
+from fractions import Fraction
 
 from qualify.errors import UsageError
 
@@ -13,6 +15,9 @@ _BINARY = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 _DECIMAL = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 _VALID_SIZES = "a positive size such as 512M, 48G, 48GiB (binary) or 48GB (decimal)"
+MAX_SIZE = 2**62 - 1
+"""The largest size: cgroup v1 reads a limit of 2**62 bytes or more as no limit at all, so a
+larger cap could not be enforced (and no memory, GPU or /dev/shm is that large)."""
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _DURATION_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
@@ -35,7 +40,17 @@ def parse_size(text: str, *, what: str = "size", allow_zero: bool = False) -> in
     multiplier = _multiplier(match.group(2)) if match else None
     if match is None or multiplier is None:
         raise UsageError(f"{what} {text!r} is not valid: expected {_VALID_SIZES}")
-    size = int(float(match.group(1)) * multiplier)
+    number = match.group(1)
+    # Exact (no float rounding), and no conversion of hundreds of digits to find them too many.
+    too_many_digits = len(number.partition(".")[0].lstrip("0")) > len(str(MAX_SIZE))
+    try:
+        size = None if too_many_digits else int(Fraction(number) * multiplier)
+    except ValueError:  # a fraction of thousands of digits
+        raise UsageError(f"{what} {text!r} is not valid: expected {_VALID_SIZES}") from None
+    if size is None or size > MAX_SIZE:
+        raise UsageError(
+            f"{what} {text!r} is not valid: too large (at most {MAX_SIZE} bytes, 4EiB - 1)"
+        )
     if size <= 0 and not allow_zero:
         raise UsageError(f"{what} {text!r} is not valid: expected {_VALID_SIZES}")
     return size
@@ -53,6 +68,11 @@ def parse_duration(text: str, *, what: str = "duration") -> float:
         )
     if seconds is None or seconds <= 0:
         raise UsageError(f"{what} {text!r} is not valid: expected {_VALID_DURATIONS}")
+    if not math.isfinite(seconds):  # more digits than a float holds: Infinity
+        raise UsageError(
+            f"{what} {text!r} is not valid: too long (expected a finite duration such as "
+            "90s, 10m or 1h30m)"
+        )
     return seconds
 
 

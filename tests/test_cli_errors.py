@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import io
+import os
+import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from qualify.plan.request import RunRequest
 from qualify.rundir.audit import Audit
 from tests.conftest import qualify_argv
+from tests.test_merge import make_run
+from tests.test_parity import corpus
 
 
 def tree_digest(root: Path) -> str:
@@ -120,3 +128,269 @@ def test_unknown_subcommand_is_usage_error(tmp_path: Path) -> None:
     result = run_cli(tmp_path, "frobnicate")
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+# -- absurd sizes and durations, non-finite numbers, outputs that cannot hold reports ----------
+
+HUGE = "1" + "0" * 399
+"""A 400-digit number: as bytes, past any cap; as seconds, Infinity to a float."""
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--mem", HUGE], f"--mem '{HUGE}' is not valid: too large"),
+        (["--mem", "4194304T"], "--mem '4194304T' is not valid: too large (at most"),
+        (["--gpu-mem", HUGE], f"--gpu-mem '{HUGE}' is not valid: too large"),
+        (["--gpu-mem", "99999999999999999999T"], "--gpu-mem '99999999999999999999T' is not valid"),
+        (["--timeout", HUGE], f"--timeout '{HUGE}' is not valid: too long"),
+        (["--timeout", f"{HUGE}ms"], f"--timeout '{HUGE}ms' is not valid: too long"),
+        (["--interval", HUGE], f"--interval '{HUGE}' is not valid: too long"),
+        (["--set", "hold_s=nan"], "--set option hold_s='nan' is not valid: expected a finite"),
+        (["--set", "hold_s=-inf"], "--set option hold_s='-inf' is not valid: expected a finite"),
+        (["--out", ""], "argument --out: '' is not valid (valid: a directory path"),
+        (["--out", "/proc"], "--out '/proc' is not valid: '/proc' is on a proc filesystem"),
+        (
+            ["--out", "/proc/self/reports"],
+            "--out '/proc/self/reports' is not valid: '/proc/self' is on a proc filesystem",
+        ),
+        (["--out", "/sys/reports"], "--out '/sys/reports' is not valid: '/sys' is on a sysfs"),
+    ],
+)
+def test_absurd_values_and_bad_outputs(
+    repo: Path, earlier_report: Path, args: list[str], expected: str
+) -> None:
+    cwd = earlier_report.parent
+    before, entries = tree_digest(earlier_report), sorted(cwd.iterdir())
+    result = run_cli(cwd, "run", "--repo", str(repo), "--family", "hog", *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert expected in lines[0]
+    assert "Traceback" not in result.stderr
+    assert tree_digest(earlier_report) == before
+    assert sorted(cwd.iterdir()) == entries  # no run directory anywhere (--out '' is cwd)
+
+
+def _regular_file(cwd: Path) -> str:
+    (cwd / "afile").write_text("keep me\n")
+    return "afile"
+
+
+def _under_a_file(cwd: Path) -> str:
+    (cwd / "afile").write_text("keep me\n")
+    return "afile/reports"
+
+
+def _dangling_link(cwd: Path) -> str:
+    (cwd / "gone").symlink_to(cwd / "nowhere")
+    return "gone"
+
+
+@pytest.mark.parametrize(
+    ("make_out", "expected"),
+    [
+        (_regular_file, "--out 'afile' is not valid: 'afile' is not a directory"),
+        (_under_a_file, "--out 'afile/reports' is not valid: 'afile' is not a directory"),
+        (_dangling_link, "--out 'gone' is not valid: 'gone' is a broken symbolic link"),
+    ],
+)
+def test_out_that_is_not_a_directory(
+    repo: Path, earlier_report: Path, make_out: Callable[[Path], str], expected: str
+) -> None:
+    cwd = earlier_report.parent
+    out = make_out(cwd)
+    before, entries = tree_digest(cwd / "reports"), sorted(cwd.iterdir())
+    result = run_cli(cwd, "run", "--repo", str(repo), "--family", "hog", "--out", out)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert expected in result.stderr and "Traceback" not in result.stderr
+    assert tree_digest(cwd / "reports") == before and sorted(cwd.iterdir()) == entries
+    if (cwd / "afile").exists():
+        assert (cwd / "afile").read_text() == "keep me\n"
+
+
+def _can_mount_read_only(directory: Path) -> bool:
+    """True when a private mount namespace can mount a read-only tmpfs here (root, unshare)."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", 'mount -t tmpfs -o ro tmpfs "$0"', str(directory)],
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    return probe.returncode == 0
+
+
+def test_out_on_a_read_only_filesystem(repo: Path, earlier_report: Path) -> None:
+    """Root may write a mode-0555 directory, not a read-only mount: mounted in a private mount
+    namespace, so nothing leaks when the test fails."""
+    cwd = earlier_report.parent
+    (cwd / "ro").mkdir()
+    if not _can_mount_read_only(cwd / "ro"):
+        pytest.skip("needs root and unshare to mount a read-only tmpfs")
+    before = tree_digest(earlier_report)
+    qualify = qualify_argv("run", "--repo", str(repo), "--family", "hog", "--out", "ro/reports")
+    mount_then_run = 'mount -t tmpfs -o ro tmpfs "$0" && exec "$@"'
+    result = subprocess.run(
+        ["unshare", "-m", "sh", "-c", mount_then_run, str(cwd / "ro"), *qualify],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "--out 'ro/reports' is not valid: 'ro' is on a read-only file system" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert tree_digest(earlier_report) == before and list((cwd / "ro").iterdir()) == []
+
+
+# -- family.toml: encoding, kind, NUL and '=' where the E2E's argv and environment come from ------
+
+
+def _edit(old: str, new: str) -> Callable[[Path], None]:
+    def edit(repo: Path) -> None:
+        path = repo / "families" / "hog" / "family.toml"
+        text = path.read_text()
+        assert old in text
+        path.write_text(text.replace(old, new, 1))
+
+    return edit
+
+
+def _not_utf8(repo: Path) -> None:
+    (repo / "families" / "hog" / "family.toml").write_bytes(b'name = "hog"\n# caf\xe9\n')
+
+
+def _a_directory(repo: Path) -> None:
+    path = repo / "families" / "hog" / "family.toml"
+    path.unlink()
+    path.mkdir()
+
+
+def _not_executable(repo: Path) -> None:
+    script = repo / "families" / "hog" / "test_hog.py"
+    _edit('["python", "-m", "pytest"', f'["{script}", "-m", "pytest"')(repo)
+
+
+OPTIONS = "[options]\n"
+ENV_AT = 'timeout = "5m"\n'
+
+
+@pytest.mark.parametrize(
+    ("break_family", "expected"),
+    [
+        (_not_utf8, "hog/family.toml: not UTF-8 (byte 0xe9 at offset 18"),
+        (_a_directory, "hog/family.toml is a directory, not a file"),
+        (_edit(OPTIONS, OPTIONS + '"a=b" = 1\n'), "option name 'a=b' must not contain '='"),
+        (_edit(OPTIONS, OPTIONS + '"a\\u0000b" = 1\n'), "option name 'a\\x00b' must not contain"),
+        (_edit(OPTIONS, OPTIONS + 'note = "x\\u0000y"\n'), "option note = 'x\\x00y' must not"),
+        (_edit(OPTIONS, OPTIONS + "ratio = nan\n"), "option ratio = nan must be a finite number"),
+        (_edit(OPTIONS, OPTIONS + "ratio = inf\n"), "option ratio = inf must be a finite number"),
+        (_edit(ENV_AT, ENV_AT + 'env = { "A=B" = "1" }\n'), "[e2e] env name 'A=B' must not"),
+        (_edit(ENV_AT, ENV_AT + 'env = { "A\\u0000" = "1" }\n'), "env name 'A\\x00' must not"),
+        (_edit(ENV_AT, ENV_AT + 'env = { A = "x\\u0000" }\n'), "[e2e] env A = 'x\\x00' must not"),
+        (
+            _edit('"-q"]', '"-q\\u0000x"]'),
+            "[e2e] command argument '-q\\x00x' must not contain a NUL byte",
+        ),
+        (_edit(ENV_AT, ENV_AT + 'workdir = "a\\u0000"\n'), "[e2e] workdir 'a\\x00' must not"),
+        (
+            _edit('["python", "-m", "pytest"', '["/nonexistent/qualify-e2e", "-m", "pytest"'),
+            "family command '/nonexistent/qualify-e2e' does not exist",
+        ),
+        (_not_executable, "/families/hog/test_hog.py' is not an executable file"),
+    ],
+)
+def test_family_toml_the_e2e_cannot_take(
+    repo: Path, earlier_report: Path, break_family: Callable[[Path], None], expected: str
+) -> None:
+    """Each of these used to end as an ERROR run (or a traceback): now bad input at planning."""
+    break_family(repo)
+    before = tree_digest(earlier_report)
+    result = run_cli(earlier_report.parent, "run", "--repo", str(repo), "--family", "hog")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert expected in result.stderr and "Traceback" not in result.stderr
+    assert tree_digest(earlier_report) == before
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("sets", ["hold_s=0.1\0"], "--set 'hold_s=0.1\\x00' is not valid: it contains a NUL"),
+        ("sets", ["hold\0_s=0.1"], "--set 'hold\\x00_s=0.1' is not valid: it contains a NUL"),
+        ("base_ref", "main\0", "--base-ref 'main\\x00' is not valid: it contains a NUL byte"),
+        ("out", Path("rep\0orts"), "--out 'rep\\x00orts' is not valid: it contains a NUL byte"),
+        ("command_line", ["qualify", "\0"], "argument '\\x00' is not valid: it contains a NUL"),
+    ],
+)
+def test_nul_in_the_request(
+    repo: Path, earlier_report: Path, field: str, value: object, expected: str
+) -> None:
+    """argv cannot hold a NUL byte; a caller of the API can, and gets the same one line."""
+    from qualify.commands.run import run
+
+    before = tree_digest(earlier_report)
+    request = RunRequest(family_name="hog", repo=repo, out=earlier_report, backend="none")
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = run(dataclasses.replace(request, **{field: value}), stdout=stdout, stderr=stderr)
+    assert code == 2, stdout.getvalue() + stderr.getvalue()
+    assert stderr.getvalue().count("\n") == 1 and expected in stderr.getvalue()
+    assert "\0" not in stderr.getvalue()
+    assert tree_digest(earlier_report) == before
+
+
+# -- compare and merge ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--min-exact", "-1"], "argument --min-exact: '-1' is not valid (valid: a whole number"),
+        (["--near-tie-nats", "nan"], "argument --near-tie-nats: 'nan' is not valid (valid: a"),
+        (["--near-tie-nats", "inf"], "argument --near-tie-nats: 'inf' is not valid"),
+        (["--near-tie-nats", "-0.5"], "argument --near-tie-nats: '-0.5' is not valid"),
+        (["--tie-nats", "nan"], "argument --tie-nats: 'nan' is not valid"),
+        (["--tie-nats", "0.9"], "tie_nats = 0.9 must not exceed near_tie_nats = 0.5"),
+    ],
+)
+def test_compare_bad_gate_flags(tmp_path: Path, args: list[str], expected: str) -> None:
+    parity = corpus(tmp_path, 2)
+    assert run_cli(tmp_path, "compare", str(parity)).returncode == 0  # the flag is what is bad
+    before = tree_digest(tmp_path)
+    result = run_cli(tmp_path, "compare", str(parity), *args)
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], result.stderr
+    assert lines[0].startswith("qualify compare: error: ") and "Traceback" not in result.stderr
+    assert tree_digest(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    ("make_out", "expected"),
+    [
+        (_regular_file, "--out 'afile' is not valid: 'afile' is not a directory"),
+        (_under_a_file, "--out 'afile/reports' is not valid: 'afile' is not a directory"),
+        (lambda cwd: "", "argument --out: '' is not valid"),
+        (lambda cwd: "/proc/merged", "--out '/proc/merged' is not valid: '/proc' is on a proc"),
+    ],
+)
+def test_merge_out_that_cannot_hold_the_merge(
+    tmp_path: Path, make_out: Callable[[Path], str], expected: str
+) -> None:
+    make_run(tmp_path / "in", "hog", "custom", "20260101T000000Z-abcdef")
+    out = make_out(tmp_path)
+    before, entries = tree_digest(tmp_path / "in"), sorted(tmp_path.iterdir())
+    result = run_cli(tmp_path, "merge", "in", "--out", out)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], result.stderr
+    assert lines[0].startswith("qualify merge: error: ") and "Traceback" not in result.stderr
+    assert tree_digest(tmp_path / "in") == before and sorted(tmp_path.iterdir()) == entries
+    if (tmp_path / "afile").exists():
+        assert (tmp_path / "afile").read_text() == "keep me\n"

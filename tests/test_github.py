@@ -15,8 +15,10 @@ import pytest
 import yaml
 
 from qualify.errors import UsageError
+from qualify.evidence.junit import JUnitCase
 from qualify.plan.commit import commit_info, github_commit, record_sha
 from qualify.publish.github import publish_github
+from qualify.publish.sanitize import Identities, Sanitizer
 from qualify.report.github import (
     Failure,
     annotation,
@@ -25,6 +27,7 @@ from qualify.report.github import (
     output_lines,
 )
 from qualify.report.github_summary import SUMMARY_LIMIT, render_summary
+from qualify.report.junit import render_junit
 from qualify.rundir import Audit, RunDir
 from tests.conftest import ROOT, git
 
@@ -142,8 +145,9 @@ def test_publish_once_per_run_directory(tmp_path: Path) -> None:
     (run_dir / "audit.json").write_bytes(Audit(verdict="ERROR", reason="x").to_bytes())
     environ = _pr_environ(tmp_path)
     first, second = io.StringIO(), io.StringIO()
-    assert publish_github(RunDir(run_dir), environ, first)
-    assert not publish_github(RunDir(run_dir), environ, second)
+    sanitizer = Sanitizer({}, Identities())
+    assert publish_github(RunDir(run_dir), environ, first, sanitizer).written
+    assert not publish_github(RunDir(run_dir), environ, second, sanitizer).written
     assert first.getvalue() == "::error title=qualify ERROR::x\n" and second.getvalue() == ""
     assert (tmp_path / "github_output").read_text().count("verdict<<") == 1
 
@@ -192,6 +196,7 @@ def test_example_workflow_step_end_to_end(repo: Path, tmp_path: Path) -> None:
     given = {key: _expand(str(value), {"matrix": matrix}) for key, value in uses["with"].items()}
     inputs = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
     inputs |= given | {"mem": "128M", "out": str(tmp_path / "reports")}
+    inputs["secret-env"] = "PLANTED_NOTE, OTHER_NOTE"  # names the action passes on, trimmed
     env = {key: _expand(str(value), {"inputs": inputs}) for key, value in run_step["env"].items()}
     environ = _pr_environ(tmp_path)
     environ["GITHUB_SHA"] = git(repo, "rev-parse", "HEAD")  # checkout gives the merge commit
@@ -207,6 +212,7 @@ def test_example_workflow_step_end_to_end(repo: Path, tmp_path: Path) -> None:
             **env,
             GITHUB_WORKSPACE=str(repo),
             PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+            PLANTED_NOTE="note-value-in-no-secret-shape",
         ),
         capture_output=True,
         text=True,
@@ -221,6 +227,8 @@ def test_example_workflow_step_end_to_end(repo: Path, tmp_path: Path) -> None:
     run_dir = Path(outputs["run-dir"])
     assert outputs["junit"] == str(run_dir / "public" / "junit.xml") and run_dir.is_dir()
     assert (run_dir / "report.html").is_file()
+    recorded = json.loads((run_dir / "sanitize-map.json").read_text())
+    assert recorded["secret_env"] == ["PLANTED_NOTE", "OTHER_NOTE"]
     audit = json.loads((run_dir / "audit.json").read_text())
     assert audit["commit"]["github"]["head"] == PR_HEAD
     assert audit["commit"]["github"]["merge"] == environ["GITHUB_SHA"]
@@ -237,3 +245,66 @@ def test_example_workflow_step_end_to_end(repo: Path, tmp_path: Path) -> None:
     summary = (tmp_path / "step_summary.md").read_text()
     assert summary.startswith("## qualify OOM_KILLED: hog (small)")
     assert "test_hog::test_alloc" in summary and "### Failures (1)" in summary
+
+
+# --- each channel scanned in its final bytes; withheld alone when a known secret survives
+
+NOTE = "opaque-" + "Vq7Lm2Xp9Rt4Wz8K"
+
+
+def _failing_run(tmp_path: Path) -> RunDir:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "audit.json").write_bytes(Audit(verdict="FAILED", reason="1 failed").to_bytes())
+    case = JUnitCase("t", "test_x", "failed", 0.1, f"got {NOTE}: 100%", f"E  {NOTE}\nmore")
+    (run_dir / "junit.xml").write_bytes(render_junit("fam", [case], {}, ""))
+    return RunDir(run_dir)
+
+
+def test_annotations_are_sanitized_before_they_are_escaped(tmp_path: Path) -> None:
+    run_dir = _failing_run(tmp_path)
+    stdout = io.StringIO()
+    sanitizer = Sanitizer({"NOTE_PASSWORD": NOTE}, Identities())
+    result = publish_github(run_dir, _pr_environ(tmp_path), stdout, sanitizer)
+    assert result.ok and result.written
+    assert stdout.getvalue() == (
+        "::error title=FAILED%3A t%3A%3Atest_x::got [REDACTED:known-secret]: 100%25\n"
+    )
+    summary = (tmp_path / "step_summary.md").read_text()
+    assert NOTE not in summary and "[REDACTED:known-secret]" in summary
+
+
+def test_a_channel_with_a_surviving_secret_is_withheld_alone(tmp_path: Path) -> None:
+    run_dir = _failing_run(tmp_path)
+    stdout = io.StringIO()
+    leaky = Sanitizer({"NOTE_PASSWORD": NOTE}, Identities(), disabled_rules=["known-secret"])
+    result = publish_github(run_dir, _pr_environ(tmp_path), stdout, leaky)
+    assert not result.ok and set(result.withheld) == {"annotations", "step summary"}
+    assert NOTE not in stdout.getvalue()
+    assert stdout.getvalue() == (
+        "::error title=qualify FAILED::annotations withheld: line 1: known-secret "
+        "(env NOTE_PASSWORD)\n"
+    )
+    summary = (tmp_path / "step_summary.md").read_text()
+    assert NOTE not in summary and "step summary withheld: " in summary
+    outputs = _parse_outputs((tmp_path / "github_output").read_text())
+    assert outputs["verdict"] == "FAILED"
+
+
+def test_qualify_report_sanitizes_what_it_publishes(tmp_path: Path) -> None:
+    import subprocess
+
+    run_dir = _failing_run(tmp_path)
+    environ = {**os.environ, **_pr_environ(tmp_path), "NOTE_PASSWORD": NOTE}
+    process = subprocess.run(
+        [sys.executable, "-m", "qualify", "report", str(run_dir.path)],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert process.returncode == 0, process.stderr
+    assert NOTE not in process.stdout + process.stderr
+    assert "::error title=FAILED%3A t%3A%3Atest_x::got [REDACTED:known-secret]" in process.stdout
+    assert NOTE not in (tmp_path / "step_summary.md").read_text()

@@ -70,3 +70,20 @@ def test_parse_duration_rejects(text: str) -> None:
 )
 def test_format_bytes(size: int | None, text: str) -> None:
     assert format_bytes(size) == text
+
+
+def test_parse_size_is_exact_without_float_rounding() -> None:
+    assert parse_size("9007199254740993") == 2**53 + 1  # a float rounds it to 2**53
+    assert parse_size("4194303.999999999T") == 4194303999999999 * 2**40 // 10**9
+
+
+@pytest.mark.parametrize("text", ["4194304T", "1" + "0" * 399, "1" * 5000 + "G"])
+def test_parse_size_rejects_sizes_past_any_cap(text: str) -> None:
+    with pytest.raises(UsageError, match=r"^--mem .* is not valid: too large \(at most 4611"):
+        parse_size(text, what="--mem")
+
+
+@pytest.mark.parametrize("text", ["1" + "0" * 399, "1" + "0" * 399 + "h"])
+def test_parse_duration_rejects_infinity(text: str) -> None:
+    with pytest.raises(UsageError, match="is not valid: too long"):
+        parse_duration(text, what="--timeout")

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from qualify.parity import CaseResult, ParityGate, ParityInputError, ParityReport, compare_files
+from qualify.parity import (
+    CaseResult,
+    ParityConfigError,
+    ParityGate,
+    ParityInputError,
+    ParityReport,
+    compare_files,
+)
 from qualify.parity.render import show_token
 from qualify.rundir import RunDir
 
@@ -19,14 +27,22 @@ def compare(
     *,
     native: Path,
     reference: Path | None,
-    gate: ParityGate,
+    gate: ParityGate | Mapping[str, object],
     output_format: str = "text",
     stdout: TextIO = sys.stdout,
     stderr: TextIO = sys.stderr,
 ) -> int:
-    """Compare and print the result; 0 when the gate passes, 1 when not, 2 on bad input."""
+    """Compare and print the result; 0 when the gate passes, 1 when not, 2 on bad input.
+
+    ``gate``: the gate, or the fields its flags set (``--min-exact``...), validated here: a bad
+    value or combination (a tie above the near-tie threshold) is bad input."""
     if output_format not in FORMATS:
         return _usage_error(stderr, f"--format {output_format!r} is not one of {FORMATS}")
+    if not isinstance(gate, ParityGate):
+        try:
+            gate = ParityGate.from_table(gate)
+        except ParityConfigError as exc:
+            return _usage_error(stderr, f"the parity gate is not valid: {exc}")
     if native.is_dir():  # a run directory: its recorded cases
         native = RunDir(native).parity_path
     try:

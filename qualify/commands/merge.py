@@ -22,6 +22,7 @@ from qualify.atomic import write_bytes_atomic, write_json_atomic
 from qualify.commands.matrix import split_names
 from qualify.errors import UsageError
 from qualify.evidence.junit import JUnitCase, read_junit
+from qualify.plan.output import check_output_dir
 from qualify.report.junit import render, testcase, testsuite
 from qualify.rundir import Audit, RunDir
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE, Verdict
@@ -30,6 +31,8 @@ MISSING = "MISSING"
 MERGED = "qualify merge"
 """Name of the merged document's ``<testsuites>``."""
 INDEX_SCHEMA_VERSION = 1
+DEFAULT_OUT = Path("reports") / "merged"
+"""Where merged records go without ``--out``: one directory per head below it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -223,6 +226,13 @@ def merge(
             raise UsageError(
                 f"no run directories ({contract.AUDIT}) under {', '.join(map(str, inputs))}"
             )
+        targets = {
+            head: (out or DEFAULT_OUT) / head if out is None or len(heads) > 1 else out
+            for head in heads
+        }
+        for target in targets.values():
+            what = "--out" if out is not None else "the default --out"
+            check_output_dir(out or DEFAULT_OUT, what, below=target)
     except UsageError as exc:
         stderr.write(f"qualify merge: error: {exc}\n")
         return EXIT_USAGE
@@ -232,9 +242,7 @@ def merge(
         present = {(shard.family, shard.profile) for shard in group}
         group += [_missing(f, p, head) for f, p in expected if (f, p) not in present]
         group.sort(key=lambda s: (s.family, s.profile))
-        target = (
-            (out or Path("reports") / "merged") / head if out is None or len(heads) > 1 else out
-        )
+        target = targets[head]
         worst = max(worst, _write(target, head, group, heads))
         for shard in group:
             stdout.write(f"{shard.family}/{shard.profile} {shard.run_id or '-'} {shard.verdict}\n")

@@ -1,14 +1,16 @@
 """``qualify publish RUN_DIR``: the end of ``qualify run`` again, for an existing run directory.
 
 One path for both: the report page (with triage's findings for a failed run), then the sanitized
-``public/`` bundle, then inside GitHub Actions the step summary, annotations and outputs, each
-through the run's sanitizer. A failed publication fails closed (exit 4); the verdict recorded
-in the audit is never changed by it.
+``public/`` bundle, then inside GitHub Actions the step summary, annotations and outputs, all
+through the run's one sanitizer (which first learns every secret its rules find in the run's
+files), each channel scanned in its final bytes. A channel that fails the scan is withheld
+(exit 4); the verdict recorded in the audit is never changed by it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import traceback
@@ -19,12 +21,14 @@ from typing import Any, TextIO
 from harness import contract
 from qualify.errors import UsageError
 from qualify.plan.request import PUBLISH_LEVELS
-from qualify.publish.bundle import PublishResult, publish_run, run_sanitizer
-from qualify.publish.github import publish_github
+from qualify.publish.bundle import PublishResult, SecretSources, publish_run, run_sanitizer
+from qualify.publish.github import GithubResult, publish_github
+from qualify.publish.sanitize import Sanitizer
+from qualify.publish.scan import TERMINAL, describe, final_scan
 from qualify.report.html import write_html_report
 from qualify.rundir import RunDir
 from qualify.triage import Sources, triage
-from qualify.verdict import EXIT_USAGE
+from qualify.verdict import EXIT_ERROR, EXIT_PASSED, EXIT_USAGE
 
 
 def triage_findings(run_dir: RunDir) -> dict[str, Any]:
@@ -56,6 +60,42 @@ def write_report(run_dir: RunDir) -> Path | None:
         return None
 
 
+@dataclasses.dataclass(frozen=True)
+class Publication:
+    """How every public channel of a run went: public/, and the GitHub channels when written."""
+
+    bundle: PublishResult
+    github: GithubResult | None
+    sanitizer: Sanitizer
+    """The run's sanitizer (what it learnt included), for qualify's own terminal output."""
+
+    def __bool__(self) -> bool:
+        return bool(self.bundle) and (self.github is None or self.github.ok)
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why each failed channel failed (rules and places, never a value)."""
+        found = [] if self.bundle else [f"public/ withheld: {self.bundle.reason}"]
+        if self.github is not None:
+            found += list(self.github.withheld.values())
+        return found
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every channel was published, 4 (ERROR) when one failed closed."""
+        return EXIT_PASSED if self else EXIT_ERROR
+
+
+def in_ci(environ: Mapping[str, str]) -> bool:
+    """Whether qualify's terminal output is a public log (GitHub Actions, or any CI that sets
+    ``CI``)."""
+    return environ.get("GITHUB_ACTIONS") == "true" or environ.get("CI", "").lower() in (
+        "true",
+        "1",
+        "yes",
+    )
+
+
 def publish_channels(
     run_dir: RunDir,
     *,
@@ -64,20 +104,34 @@ def publish_channels(
     stdout: TextIO,
     github: bool | None = None,
     secrets_from: Mapping[str, str] | None = None,
-) -> PublishResult:
+    sources: SecretSources | None = None,
+) -> Publication:
     """The report page, public/ at ``level``, and the GitHub channels when ``github`` (None: when
-    ``GITHUB_ACTIONS=true`` in ``environ``).
+    ``GITHUB_ACTIONS=true`` in ``environ``), all through one sanitizer.
 
     ``environ`` locates the GitHub channels; ``secrets_from`` (default ``environ``) is the
-    environment whose secret-looking values are redacted: at the end of a run, the E2E's.
+    environment whose secret-looking values are redacted: at the end of a run, the E2E's;
+    ``sources``: ``--secret-env`` names and the ``--secrets-file`` (recorded for the run).
     """
     write_report(run_dir)
     secrets = environ if secrets_from is None else secrets_from
-    publication = publish_run(run_dir.path, level, secrets)
+    sanitizer = run_sanitizer(run_dir.path, secrets, sources)
+    bundle = publish_run(run_dir.path, level, sanitizer, sources=sources)
+    github_result = None
     if github or (github is None and environ.get("GITHUB_ACTIONS") == "true"):
-        clean = run_sanitizer(run_dir.path, secrets).clean
-        publish_github(run_dir, environ, stdout, clean=clean)
-    return publication
+        github_result = publish_github(run_dir, environ, stdout, sanitizer)
+    return Publication(bundle, github_result, sanitizer)
+
+
+def terminal_text(text: str, sanitizer: Sanitizer, environ: Mapping[str, str]) -> str:
+    """qualify's own output about a run, as it may be printed: secrets always redacted; in CI
+    (a public log) identities pseudonymized too, and the final scan run on it; withheld (one
+    line saying why) when the scan finds a known secret."""
+    cleaned = sanitizer.clean(text) if in_ci(environ) else sanitizer.redact(text)
+    leaks = final_scan(cleaned.encode("utf-8", errors="replace"), sanitizer.index, TERMINAL, "")
+    if leaks:
+        return sanitizer.clean("qualify: output withheld: " + describe(leaks)) + "\n"
+    return cleaned
 
 
 def recorded_level(run_dir: RunDir) -> str:
@@ -95,6 +149,7 @@ def publish(
     environ: Mapping[str, str] | None = None,
     stdout: TextIO = sys.stdout,
     stderr: TextIO = sys.stderr,
+    sources: SecretSources | None = None,
 ) -> int:
     """Re-publish ``run_dir``; 0 when published, 4 when the publication failed closed."""
     environ = os.environ if environ is None else environ
@@ -109,10 +164,16 @@ def publish(
         return EXIT_USAGE
     chosen = level or recorded_level(directory)
     result = publish_channels(
-        directory, level=chosen, environ=environ, stdout=stdout, github=github
+        directory,
+        level=chosen,
+        environ=environ,
+        stdout=stdout,
+        github=github,
+        sources=sources,
     )
-    if not result:
-        stderr.write(f"qualify publish: publication failed: {result.reason}\n")
-    else:
-        stdout.write(f"{run_dir / contract.PUBLIC_DIR}\n")
+    for reason in result.reasons:
+        stderr.write(f"qualify publish: publication failed: {reason}\n")
+    if result.bundle:
+        text = f"{run_dir / contract.PUBLIC_DIR}\n"
+        stdout.write(terminal_text(text, result.sanitizer, environ))
     return result.exit_code

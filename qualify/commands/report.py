@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from qualify.commands.publish import write_report
-from qualify.publish.bundle import run_sanitizer
+from qualify.commands.publish import terminal_text, write_report
+from qualify.publish.bundle import SecretSources, run_sanitizer
 from qualify.publish.github import publish_github
 from qualify.rundir import RunDir
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE
@@ -22,6 +22,7 @@ def report(
     environ: Mapping[str, str] | None = None,
     stdout: TextIO = sys.stdout,
     stderr: TextIO = sys.stderr,
+    sources: SecretSources | None = None,
 ) -> int:
     """Write the report page; publish to GitHub when ``github`` (None: when GITHUB_ACTIONS=true)."""
     environ = os.environ if environ is None else environ
@@ -32,10 +33,15 @@ def report(
         )
         return EXIT_USAGE
     path = write_report(directory)
+    sanitizer = run_sanitizer(run_dir, environ, sources)
+    code = 0
     if github or (github is None and environ.get("GITHUB_ACTIONS") == "true"):
-        publish_github(directory, environ, stdout, clean=run_sanitizer(run_dir, environ).clean)
+        result = publish_github(directory, environ, stdout, sanitizer)
+        for reason in result.withheld.values():
+            stderr.write(f"qualify report: publication failed: {reason}\n")
+        code = 0 if result.ok else EXIT_ERROR
     if path is None:
         stderr.write("qualify report: error: the report page could not be written (debug log)\n")
         return EXIT_ERROR
-    stdout.write(f"{path}\n")
-    return 0
+    stdout.write(terminal_text(f"{path}\n", sanitizer, environ))
+    return code

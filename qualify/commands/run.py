@@ -7,6 +7,7 @@ import dataclasses
 import errno
 import importlib
 import os
+import shutil
 import sys
 import threading
 import time
@@ -14,17 +15,18 @@ import traceback
 from pathlib import Path
 from typing import TextIO
 
-from qualify.commands.publish import publish_channels
+from qualify.commands.publish import publish_channels, terminal_text
 from qualify.errors import UsageError
 from qualify.evidence.junit import JUnitCase
 from qualify.judge.judgement import display_path, judge
 from qualify.judge.result import RunResult
 from qualify.plan.request import RunRequest, build_spec
 from qualify.plan.spec import RunSpec, harness_root
+from qualify.publish.bundle import SecretSources
 from qualify.report.abandoned import complete_abandoned
 from qualify.report.audit import PROVISIONAL_REASON, build_audit, iso, provisional_audit
 from qualify.report.junit import render_junit
-from qualify.report.summary import print_summary
+from qualify.report.summary import render_summary
 from qualify.run.execute import Interrupts, execute
 from qualify.run.execution import Execution
 from qualify.run.registry import take_over_dead_runs
@@ -189,6 +191,13 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
     _take_over_dead_runs(spec.run_id, stderr)
     try:
         spec.run_dir.mkdir(parents=True, exist_ok=False)
+    except OSError as exc:
+        # Checked at planning; what only the attempt shows (a denial os.access cannot see, a
+        # file created in between) is still bad input, a full disk is not.
+        code = EXIT_ERROR if exc.errno in (errno.ENOSPC, errno.EDQUOT) else EXIT_USAGE
+        stderr.write(f"qualify run: error: cannot create the run directory: {_os_error(exc)}\n")
+        return code
+    try:
         _write_provisional(spec, time.time())
     except OSError as exc:
         stderr.write(f"qualify run: error: cannot write the run directory: {_os_error(exc)}\n")
@@ -211,6 +220,7 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
                     environ=os.environ,
                     stdout=stdout,
                     secrets_from={**os.environ, **spec.env},
+                    sources=SecretSources(tuple(request.secret_env), request.secrets_file),
                 )
             finally:
                 result = _complete_teardown(result)
@@ -219,10 +229,15 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
             stderr.write(f"qualify run: error: cannot write the reports: {_os_error(exc)}\n")
             stdout.write(f"{display_path(spec.run_dir)}\n")
             return EXIT_ERROR
-    print_summary(result, stdout)
-    if not publication:
-        stderr.write(f"qualify run: publication failed: {publication.reason}\n")
-    stdout.write(f"{display_path(spec.run_dir)}\n")
+    sanitizer = publication.sanitizer
+    color = stdout.isatty() and "NO_COLOR" not in os.environ
+    width = shutil.get_terminal_size().columns if color else 100
+    summary = render_summary(result, color=color, width=width)
+    stdout.write(terminal_text(summary, sanitizer, os.environ))
+    for reason in publication.reasons:
+        stderr.write(f"qualify run: publication failed: {reason}\n")
+    # The last line is the run directory, a path the caller opens: secrets only are redacted.
+    stdout.write(sanitizer.redact(f"{display_path(spec.run_dir)}\n"))
     stdout.flush()
     # A failed publication exits 4 (fail closed); the verdict itself is unchanged.
     return max(result.verdict.exit_code, publication.exit_code)

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import io
+import json
+import os
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
 from harness import contract
+from qualify.commands.publish import in_ci, terminal_text
+from qualify.publish.bundle import learn_from_run
+from qualify.publish.sanitize import Identities, Sanitizer
+from qualify.publish.scan import TERMINAL, describe, final_scan
 from qualify.triage import Sources
 from qualify.triage import triage as run_triage
 from qualify.triage.render import render_json, render_markdown, render_terminal
@@ -54,9 +61,31 @@ def triage(
         )
     )
     if output_format == "json":
-        sys.stdout.write(render_json(result) + "\n")
+        text = render_json(result) + "\n"
     elif output_format == "markdown":
-        sys.stdout.write(render_markdown(result))
+        text = render_markdown(result)
     else:
-        render_terminal(result, Console(highlight=False, soft_wrap=True))
+        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        buffer = io.StringIO()
+        render_terminal(
+            result,
+            Console(file=buffer, highlight=False, soft_wrap=True, force_terminal=color),
+        )
+        text = buffer.getvalue()
+    if in_ci(os.environ):
+        text = _sanitized(text, output_format, run_dir)
+    sys.stdout.write(text)
     return result.exit_code
+
+
+def _sanitized(text: str, output_format: str, run_dir: Path | None) -> str:
+    """In CI the output is a public log: the same sanitizer as a run's publication (without
+    writing anything into the run directory)."""
+    sanitizer = Sanitizer(os.environ, Identities.current(os.environ))
+    if run_dir is not None:
+        learn_from_run(run_dir, sanitizer)
+    if output_format == "json":
+        cleaned = json.dumps(sanitizer.clean_json(json.loads(text)), indent=2) + "\n"
+        leaks = final_scan(cleaned.encode(), sanitizer.index, TERMINAL, "")
+        return cleaned if not leaks else json.dumps({"withheld": describe(leaks)}) + "\n"
+    return terminal_text(text, sanitizer, os.environ)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.util
+import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -82,8 +83,15 @@ def validate_name(name: str) -> str:
 
 def _options(table: Mapping[str, Any], where: str) -> dict[str, OptionValue]:
     for key, value in table.items():
+        if "=" in key or "\0" in key:
+            # The option reaches the E2E as an environment variable named after it.
+            raise UsageError(f"{where}: option name {key!r} must not contain '=' or a NUL byte")
         if not isinstance(value, bool | int | float | str):
             raise UsageError(f"{where}: option {key} = {value!r} must be a bool, number or string")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UsageError(f"{where}: option {key} = {value!r} must be a finite number")
+        if isinstance(value, str) and "\0" in value:
+            raise UsageError(f"{where}: option {key} = {value!r} must not contain a NUL byte")
     return dict(table)
 
 
@@ -95,22 +103,31 @@ def _command(e2e: Mapping[str, Any], where: str) -> tuple[str, ...]:
         or not all(isinstance(part, str) and part for part in command)
     ):
         raise UsageError(f"{where}: [e2e] command must be a non-empty list of strings (argv)")
+    for part in command:
+        if "\0" in part:
+            raise UsageError(
+                f"{where}: [e2e] command argument {part!r} must not contain a NUL byte"
+            )
     return tuple(command)
 
 
 def _env(e2e: Mapping[str, Any], where: str) -> dict[str, str]:
     env = get_typed(e2e, "env", dict, where, {})
     for key, value in env.items():
+        if not key or "=" in key or "\0" in key:
+            raise UsageError(
+                f"{where}: [e2e] env name {key!r} must not be empty or contain '=' or a NUL byte"
+            )
         if not isinstance(value, str):
             raise UsageError(f"{where}: [e2e] env {key} = {value!r} must be a string")
+        if "\0" in value:
+            raise UsageError(f"{where}: [e2e] env {key} = {value!r} must not contain a NUL byte")
     return dict(env)
 
 
 def load_family(directory: Path) -> Family:
     """Read ``directory/family.toml``; every problem is one UsageError line naming the file."""
     path = directory / FAMILY_FILE
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory, not a file")
     where = str(path)
     data = load_toml(path)
     check_keys(data, _TOP_KEYS, where)
@@ -125,7 +142,10 @@ def load_family(directory: Path) -> Family:
     name = get_typed(data, "name", str, where, "")
     if name != directory.name:
         raise UsageError(f"{where}: name = {name!r} must equal the directory name")
-    workdir = (directory / get_typed(e2e, "workdir", str, where, ".")).resolve()
+    relative_workdir = get_typed(e2e, "workdir", str, where, ".")
+    if "\0" in relative_workdir:
+        raise UsageError(f"{where}: [e2e] workdir {relative_workdir!r} must not contain a NUL byte")
+    workdir = (directory / relative_workdir).resolve()
     if not workdir.is_dir():
         raise UsageError(f"{where}: [e2e] workdir {workdir.name!r} is not a directory")
     memory = get_typed(resources, "memory", str, where, None)

@@ -23,6 +23,7 @@ from qualify.plan.families import (
 from qualify.plan.limits import Limits
 from qualify.plan.mps import GpuBudgetPlan, plan_budget
 from qualify.plan.nvml import device_totals
+from qualify.plan.output import check_output_dir
 from qualify.plan.profiles import DEFAULT_PIDS, Profile, find_profile
 from qualify.plan.spec import (
     MIN_MEMORY,
@@ -71,9 +72,40 @@ class RunRequest:
     """xunit2 validates against the junit-10 schema; xunit1 adds file/line on testcases."""
     publish: str = "public"
     """Level of the sanitized bundle in public/: public (no raw logs) or internal."""
+    secret_env: Sequence[str] = ()
+    """``--secret-env``: variables whose values are redacted whatever their names."""
+    secrets_file: Path | None = None
+    """``--secrets-file``: more values to redact, one per line."""
 
 
 GRACE_S = 5.0
+_FLAGS = {
+    "family_name": "--family",
+    "profile_name": "--profile",
+    "families_dirs": "--families-dir",
+    "sets": "--set",
+    "sample_interval": "--interval",
+    "command_line": "argument",
+}
+"""The flag of each RunRequest field whose name is not the flag's."""
+
+
+def _check_no_nul(request: RunRequest) -> None:
+    """No flag may hold a NUL byte: no argument, path or environment variable can carry one
+    (only a caller of the API can pass one; argv cannot)."""
+    for field in dataclasses.fields(request):
+        value = getattr(request, field.name)
+        if isinstance(value, str | Path):
+            value = [value]
+        if not isinstance(value, list | tuple):
+            continue  # None or a flag without a value
+        for item in value:
+            if isinstance(item, str | Path) and "\0" in str(item):
+                flag = _FLAGS.get(field.name, "--" + field.name.replace("_", "-"))
+                raise UsageError(
+                    f"{flag} {str(item)!r} is not valid: it contains a NUL byte (valid: text "
+                    "without NUL bytes)"
+                )
 
 
 def _parse_sets(sets: Sequence[str]) -> dict[str, str]:
@@ -88,6 +120,7 @@ def _parse_sets(sets: Sequence[str]) -> dict[str, str]:
 
 def build_spec(request: RunRequest) -> RunSpec:
     """Validate every input and decide the run; raises UsageError before anything is written."""
+    _check_no_nul(request)
     validate_name(request.family_name)
     if request.publish not in PUBLISH_LEVELS:
         valid = ", ".join(PUBLISH_LEVELS)
@@ -115,6 +148,7 @@ def build_spec(request: RunRequest) -> RunSpec:
     # Keyed by the commit under test: the PR head on pull_request events, not the merge commit.
     profile_label = profile.name if profile else "custom"
     run_dir = request.out / record_sha(commit) / family.name / profile_label / run_id
+    check_output_dir(request.out, "--out", below=run_dir.parent)
     allocator = allocator_policy(family, os.environ)
     docker = _docker_options(request)
     gpu_budget = _gpu_plan(request, profile)
@@ -124,7 +158,9 @@ def build_spec(request: RunRequest) -> RunSpec:
         )
     outside = not family.directory.is_relative_to(root.resolve())
     in_image = docker is not None and not docker.mount_host_python
-    argv = resolve_argv(family.command, os.environ.get("PATH"), in_image=in_image)
+    argv = resolve_argv(
+        family.command, os.environ.get("PATH"), in_image=in_image, workdir=family.workdir
+    )
     if not in_image and argv[0] == sys.executable:
         _check_requires(family)
     return RunSpec(

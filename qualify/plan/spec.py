@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import secrets
 import shutil
@@ -104,26 +105,47 @@ def merge_options(family: Family, overrides: Mapping[str, str]) -> dict[str, Opt
             options[name] = parse_like(name, raw, options[name])
         except ValueError as exc:
             raise UsageError(f"--set {exc}") from None
+        value = options[name]
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UsageError(f"--set option {name}={raw!r} is not valid: expected a finite number")
     return options
 
 
 def resolve_argv(
-    command: tuple[str, ...], path: str | None, in_image: bool = False
+    command: tuple[str, ...], path: str | None, in_image: bool = False, workdir: Path | None = None
 ) -> tuple[str, ...]:
     """argv with argv[0] resolved; "python" means the interpreter qualify runs under.
 
-    ``in_image``: the command runs in a container image with its own PATH and Python, so it
-    is passed unchanged.
+    A command with a ``/`` is a path (relative to ``workdir``, the E2E's working directory):
+    it must be an executable file. ``in_image``: the command runs in a container image with
+    its own PATH and Python, so it is passed unchanged.
     """
     if in_image:
         return command
     first = command[0]
     if first in ("python", "python3"):
         return (sys.executable, *command[1:])
-    resolved = first if "/" in first else shutil.which(first, path=path)
+    if "/" in first:
+        _check_executable(first, workdir)
+        return command
+    resolved = shutil.which(first, path=path)
     if resolved is None:
         raise UsageError(f"family command {first!r} is not on PATH")
     return (resolved, *command[1:])
+
+
+def _check_executable(command: str, workdir: Path | None) -> None:
+    """A command given as a path must name an executable file (checked before the run, so
+    a typo is bad input, not an ERROR run)."""
+    target = Path(command) if workdir is None else workdir / command
+    if not target.exists():
+        where = "" if Path(command).is_absolute() or workdir is None else f" (in {workdir})"
+        raise UsageError(
+            f"family command {command!r} does not exist{where}: [e2e] command must name an "
+            "executable file or a program on PATH"
+        )
+    if not target.is_file() or not os.access(target, os.X_OK):
+        raise UsageError(f"family command {command!r} is not an executable file")
 
 
 def allocator_policy(family: Family, environ: Mapping[str, str]) -> AllocatorPolicy:

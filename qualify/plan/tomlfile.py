@@ -12,11 +12,20 @@ from qualify.errors import UsageError
 
 def load_toml(path: Path) -> dict[str, Any]:
     """Parse ``path``; a syntax error becomes one UsageError line naming the file."""
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory, not a file")
+    if path.exists() and not path.is_file():  # a FIFO would block the read forever
+        raise UsageError(f"{path} is not a regular file")
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML ({exc})") from None
+    except UnicodeDecodeError as exc:
+        byte = exc.object[exc.start]
+        raise UsageError(
+            f"{path}: not UTF-8 (byte 0x{byte:02x} at offset {exc.start}; TOML files are UTF-8)"
+        ) from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot be read ({exc.strerror})") from None
 

@@ -1,21 +1,28 @@
 """public/: the sanitized bundle of a run directory, published all at once or not at all.
 
-Every file is written through the sanitizer into a temporary directory beside ``public/``; a
-second scan of that directory with every rule enabled must find nothing, and only then is it
-renamed to ``public/``. Otherwise the publication fails closed: no ``public/``, the reason in
-the run's publication record (internal), exit code 4 for the caller; the verdict of the
-run is not touched.
+First every text file of the run directory is read once so that the sanitizer learns the values
+its rules find (a token printed whole in stdout.log is then caught where pytest cut it short in
+an assertion). Then every file is written through the sanitizer into a staging directory beside
+``public/``: JSON field by field (never broken by a replacement), other text whole. The final
+scan (:mod:`qualify.publish.scan`) then reads the exact bytes of every staged file and name for
+every known secret in every form; only when it finds nothing is the staging directory renamed to
+``public/``. Otherwise the publication fails closed: no ``public/``, the reason (rule and place,
+never a value) in the run's publication record (internal), exit code 4 for the caller; the
+verdict of the run is not touched.
+
+Text that is not UTF-8 is published with the undecodable bytes replaced (U+FFFD), not dropped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import shutil
 import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +33,8 @@ from qualify.atomic import write_bytes_atomic, write_json_atomic
 from qualify.errors import UsageError
 from qualify.plan.request import PUBLISH_LEVELS
 from qualify.publish.sanitize import Identities, Sanitizer
+from qualify.publish.scan import TEXT, Leak, describe, file_channel, final_scan
+from qualify.publish.secrets import KnownSecret, read_secrets_file
 from qualify.report.junit import serialize
 from qualify.rundir.audit import PublicationRecord, parse_audit
 from qualify.verdict import EXIT_ERROR, EXIT_PASSED
@@ -99,17 +108,24 @@ def _sources(run_dir: Path, level: str, include: Sequence[str]) -> list[Path]:
 
 
 def _as_text(data: bytes) -> str | None:
+    """Text (undecodable bytes kept as surrogates, replaced when written); None for binary."""
     if b"\0" in data:
         return None
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def _encode(text: str) -> bytes:
+    """UTF-8; bytes that were not (kept as surrogates) become U+FFFD."""
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+        original = text.encode("utf-8", errors="surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate from elsewhere (a JSON escape)
+        return text.encode("utf-8", errors="replace")
+    return original.decode("utf-8", errors="replace").encode("utf-8")
 
 
 def _strip_streams(text: str) -> str:
     """JUnit without captured output (system-out/err are raw logs)."""
-    document = JUnitXml.fromstring(text.encode())
+    document = JUnitXml.fromstring(_encode(text))
     for suite in document:
         for holder in (suite, *suite):
             for stream in (SystemOut, SystemErr):
@@ -118,19 +134,30 @@ def _strip_streams(text: str) -> str:
     return serialize(document).decode()
 
 
-def _check_format(name: str, text: str) -> None:
-    """A sanitized JSON or XML file must still parse (a replacement must never break it).
-
-    XML is checked for well-formedness only (any XML file of the run at the internal level,
-    not only JUnit), which the standard library's parser does without junitparser.
-    """
+def _well_formed(name: str, text: str) -> bool:
+    """A JSON or XML file still parses (XML: well-formedness, any XML file of the run)."""
     try:
         if name.endswith(".json"):
             json.loads(text)
         elif name.endswith(".xml"):
-            ET.fromstring(text.encode())
-    except (ValueError, ET.ParseError) as exc:
-        raise PublicationLeak(f"sanitizing {name} broke its format: {exc}") from None
+            ET.fromstring(_encode(text))
+    except (ValueError, ET.ParseError):
+        return False
+    return True
+
+
+def _clean_xml(text: str, sanitizer: Sanitizer) -> str:
+    """XML cleaned node by node (text, tail, attribute values): when cleaning the whole text
+    would break it (a match across markup)."""
+    root = ET.fromstring(_encode(text))
+    for element in root.iter():
+        if element.text:
+            element.text = sanitizer.clean(element.text)
+        if element.tail:
+            element.tail = sanitizer.clean(element.tail)
+        for key, value in element.attrib.items():
+            element.attrib[key] = sanitizer.clean(value)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
 
 
 class _Writer:
@@ -163,19 +190,40 @@ class _Writer:
         if text is None:
             self.skipped.append(name)
             return
-        cleaned = self.sanitizer.clean(text)
-        if relative == Path(contract.AUDIT):
-            cleaned = self._audit(cleaned)
-        _check_format(name, cleaned)
+        audit = relative == Path(contract.AUDIT)
+        cleaned = self._audit(text) if audit else self._clean(name, text)
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_bytes_atomic(target, cleaned.encode("utf-8"))
+        write_bytes_atomic(target, _encode(cleaned))
         self.files.append(name)
 
-    def _audit(self, cleaned: str) -> str:
+    def _clean(self, name: str, text: str) -> str:
+        if name.endswith(".json"):
+            with contextlib.suppress(ValueError):
+                return json.dumps(self.sanitizer.clean_json(json.loads(text)), indent=2) + "\n"
+        if name.endswith(".jsonl"):
+            return "".join(self._json_line(line) for line in text.splitlines(keepends=True))
+        cleaned = self.sanitizer.clean(text)
+        if name.endswith(".xml") and _well_formed(name, text) and not _well_formed(name, cleaned):
+            cleaned = _clean_xml(text, self.sanitizer)
+        return cleaned
+
+    def _json_line(self, line: str) -> str:
+        try:
+            document = json.loads(line)
+        except ValueError:
+            return self.sanitizer.clean(line)  # a truncated last line: cleaned as text
+        ending = line[len(line.rstrip("\r\n")) :]
+        return json.dumps(self.sanitizer.clean_json(document), ensure_ascii=False) + ending
+
+    def _audit(self, text: str) -> str:
         """The public audit carries what each rule did (counts, never values)."""
-        read = parse_audit(cleaned)
+        try:
+            cleaned = self.sanitizer.clean_json(json.loads(text))
+        except ValueError:
+            return self.sanitizer.clean(text)  # not JSON: published as sanitized text
+        read = parse_audit(json.dumps(cleaned))
         if read.audit is None:
-            return cleaned  # not an audit of ours: published as sanitized, unchanged
+            return json.dumps(cleaned, indent=2) + "\n"  # not an audit of ours
         publication = PublicationRecord(
             level=self.level,
             rule_counts=dict(sorted(self.sanitizer.counts.items())),
@@ -185,26 +233,118 @@ class _Writer:
         return dataclasses.replace(read.audit, publication=publication).to_bytes().decode()
 
 
-def second_scan(directory: Path, verifier: Sanitizer) -> list[str]:
-    """Every finding of every rule in ``directory`` (names and contents), as 'file: rule xN'."""
+def _texts(run_dir: Path) -> list[tuple[Path, str]]:
+    """Every text file of the run directory but public/ (what the sanitizer learns from)."""
+    found = []
+    for path in sorted(run_dir.rglob("*")):
+        relative = path.relative_to(run_dir)
+        if relative.parts[0] == contract.PUBLIC_DIR or relative.parts[0].startswith(".public"):
+            continue
+        if path.is_file() and not path.is_symlink():
+            with contextlib.suppress(OSError):
+                text = _as_text(path.read_bytes())
+                if text is not None:
+                    found.append((relative, text))
+    return found
+
+
+def learn_from_run(run_dir: Path, sanitizer: Sanitizer) -> None:
+    """Let ``sanitizer`` learn every value its rules find in the run's files and file names."""
+    for relative, text in _texts(run_dir):
+        sanitizer.harvest(str(relative), "a file name")
+        sanitizer.harvest(text, str(relative))
+
+
+def final_scan_directory(directory: Path, sanitizer: Sanitizer) -> list[Leak]:
+    """Every known secret in ``directory``'s file names and exact file bytes."""
+    index = sanitizer.index
     leaks = []
     for path in sorted(directory.rglob("*")):
         relative = str(path.relative_to(directory))
-        found = verifier.findings(relative)
+        where = f"{contract.PUBLIC_DIR}/{relative}"
+        leaks += final_scan(relative.encode(), index, TEXT, f"the name {where}")
         if path.is_file():
-            found += verifier.findings(path.read_bytes().decode("utf-8", errors="replace"))
-        where = verifier.clean_name(relative)
-        leaks += [f"{where}: {rule} x{count}" for rule, count in sorted(found.items())]
+            leaks += final_scan(path.read_bytes(), index, file_channel(relative), where)
     return leaks
 
 
-def _load_map(run_dir: Path) -> dict[str, str]:
+@dataclasses.dataclass(frozen=True)
+class SecretSources:
+    """Where a run's known secrets come from beyond the secret-named variables: the names given
+    with ``--secret-env`` and the ``--secrets-file``; recorded (names and path, never values)
+    in the run's internal sanitize map so that ``qualify publish`` finds them again."""
+
+    secret_env: tuple[str, ...] = ()
+    secrets_file: Path | None = None
+
+    def known(self) -> list[KnownSecret]:
+        return read_secrets_file(self.secrets_file) if self.secrets_file is not None else []
+
+    def merged(self, recorded: SecretSources) -> SecretSources:
+        return SecretSources(
+            tuple(dict.fromkeys((*recorded.secret_env, *self.secret_env))),
+            self.secrets_file or recorded.secrets_file,
+        )
+
+
+def _read_map(run_dir: Path) -> dict[str, Any]:
     try:
         document = json.loads((run_dir / contract.SANITIZE_MAP).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    pseudonyms = document.get("pseudonyms") if isinstance(document, dict) else None
+    return document if isinstance(document, dict) else {}
+
+
+def recorded_sources(run_dir: Path) -> SecretSources:
+    """The secret sources a run was published with before."""
+    document = _read_map(run_dir)
+    names = document.get("secret_env")
+    path = document.get("secrets_file")
+    return SecretSources(
+        tuple(str(name) for name in names) if isinstance(names, list) else (),
+        Path(path) if isinstance(path, str) and path else None,
+    )
+
+
+def _load_map(run_dir: Path) -> dict[str, str]:
+    pseudonyms = _read_map(run_dir).get("pseudonyms")
     return dict(pseudonyms) if isinstance(pseudonyms, dict) else {}
+
+
+def save_map(run_dir: Path, sanitizer: Sanitizer, sources: SecretSources) -> None:
+    """The run's pseudonyms and secret sources (internal: never published)."""
+    write_json_atomic(
+        run_dir / contract.SANITIZE_MAP,
+        {
+            "pseudonyms": sanitizer.pseudonyms,
+            "secret_env": list(sources.secret_env),
+            "secrets_file": str(sources.secrets_file) if sources.secrets_file else None,
+        },
+    )
+
+
+def run_sanitizer(
+    run_dir: Path,
+    environ: Mapping[str, str],
+    sources: SecretSources | None = None,
+    *,
+    identities: Identities | None = None,
+    disabled_rules: Sequence[str] = (),
+) -> Sanitizer:
+    """The sanitizer of one run: the secrets of ``environ`` and ``sources`` (plus those recorded
+    for the run), the run's pseudonym map, and every value its rules find in the run's files."""
+    sources = (sources or SecretSources()).merged(recorded_sources(run_dir))
+    sanitizer = Sanitizer(
+        environ,
+        identities if identities is not None else Identities.current(environ),
+        known=sources.known(),
+        secret_env=sources.secret_env,
+        disabled_rules=disabled_rules,
+        pseudonyms=_load_map(run_dir),
+    )
+    learn_from_run(run_dir, sanitizer)
+    save_map(run_dir, sanitizer, sources)
+    return sanitizer
 
 
 def _swap_in(staging: Path, public: Path) -> None:
@@ -225,55 +365,49 @@ def _swap_in(staging: Path, public: Path) -> None:
 def publish_run(
     run_dir: Path,
     level: str,
-    environ: Mapping[str, str],
+    sanitizer: Sanitizer,
     *,
     include: Sequence[str] = (),
-    identities: Identities | None = None,
-    disabled_rules: Collection[str] = (),
+    sources: SecretSources | None = None,
 ) -> PublishResult:
-    """Write ``run_dir/public`` at ``level`` (internal: every text file; public: no raw logs).
+    """Write ``run_dir/public`` at ``level`` (internal: every text file; public: no raw logs)
+    through ``sanitizer`` (see :func:`run_sanitizer`).
 
-    ``environ``: whose secret-looking variables are redacted (pass the run's environment).
     ``include``: more files (relative to ``run_dir``) to publish at the public level.
-    ``disabled_rules``: rules skipped while writing (tests force a leak with it); the second
-    scan always runs every rule.
     """
     if level not in LEVELS:
         raise UsageError(f"publish level {level!r} is not valid (valid: {', '.join(LEVELS)})")
-    identities = identities if identities is not None else Identities.current(environ)
-    sanitizer = Sanitizer(environ, identities, disabled_rules, pseudonyms=_load_map(run_dir))
-    verifier = Sanitizer(environ, identities)
     public = run_dir / contract.PUBLIC_DIR
     staging = Path(tempfile.mkdtemp(prefix=".public.tmp-", dir=run_dir))
     writer = _Writer(run_dir, staging, sanitizer, level)
+    counts_before = dict(sanitizer.counts)
     reason = None
     try:
         for relative in _sources(run_dir, level, include):
             writer.write(relative)
-        write_json_atomic(run_dir / contract.SANITIZE_MAP, {"pseudonyms": sanitizer.pseudonyms})
-        verifier.pseudonyms = dict(sanitizer.pseudonyms)
-        leaks = second_scan(staging, verifier)
+        save_map(run_dir, sanitizer, sources or recorded_sources(run_dir))
+        leaks = final_scan_directory(staging, sanitizer)
         if leaks:
-            raise PublicationLeak("the second scan of public/ found: " + "; ".join(leaks[:20]))
+            raise PublicationLeak("the final scan of public/ found " + describe(leaks))
         _swap_in(staging, public)
     except Exception as exc:
-        reason = verifier.clean(str(exc) if isinstance(exc, PublicationLeak) else repr(exc))
+        text = str(exc) if isinstance(exc, PublicationLeak) else repr(exc)
+        reason = sanitizer.clean(text)
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(public, ignore_errors=True)
+    counts = {
+        rule: count - counts_before.get(rule, 0)
+        for rule, count in sanitizer.counts.items()
+        if count > counts_before.get(rule, 0)
+    }
     result = PublishResult(
         ok=reason is None,
         level=level,
         public_dir=public if reason is None else None,
         reason=reason,
-        rule_counts=dict(sanitizer.counts),
+        rule_counts=counts,
         files=tuple(writer.files) if reason is None else (),
         skipped=tuple(writer.skipped),
     )
     write_json_atomic(run_dir / contract.PUBLICATION, result.to_dict())
     return result
-
-
-def run_sanitizer(run_dir: Path, environ: Mapping[str, str]) -> Sanitizer:
-    """A sanitizer with the run's pseudonym map, for text published outside public/ (the
-    GitHub step summary and annotations)."""
-    return Sanitizer(environ, Identities.current(environ), pseudonyms=_load_map(run_dir))

@@ -1,85 +1,221 @@
 """The sanitizer: secrets redacted, identities pseudonymized, before anything is published.
 
-Two kinds of rules. Secret rules replace a match with ``[REDACTED:<rule>]``: the values of
-secret-looking environment variables (and their base64, URL, JSON and XML encodings) and
-known token shapes. They are matched on a copy of the text with line breaks removed (real,
-JSON ``\\n`` and XML ``&#10;`` ones, plus the indentation and pytest's ``E   `` prefix after
-them), so a token wrapped by a terminal or by JUnit text at 76/80 columns is still caught; a
-match is mapped back to the original text and the whole wrapped span is replaced.
+Secret rules replace a match with ``[REDACTED:<rule>]``:
+- ``known-secret``: every known value (:mod:`qualify.publish.secrets`: secret-named environment
+  variables, ``--secret-env``, ``--secrets-file``, and values the rules below found anywhere in
+  the run), in every form it may take, and any fragment of 12+ characters of one;
+- token shapes (:data:`TOKEN_RULES`), matched wherever they stand in a word (``tokenghp_...``,
+  glued to an ANSI colour code), cut short too (a truncated ``ghp_`` token is still one);
+- key-value (``password: x``, ``"api_key": "x"``, ``Authorization: Bearer x``) and URL
+  credentials (``scheme://user:password@``, ``scheme://:password@``).
+
+Every rule runs on the text and on views of it (:mod:`qualify.publish.views`) with line breaks
+removed and with URL, JSON, HTML escapes undone and ANSI codes removed; a match is mapped back
+to the original span, which is replaced whole.
 
 Identity rules replace a value by a stable pseudonym (``host-1``, ``user-1``, ``home-1``,
-``ip-1``): the same value always maps to the same pseudonym within one Sanitizer (one run).
-
-IP rule (``internal-ip``): RFC 1918, link-local 169.254/16, CGNAT 100.64/10, IPv6 ULA fc00::/7
-and link-local fe80::/10. Loopback and public addresses are kept (they identify nobody;
-public CI runners' addresses are not secret). A dotted quad is not an IP when it is a version:
-preceded by a letter, ``v``/``version``/``release``/``rev`` words, ``==``/``>=``/``~=``/``@v``,
-or followed by ``.digit``, ``-``, ``+`` or a letter (``torch 2.13.0.1``, ``v10.0.0.1``,
-``10.0.0.1-rc1``, ``10.1.2.3+cu121``).
-
-User rule: generic accounts (root, nobody, runner) are not pseudonymized: they identify
-nobody and the words would mangle ordinary text.
+``ip-1``), the same value always the same pseudonym within one run:
+- home directories wherever they appear (a path is always a name);
+- user and host names where they stand as a name: a path component, ``user@host``, a URL's
+  host, ``host:port``, a ``user=``/``hostname:`` field, a syslog line's host; anywhere only
+  when the name cannot be an ordinary word (it has a digit, ``-``, ``_`` or ``.``). With
+  ``USER=build``, ``build:prefill`` is kept. Generic accounts (root, runner, ubuntu, ...) are
+  never pseudonymized: they identify nobody;
+- internal IPs (RFC 1918, link-local 169.254/16, CGNAT 100.64/10, IPv6 ULA fc00::/7 and
+  link-local fe80::/10; loopback and public addresses are kept). A dotted quad is a version,
+  never an IP, when it follows a word that is not a network word (``TensorRT 10.0.1.6``),
+  ``v``/``version``/``==``/``-``, or is followed by ``.digit``, ``-``, ``+`` or a letter.
 """
 
 from __future__ import annotations
 
-import base64
-import bisect
 import collections
 import contextlib
-import copy
 import dataclasses
 import ipaddress
-import json
 import os
 import pwd
 import re
 import socket
-import urllib.parse
-from collections.abc import Collection, Iterable, Mapping
+import string
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
-from xml.sax.saxutils import escape as xml_escape
+from typing import Any
 
-# Names that look secret; AUTHOR (GIT_AUTHOR_NAME) is not, PAT only as a whole word (not PATH).
-_SECRET_NAME = re.compile(
-    r"TOKEN|SECRET|KEY|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH(?!OR)|COOKIE|SESSION|"
-    r"PRIVATE|SIGNATURE|(?:^|_)PAT(?:_|$)"
+from qualify.publish import views
+from qualify.publish.secrets import (
+    MIN_HARVESTED_LENGTH,
+    KnownSecret,
+    SecretIndex,
+    from_environment,
 )
-MIN_SECRET_LENGTH = 6
-"""Shorter values (``SESSION=1``) would redact ordinary text everywhere."""
-MIN_ENCODED_LENGTH = 8
-GENERIC_USERS = frozenset({"root", "nobody", "runner"})
-GENERIC_HOSTS = frozenset({"localhost", "localhost.localdomain", "localdomain", "ip6-localhost"})
 
+GENERIC_USERS = frozenset(
+    {
+        "root", "nobody", "runner", "ubuntu", "debian", "admin", "user", "build", "builder",
+        "ci", "docker", "jenkins", "gitlab-runner", "buildkite-agent", "circleci", "ec2-user",
+        "vagrant", "github", "actions", "worker", "app", "test",
+    }
+)  # fmt: skip
+GENERIC_HOSTS = frozenset(
+    {"localhost", "localhost.localdomain", "localdomain", "ip6-localhost", "ip6-loopback"}
+)
 _NOT_MARKER = r"(?!\[?REDACTED)"
-TOKEN_RULES: dict[str, re.Pattern[str]] = {
-    "github-token": re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
-    "github-pat": re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
-    "huggingface-token": re.compile(r"\bhf_[A-Za-z0-9]{30,}"),
-    "aws-access-key-id": re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
-    "jwt": re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    "private-key": re.compile(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s:,\\-]*)",
-        re.DOTALL,
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """A secret shape: the match (its ``secret`` group when it has one) is the secret."""
+
+    pattern: re.Pattern[str]
+    classes: int = 0
+    """How many of upper case, lower case and digits the secret must mix (0: any): a cut
+    token must still look random, ``hf_transfer`` is a package."""
+    keep_after: re.Pattern[str] | None = None
+    """A key the rule must not take as secret (``eos_token: </s>`` in a tokenizer config)."""
+    lower: bool = False
+    """Matched on the text with A-Z lowered (same positions): case-insensitive words without
+    the cost of ``re.IGNORECASE`` on megabytes."""
+    accept: Callable[[str, re.Match[str]], bool] | None = None
+    """A check on the original text around the match."""
+
+    def secret(self, match: re.Match[str], text: str) -> tuple[int, int] | None:
+        """The secret's span in ``text`` (the original; ``match`` may be on its lowered copy),
+        or None when the match is not one."""
+        for group in ("secret", "quoted", "single"):
+            if group in self.pattern.groupindex and match.group(group) is not None:
+                start, end = match.span(group)
+                break
+        else:
+            start, end = match.span()
+        if self.classes and _classes(text[start:end]) < self.classes:
+            return None
+        if self.keep_after is not None and self.keep_after.search(
+            text, max(0, match.start() - 12), match.start() + 24
+        ):
+            return None
+        if self.accept is not None and not self.accept(text, match):
+            return None
+        return (start, end) if end > start else None
+
+
+_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_KEY_PREFIXES = ("api", "access", "secret", "private", "client", "ssh", "signing", "encryption")
+_TOKEN_PREFIXES = (
+    "access", "auth", "api", "refresh", "id", "bearer", "oauth", "session", "csrf", "bot",
+    "app", "job", "deploy", "personal_access", "personal-access",
+)  # fmt: skip
+
+
+def _key_accepted(text: str, match: re.Match[str]) -> bool:
+    """Whether the key word of a ``key: value`` match names a secret in its context: ``key``
+    only as ``api_key``, ``private-key``...; ``token`` as a word of its own, after an auth word
+    or in an upper-case variable name (``CI_JOB_TOKEN``), not ``native_token``; ``pass`` not
+    inside a word (``bypass``); ``pwd`` only as ``MYSQL_PWD`` (``PWD`` is the directory)."""
+    word, start = match.group("word"), match.start("word")
+    before = text[max(0, start - 20) : start].translate(_LOWER)
+    bare = before.rstrip("-_")
+    if word == "key":
+        return bare.endswith(_KEY_PREFIXES)
+    if word == "token":
+        if not before or not (before[-1].isalnum() or before[-1] == "_"):
+            return True
+        if bare.endswith(_TOKEN_PREFIXES) and (len(bare) == len(before) or before[-1] in "-_"):
+            return True
+        return text[start : start + 5] == "TOKEN" and text[start - 1] == "_"
+    if word == "pass":
+        return not before or not before[-1].isalpha()
+    if word == "pwd":
+        return bool(before) and before[-1] in "-_."
+    return True
+
+
+def _classes(value: str) -> int:
+    return sum(
+        any(test(char) for char in value) for test in (str.isupper, str.islower, str.isdigit)
+    )
+
+
+_KEY = r"(?P<word>key|secret|token|passw(?:or)?d|passphrase|pass|pwd|credentials?|cookie|dsn)"
+"""The key words of ``key: value``, ``key=value``, ``"key": "value"``, matched on the lowered
+text; the context decides (:func:`_key_accepted`): ``native_token: Hello`` is text."""
+_VALUE = (
+    r"(?:\"(?P<quoted>" + _NOT_MARKER + r"[^\"\n]{4,})\"|'(?P<single>" + _NOT_MARKER
+    + r"[^'\n]{4,})'|(?P<secret>" + _NOT_MARKER + r"[^\s\"'<>,;\[\]{}()]{4,}))"
+)  # fmt: skip
+_PEM_BREAK = r"(?:\s|\\[nr]|&#1[03];|&#x[aAdD];)+(?:E\s+)?(?:[+-]\s+)?"
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/=]{16,}")
+TOKEN_RULES: dict[str, Rule] = {
+    # Fixed-length shapes are capped at their length: a whole token at the end of a line is not
+    # continued onto the next line's first word in the view without line breaks.
+    "github-token": Rule(re.compile(r"gh[pousr]_[A-Za-z0-9]{10,36}"), classes=2),
+    "github-pat": Rule(re.compile(r"github_pat_[A-Za-z0-9_]{12,82}"), classes=2),
+    "huggingface-token": Rule(re.compile(r"hf_[A-Za-z0-9]{10,34}"), classes=2),
+    "gitlab-token": Rule(re.compile(r"gl(?:pat|dt|rt|ptt|cbt|ft|oas)-[A-Za-z0-9_-]{10,}")),
+    "slack-token": Rule(
+        re.compile(r"xox[abposre]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,}"), classes=1
     ),
-    "auth-header": re.compile(
-        r"(?i)authorization[\"']?\s*[:=]\s*[\"']?\s*(?:(?:bearer|basic|token|digest)\s+)?"
-        r"(?P<secret>" + _NOT_MARKER + r"(?!(?:bearer|basic|token|digest)\b)[^\s\"'<>,;\[]{6,})"
+    "slack-webhook": Rule(re.compile(r"hooks\.slack\.com/services/[A-Za-z0-9/_-]{10,}")),
+    "openai-key": Rule(
+        re.compile(r"sk-(?:proj-|ant-(?:api\d\d-)?|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+        classes=3,
     ),
-    "bearer-token": re.compile(
-        r"(?i)\bbearer\s+(?P<secret>" + _NOT_MARKER + r"[A-Za-z0-9._~+/-]{16,}=*)"
+    "stripe-key": Rule(re.compile(r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}")),
+    "google-api-key": Rule(re.compile(r"AIza[A-Za-z0-9_-]{30,}")),
+    "npm-token": Rule(re.compile(r"npm_[A-Za-z0-9]{30,36}"), classes=2),
+    "pypi-token": Rule(re.compile(r"pypi-AgE[A-Za-z0-9_-]{20,}")),
+    "docker-pat": Rule(re.compile(r"dckr_pat_[A-Za-z0-9_-]{16,}")),
+    "aws-access-key-id": Rule(
+        re.compile(r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Z0-9])")
     ),
-    "url-credentials": re.compile(
-        r"(?i)(?<=[a-z0-9+.-]://)" + _NOT_MARKER + r"[^\s/:@<>\"'\[]+:[^\s/@<>\"']+(?=@)"
+    "jwt": Rule(re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?")),
+    # The armour, then lines of base64 (wrapped, escaped, prefixed by pytest's "E" and diff
+    # "+"/"-" markers), then the END armour when the text was not cut before it.
+    "private-key": Rule(
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:"
+            + _PEM_BREAK
+            + r"[A-Za-z0-9+/=]{8,})*(?:"
+            + _PEM_BREAK
+            + r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)?"
+        )
     ),
-    "secret-assignment": re.compile(
-        r"(?i)(?<![A-Za-z0-9])[A-Za-z0-9_-]*(?:token|secret|password|passwd|api_?key|"
-        r"access_?key|private_?key)\s*[:=]\s*[\"']?(?P<secret>"
-        + _NOT_MARKER
-        + r"[^\s\"'<>,;\[]{8,})"
+    "auth-header": Rule(
+        re.compile(
+            r"(?:authorization|x-api-key|api-key|x-auth-token|private-token|x-access-token|"
+            r"cookie)[\"']?\s*[:=]\s*[\"']?\s*"
+            r"(?:(?:bearer|basic|token|digest|negotiate)\s+)?(?P<secret>"
+            + _NOT_MARKER.replace("REDACTED", "redacted")
+            + r"(?!(?:bearer|basic|token|digest|negotiate)\b)[^\s\"'<>,;\[]{6,})"
+        ),
+        lower=True,
+    ),
+    "bearer-token": Rule(
+        re.compile(
+            r"bearer\s+(?P<secret>"
+            + _NOT_MARKER.replace("REDACTED", "redacted")
+            + r"[a-z0-9._~+/-]{8,}=*)"
+        ),
+        classes=2,
+        lower=True,
+    ),
+    "url-credentials": Rule(
+        re.compile(r"(?<=://)" + _NOT_MARKER + r"[^\s/:@<>\"'\[]*:[^\s/@<>\"']+(?=@)")
+    ),
+    "secret-assignment": Rule(
+        re.compile(_KEY + r"[\"']?\s*(?:=>|:=|[:=])\s*" + _VALUE.replace("REDACTED", "redacted")),
+        keep_after=re.compile(r"(?i)(?:eos|bos|pad|unk|sep|cls|mask)_token|num_tokens?"),
+        lower=True,
+        accept=_key_accepted,
     ),
 }
+_TRIGGER = re.compile(
+    r"gh[pousr]_|github_pat_|hf_|gl[a-z]{1,3}-|xox|xapp-|hooks\.slack|sk[-_]|rk_|aiza|npm_|"
+    r"pypi-|dckr_|a[a-z]{2}a[a-z0-9]{16}|eyj|-----begin|authoriz|api-key|x-a|private-token|"
+    r"cookie|bearer|://|key|secret|token|pass|pwd|credential|dsn"
+)
+"""A necessary condition of every rule above, on the lowered text (a rule added without its
+trigger here fails its own shape tests in ``tests/test_sanitize.py``)."""
 PSEUDONYM_RULES = {
     "home": "home-dir",
     "user": "user-name",
@@ -87,57 +223,43 @@ PSEUDONYM_RULES = {
     "ip": "internal-ip",
 }
 """Pseudonym prefix -> rule name."""
-RULES = ("env-secret", *TOKEN_RULES, "aws-secret-key", *PSEUDONYM_RULES.values())
+RULES = ("known-secret", *TOKEN_RULES, "aws-secret-key", *PSEUDONYM_RULES.values())
 """Every rule name (what ``disabled_rules`` and the per-rule counts use)."""
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _AWS_WINDOW = 200
-# Line breaks (real, JSON-escaped, XML character references) and what follows a wrap.
-_BREAK = re.compile(r"(?:\r?\n|\\r\\n|\\n|&#10;|&#13;&#10;|&#xA;)(?:[ \t]*E {2,})?[ \t]*")
+_MEMO_LENGTH = 256
+_CONTEXT_RULES = frozenset({"secret-assignment", "auth-header", "bearer-token"})
+_CODE_LIKE = re.compile(r"[a-z_][a-z_.]*(?:\(\))?|[A-Z_][A-Z_.]*")
+"""A value a key-value rule found but that reads like code (``password=os.environ``, a
+constant's name): redacted where it stands, not learnt as a value to redact everywhere."""
 _IPV4 = re.compile(r"(?<![\w.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\w+-]|\.\d)")
 _IPV6 = re.compile(r"(?<![\w:])f[cde][0-9a-f]{2}:[0-9a-f:]*[0-9a-f](?![\w:])", re.IGNORECASE)
-_VERSION_BEFORE = re.compile(r"(?i)(?:\b(?:v|version|ver|release|rev)|==|>=|<=|~=|!=)\s*[:=]?\s*$")
+_VERSION_BEFORE = re.compile(
+    r"(?i)(?:(?:\b(?:v|version|ver|release|rev|build)|==|>=|<=|~=|!=)\s*[:=]?\s*|@v|[A-Za-z][-_])$"
+)
+_WORD_BEFORE = re.compile(r"([A-Za-z][\w.+]*)[ \t]+$")
+PRODUCT_WORDS = frozenset(
+    {"tensorrt", "trt", "cuda", "cudnn", "cublas", "nccl", "driver", "libnvinfer", "torch",
+     "python", "onnxruntime", "openvino", "rocm", "triton", "vllm", "jetpack", "firmware"}
+)  # fmt: skip
+"""Lower-case names whose version a ``10.x.y.z`` after them is (``tensorrt 10.0.1.6``)."""
+NETWORK_WORDS = frozenset(
+    {
+        "to", "from", "at", "host", "hostname", "addr", "address", "ip", "ipv4", "inet", "peer",
+        "server", "client", "node", "via", "on", "gateway", "gw", "dns", "nameserver", "src",
+        "dst", "remote", "local", "connect", "connecting", "connected", "listen", "listening",
+        "bind", "bound", "resolved", "resolves", "is", "of", "by", "and", "or", "with", "for",
+        "in", "as", "master", "worker", "rank", "endpoint", "proxy", "route", "subnet", "net",
+        "network", "socket", "using", "interface", "eth0", "nic", "ping", "reach", "reaching",
+        "unreachable", "refused", "timeout", "timed", "out",
+    }
+)  # fmt: skip
+"""A dotted quad after one of these words is an address; after any other word, a version."""
 _INTERNAL_V4 = [
     ipaddress.ip_network(net)
     for net in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10")
 ]
 _INTERNAL_V6 = [ipaddress.ip_network(net) for net in ("fc00::/7", "fe80::/10")]
-
-
-def secret_values(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment variables whose names look secret and whose values are long enough."""
-    return {
-        name: value
-        for name, value in environ.items()
-        if _SECRET_NAME.search(name.upper())
-        and name.upper() not in ("PWD", "OLDPWD")
-        and len(value.strip()) >= MIN_SECRET_LENGTH
-    }
-
-
-def _base64_forms(value: bytes) -> set[str]:
-    """The part of base64(prefix + value + suffix) fixed by ``value`` alone, for the three
-    alignments, standard and URL-safe alphabets."""
-    forms = set()
-    for offset in range(3):
-        encoded = base64.b64encode(b"\0" * offset + value).decode().rstrip("=")
-        start = (0, 2, 3)[offset]
-        end = (8 * (offset + len(value))) // 6
-        fixed = encoded[start:end]
-        if len(fixed) >= MIN_ENCODED_LENGTH:
-            forms.add(fixed)
-            forms.add(fixed.translate(str.maketrans("+/", "-_")))
-    return forms
-
-
-def encoded_forms(value: str) -> set[str]:
-    """``value`` as it may appear in a file: raw, base64, URL-encoded, JSON and XML escaped."""
-    raw = value.encode()
-    forms = {value, value.strip(), json.dumps(value)[1:-1], xml_escape(value, {'"': "&quot;"})}
-    forms |= {urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value)}
-    forms |= _base64_forms(raw)
-    # A multi-line value (a PEM key in a variable): each substantial line on its own too.
-    forms |= {line.strip() for line in value.splitlines() if len(line.strip()) >= MIN_SECRET_LENGTH}
-    return {_BREAK.sub("", form) for form in forms if len(form) >= MIN_SECRET_LENGTH}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,36 +288,51 @@ class Identities:
         return cls(
             hostnames=frozenset(h for h in hosts if len(h) >= 3 and h.lower() not in GENERIC_HOSTS),
             users=frozenset(u for u in users if len(u) >= 3 and u not in GENERIC_USERS),
-            homes=frozenset(h.rstrip("/") for h in homes if len(h.rstrip("/")) >= 2),
+            homes=frozenset(
+                h.rstrip("/") for h in homes if len(h.rstrip("/")) >= 2 and h.rstrip("/") != "/"
+            ),
         )
 
 
-def _literal_pattern(values: Iterable[str], flags: int = 0) -> re.Pattern[str] | None:
+def _alternation(values: Iterable[str]) -> str | None:
     ordered = sorted(set(values), key=len, reverse=True)
-    if not ordered:
-        return None
-    return re.compile("|".join(re.escape(value) for value in ordered), flags)
+    return "|".join(re.escape(value) for value in ordered) or None
 
 
-class _Collapsed:
-    """``text`` without line breaks, and the way back from its positions to the original."""
+def _word_like(value: str) -> bool:
+    """A name that could be an ordinary word (``build``, ``alice``): pseudonymized only where it
+    stands as a name."""
+    return value.isalpha()
 
-    def __init__(self, text: str):
-        pieces, self._cuts, self._widths = [], [], []
-        position = removed = 0
-        for match in _BREAK.finditer(text):
-            pieces.append(text[position : match.start()])
-            self._cuts.append(match.start() - removed)
-            removed += match.end() - match.start()
-            self._widths.append(removed)
-            position = match.end()
-        pieces.append(text[position:])
-        self.text = "".join(pieces)
 
-    def original(self, index: int) -> int:
-        """Original position of the collapsed character at ``index``."""
-        before = bisect.bisect_right(self._cuts, index)
-        return index + (self._widths[before - 1] if before else 0)
+def _name_patterns(kind: str, names: Collection[str]) -> list[re.Pattern[str]]:
+    """Patterns whose group 1 is one of ``names`` standing as a name."""
+    anywhere = _alternation(name for name in names if not _word_like(name))
+    words = _alternation(name for name in names if _word_like(name))
+    found = []
+    flags = re.IGNORECASE if kind == "host" else 0
+    if anywhere:
+        found.append(re.compile(rf"(?<![\w.-])({anywhere})(?![\w-])", flags))
+    if not words:
+        return found
+    group = f"({words})"
+    name = group + r"(?![\w-])"
+    positions = [rf"(?<=/){name}", rf"(?<![\w.-]){group}(?=@[\w-])"]
+    if kind == "user":
+        positions += [
+            rf"(?<=~){name}",
+            r"(?i:\b(?:user(?:name)?|login|logname|owner|account)[\"']?\s*[:=]\s*[\"']?)" + name,
+        ]
+    else:
+        positions += [
+            rf"(?<=@){name}",
+            rf"(?<=//){name}",
+            rf"(?<![\w.-]){group}(?=:\d)",
+            r"(?i:\b(?:host(?:name)?|node(?:name)?|server|machine)[\"']?\s*[:=]\s*[\"']?)" + name,
+            r"(?m:^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\S+) )" + name,
+        ]
+    found += [re.compile(position, flags) for position in positions]
+    return found
 
 
 def _merge(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
@@ -210,69 +347,130 @@ def _merge(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
 
 
 class Sanitizer:
-    """Redacts secrets and pseudonymizes identities; counts what each rule did."""
+    """Redacts secrets and pseudonymizes identities; counts what each rule did.
+
+    ``environ``: whose secret-named variables (and ``secret_env``) are known secrets.
+    ``known``: more values (a secrets file; what an earlier pass found).
+    ``disabled_rules``: rules skipped while redacting (tests force a leak with it); values are
+    still learnt by every rule, so the final scan knows what a disabled rule let through.
+    """
 
     def __init__(
         self,
         environ: Mapping[str, str],
         identities: Identities,
+        *,
+        known: Iterable[KnownSecret] = (),
+        secret_env: Iterable[str] = (),
         disabled_rules: Collection[str] = (),
         pseudonyms: Mapping[str, str] | None = None,
     ):
         self.disabled = frozenset(disabled_rules)
-        forms = {form for value in secret_values(environ).values() for form in encoded_forms(value)}
-        self._env_secrets = _literal_pattern(forms)
-        self._homes = _literal_pattern(identities.homes)
-        self._users = _literal_pattern(identities.users)
-        self._hosts = _literal_pattern(identities.hostnames, re.IGNORECASE)
+        self.known: list[KnownSecret] = [*from_environment(environ, secret_env), *known]
+        self._index: SecretIndex | None = None
+        self._names = {
+            kind: _name_patterns(kind, values)
+            for kind, values in (("user", identities.users), ("host", identities.hostnames))
+        }
+        homes = _alternation(identities.homes)
+        self._homes = re.compile(rf"(?<![\w.-])({homes})(?![\w-])") if homes else None
+        names = _alternation([*identities.homes, *identities.users, *identities.hostnames])
+        # A necessary condition of every identity rule: a name, or something like an address.
+        self._identity_trigger = re.compile(
+            rf"\d\.\d|:|{names}" if names else r"\d\.\d|:", re.IGNORECASE
+        )
         self.pseudonyms: dict[str, str] = dict(pseudonyms or {})
         """value -> pseudonym; private: written to the run's pseudonym map, never published."""
         self.counts: collections.Counter[str] = collections.Counter()
+        self._memo: dict[str, tuple[str, collections.Counter[str]]] = {}
+
+    # --- known secrets
+
+    @property
+    def index(self) -> SecretIndex:
+        """Every known secret, ready to find (rebuilt after :meth:`learn`)."""
+        if self._index is None:
+            self._index = SecretIndex(self.known)
+        return self._index
+
+    def learn(self, secrets: Iterable[KnownSecret]) -> None:
+        """Add known values (found elsewhere in the run); a value already known is kept with
+        its first origin."""
+        values = {secret.value for secret in self.known}
+        added = []
+        for secret in secrets:
+            if secret.value not in values:
+                values.add(secret.value)
+                added.append(secret)
+        if added:
+            self.known += added
+            self._index = None
+            self._memo.clear()
+
+    def harvest(self, text: str, where: str) -> None:
+        """Learn every value a token, key-value or URL-credential rule finds in ``text`` (every
+        rule, disabled or not), so that a cut or re-encoded copy elsewhere is caught too."""
+        found = []
+        for view_text, _view in views.views(text):
+            for rule, start, end in self._rule_spans(view_text, every_rule=True):
+                value = view_text[start:end].strip()
+                # A key's value is its base64 lines, not its armour or the text's line breaks.
+                pieces = _BASE64_RUN.findall(value) if rule == "private-key" else [value]
+                found += [
+                    KnownSecret(piece, f"{rule} found in {where}")
+                    for piece in pieces
+                    if len(piece) >= MIN_HARVESTED_LENGTH
+                    and "REDACTED" not in piece
+                    and (rule not in _CONTEXT_RULES or not _CODE_LIKE.fullmatch(piece))
+                ]
+        self.learn(found)
+
+    # --- redaction
 
     def _enabled(self, rule: str) -> bool:
         return rule not in self.disabled
 
-    def _rules(self) -> list[tuple[str, re.Pattern[str]]]:
-        rules = list(TOKEN_RULES.items())
-        if self._env_secrets is not None:
-            rules.insert(0, ("env-secret", self._env_secrets))
-        return [(rule, pattern) for rule, pattern in rules if self._enabled(rule)]
-
-    def _spans_in(self, text: str) -> list[tuple[int, int, str]]:
-        found: list[tuple[int, int, str]] = []
-        for rule, pattern in self._rules():
-            for match in pattern.finditer(text):
-                group = "secret" if "secret" in pattern.groupindex else 0
-                found.append((match.start(group), match.end(group), rule))
-                if rule == "aws-access-key-id":
+    def _rule_spans(self, text: str, every_rule: bool = False) -> list[tuple[str, int, int]]:
+        found: list[tuple[str, int, int]] = []
+        lowered = text.translate(_LOWER)
+        if not _TRIGGER.search(lowered):
+            return found  # no rule could match: one search instead of one per rule
+        for name, rule in TOKEN_RULES.items():
+            if not every_rule and not self._enabled(name):
+                continue
+            for match in rule.pattern.finditer(lowered if rule.lower else text):
+                span = rule.secret(match, text)
+                if span is None:
+                    continue
+                found.append((name, *span))
+                if name == "aws-access-key-id" and (every_rule or self._enabled("aws-secret-key")):
                     found += self._aws_secrets(text, match.start(), match.end())
-        return [span for span in found if span[1] > span[0]]
+        return found
 
-    def secret_spans(self, text: str) -> list[tuple[int, int, str]]:
-        """(start, end, rule) of every secret in ``text``; matches may span line breaks.
-
-        Scanned twice: as is (a token at the start of a line stays a word of its own) and
-        with line breaks removed (a wrapped token is whole again), mapped back.
-        """
-        spans = self._spans_in(text)
-        collapsed = _Collapsed(text)
-        if collapsed.text != text:
-            spans += [
-                (collapsed.original(start), collapsed.original(end - 1) + 1, rule)
-                for start, end, rule in self._spans_in(collapsed.text)
-            ]
-        return spans
-
-    def _aws_secrets(self, text: str, start: int, end: int) -> list[tuple[int, int, str]]:
+    def _aws_secrets(self, text: str, start: int, end: int) -> list[tuple[str, int, int]]:
         """40-character AWS secret keys near an access key id (mixed case: not a git SHA)."""
-        if not self._enabled("aws-secret-key"):
-            return []
         window = max(0, start - _AWS_WINDOW)
         spans = []
         for match in _AWS_SECRET.finditer(text[window : end + _AWS_WINDOW]):
-            value = match.group()
-            if any(c.isupper() for c in value) and any(c.islower() for c in value):
-                spans.append((window + match.start(), window + match.end(), "aws-secret-key"))
+            if _classes(match.group()) >= 2 and any(c.isupper() for c in match.group()):
+                spans.append(("aws-secret-key", window + match.start(), window + match.end()))
+        return spans
+
+    def secret_spans(self, text: str) -> list[tuple[int, int, str]]:
+        """(start, end, rule) of every secret in ``text``, found in the text or in a view of it
+        (wrapped, escaped, coloured) and mapped back to the original."""
+        spans: list[tuple[int, int, str]] = []
+        check_known = self._enabled("known-secret") and bool(self.index)
+        for view_text, view in views.views(text):
+            found = self._rule_spans(view_text)
+            if check_known:
+                found += [
+                    ("known-secret", hit.start, hit.end) for hit in self.index.find(view_text)
+                ]
+            for rule, view_start, view_end in found:
+                start, end = view.span(view_start, view_end) if view else (view_start, view_end)
+                if end > start:
+                    spans.append((start, end, rule))
         return spans
 
     def redact(self, text: str, marker: str = "[REDACTED:{rule}]") -> str:
@@ -288,6 +486,8 @@ class Sanitizer:
         out.append(text[position:])
         return "".join(out)
 
+    # --- identities
+
     def _pseudonym(self, kind: str, value: str) -> str:
         key = value.lower() if kind == "host" else value
         if key not in self.pseudonyms:
@@ -296,16 +496,23 @@ class Sanitizer:
         self.counts[PSEUDONYM_RULES[kind]] += 1
         return self.pseudonyms[key]
 
-    def _replace(self, pattern: re.Pattern[str] | None, kind: str, text: str) -> str:
-        if pattern is None or not self._enabled(PSEUDONYM_RULES[kind]):
+    def _replace_names(self, kind: str, text: str) -> str:
+        if not self._enabled(PSEUDONYM_RULES[kind]):
             return text
-        bounded = re.compile(rf"(?<![\w.-])(?:{pattern.pattern})(?![\w-])", pattern.flags)
-        return bounded.sub(lambda m: self._pseudonym(kind, m.group()), text)
+        patterns = self._names[kind] if kind != "home" else [self._homes] if self._homes else []
+        for pattern in patterns:
+            text = pattern.sub(lambda m: self._swap(m, kind), text)
+        return text
+
+    def _swap(self, match: re.Match[str], kind: str) -> str:
+        whole, start, end = match.group(), match.start(1), match.end(1)
+        offset = match.start()
+        name = self._pseudonym(kind, match.group(1))
+        return whole[: start - offset] + name + whole[end - offset :]
 
     def _ip(self, match: re.Match[str]) -> str:
         value = match.group()
-        before = match.string[max(0, match.start() - 12) : match.start()]
-        if "." in value and (_VERSION_BEFORE.search(before) or before.endswith("@v")):
+        if "." in value and self._is_version(match):
             return value
         try:
             address = ipaddress.ip_address(value)
@@ -316,28 +523,91 @@ class Sanitizer:
             return self._pseudonym("ip", value.lower())
         return value
 
+    @staticmethod
+    def _is_version(match: re.Match[str]) -> bool:
+        """A dotted quad that is a version: after ``v``, ``version``, ``==``, glued to a name
+        (``TensorRT-10.0.1.6``); or a 10.x.y.z after a product's name (``TensorRT 10.0.1.6``:
+        a word with a capital inside or a digit, or a known lower-case name), never after a
+        network word (``connect to 10.0.0.1``) or an ordinary one (``then 10.2.3.4``)."""
+        text = match.string
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        before = text[max(line_start, match.start() - 40) : match.start()]
+        if _VERSION_BEFORE.search(before):
+            return True
+        word = _WORD_BEFORE.search(before)
+        if word is None or match.group(1) != "10":
+            return False
+        name = word.group(1).rstrip(".:")
+        if name.lower() in NETWORK_WORDS:
+            return False
+        return (
+            any(char.isupper() for char in name[1:])
+            or any(char.isdigit() for char in name)
+            or name.lower() in PRODUCT_WORDS
+        )
+
     def pseudonymize(self, text: str) -> str:
-        """Homes, users, hostnames and internal IPs replaced by stable pseudonyms."""
-        text = self._replace(self._homes, "home", text)
-        text = self._replace(self._users, "user", text)
-        text = self._replace(self._hosts, "host", text)
+        """Homes, user and host names (where they stand as names) and internal IPs replaced by
+        stable pseudonyms."""
+        if not self._identity_trigger.search(text):
+            return text
+        for kind in ("home", "user", "host"):
+            text = self._replace_names(kind, text)
         if self._enabled("internal-ip"):
             for pattern in (_IPV4, _IPV6):
                 text = pattern.sub(self._ip, text)
         return text
 
+    # --- entry points
+
     def clean(self, text: str) -> str:
-        """Secrets redacted, then identities pseudonymized."""
-        return self.pseudonymize(self.redact(text))
+        """Secrets redacted, then identities pseudonymized.
+
+        Short texts are remembered (a JSON-lines file repeats its event kinds, phase and test
+        names thousands of times); what a rule did to one is counted again on every use.
+        """
+        if len(text) > _MEMO_LENGTH:
+            return self.pseudonymize(self.redact(text))
+        remembered = self._memo.get(text)
+        if remembered is None:
+            before = collections.Counter(self.counts)
+            cleaned = self.pseudonymize(self.redact(text))
+            remembered = (cleaned, self.counts - before)
+            self._memo[text] = remembered
+        else:
+            self.counts.update(remembered[1])
+        return remembered[0]
 
     def clean_name(self, name: str) -> str:
         """A file name: the same rules, with a marker safe in names and artifact uploads."""
         return self.pseudonymize(self.redact(name, marker="REDACTED-{rule}"))
 
-    def findings(self, text: str) -> collections.Counter[str]:
-        """What the rules still find in ``text`` (the second scan): counts per rule only."""
-        probe = copy.copy(self)
-        probe.pseudonyms = dict(self.pseudonyms)
-        probe.counts = collections.Counter()
-        probe.clean(text)
-        return probe.counts
+    def clean_json(self, document: Any) -> Any:
+        """A parsed JSON document with every string cleaned; the value of a key whose name says
+        secret (``"api_key": "..."``) is redacted whole."""
+        if isinstance(document, str):
+            return self.clean(document)
+        if isinstance(document, list):
+            return [self.clean_json(item) for item in document]
+        if isinstance(document, dict):
+            cleaned = {}
+            for key, value in document.items():
+                name = self.clean(str(key))
+                if isinstance(value, str) and len(value) >= 4 and _secret_key(str(key)):
+                    self.counts["secret-assignment"] += 1
+                    cleaned[name] = "[REDACTED:secret-assignment]"
+                else:
+                    cleaned[name] = self.clean_json(value)
+            return cleaned
+        return document
+
+
+def _secret_key(key: str) -> bool:
+    """A JSON key that names a secret (``api_key``, ``db_password``, ``access_token``; not
+    ``tokenizer``, ``eos_token``, ``native_token``)."""
+    match = _JSON_KEY.search(key.translate(_LOWER))
+    return match is not None and _key_accepted(key, match)
+
+
+_JSON_KEY = re.compile(_KEY + r"s?$")
+CleanText = Callable[[str], str]

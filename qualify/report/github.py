@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from junitparser import Error as JUnitError
 from junitparser import Failure as JUnitFailure
@@ -98,30 +98,44 @@ def read_failures(run_dir: RunDir, source_prefix: str = "") -> list[Failure]:
     return failures
 
 
-def annotation(title: str, message: str, file: str | None = None, line: int | None = None) -> str:
-    """One ``::error`` workflow command."""
+def _same(text: str) -> str:
+    return text
+
+
+def annotation(
+    title: str,
+    message: str,
+    file: str | None = None,
+    line: int | None = None,
+    clean: Callable[[str], str] = _same,
+) -> str:
+    """One ``::error`` workflow command; ``clean`` (the sanitizer) sees every part unescaped,
+    after any truncation, and the escaping comes last."""
     properties = []
     if file:
-        properties.append(f"file={escape_property(file)}")
+        properties.append(f"file={escape_property(clean(file))}")
         if line is not None:
             properties.append(f"line={line}")
-    properties.append(f"title={escape_property(title)}")
-    return f"::error {','.join(properties)}::{escape_data(message)}"
+    properties.append(f"title={escape_property(clean(title))}")
+    return f"::error {','.join(properties)}::{escape_data(clean(message))}"
 
 
-def annotation_lines(audit: Audit, failures: Sequence[Failure]) -> list[str]:
+def annotation_lines(
+    audit: Audit, failures: Sequence[Failure], clean: Callable[[str], str] = _same
+) -> list[str]:
     """At most MAX_ANNOTATIONS commands: one per failure, the overflow folded into the last."""
     verdict = audit.verdict
     if not failures:
         if verdict == "PASSED":
             return []
-        return [annotation(f"qualify {verdict}", audit.reason)]
+        return [annotation(f"qualify {verdict}", audit.reason, clean=clean)]
     if len(failures) <= MAX_ANNOTATIONS:
         shown, rest = list(failures), []
     else:
         shown, rest = list(failures[: MAX_ANNOTATIONS - 1]), list(failures[MAX_ANNOTATIONS - 1 :])
     lines = [
-        annotation(f"{verdict}: {f.title}", f.message or f.outcome, f.file, f.line) for f in shown
+        annotation(f"{verdict}: {f.title}", f.message or f.outcome, f.file, f.line, clean)
+        for f in shown
     ]
     if rest:
         names = ", ".join(f.title for f in rest[:20]) + (", ..." if len(rest) > 20 else "")
@@ -130,6 +144,7 @@ def annotation_lines(audit: Audit, failures: Sequence[Failure]) -> list[str]:
                 f"{verdict}: {len(rest)} more failures",
                 f"{len(rest)} more failed or errored testcases (see the step summary and "
                 f"the JUnit file in the uploaded artifact): {names}",
+                clean=clean,
             )
         )
     return lines

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
@@ -17,9 +17,17 @@ SUMMARY_LIMIT = 1024 * 1024 - 16 * 1024
 FAILURE_TEXT_LIMIT = 4096
 
 
-def _cell(value: object) -> str:
-    """A Markdown table cell: HTML-escaped, pipes and line breaks neutralised."""
-    text = "-" if value is None else str(value)
+Clean = Callable[[str], str]
+"""The sanitizer, applied to every piece of text after it is clipped and before it is escaped."""
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def _cell(value: object, clean: Clean = _same) -> str:
+    """A Markdown table cell: sanitized, HTML-escaped, pipes and line breaks neutralised."""
+    text = "-" if value is None else clean(str(value))
     return escape(text).replace("|", "&#124;").replace("\r", "").replace("\n", "<br>")
 
 
@@ -29,7 +37,7 @@ def _clip(text: str, limit: int) -> str:
     return text[: limit // 2] + "\n[... truncated ...]\n" + text[-limit // 2 :]
 
 
-def _header(audit: Audit, run_dir: str) -> str:
+def _header(audit: Audit, run_dir: str, clean: Clean) -> str:
     commit = audit.commit
     github = commit.github or {}
     in_effect = audit.limits.in_effect
@@ -50,19 +58,19 @@ def _header(audit: Audit, run_dir: str) -> str:
         ("parity", parity.reason if parity else None),
         ("run directory", run_dir),
     ]
-    table = "\n".join(f"| {_cell(key)} | {_cell(value)} |" for key, value in rows)
+    table = "\n".join(f"| {_cell(key)} | {_cell(value, clean)} |" for key, value in rows)
     return (
-        f"## qualify {_cell(audit.verdict)}: {_cell(audit.family.name)} "
-        f"({_cell(audit.profile)})\n\n| | |\n|---|---|\n{table}\n\n"
+        f"## qualify {_cell(audit.verdict)}: {_cell(audit.family.name, clean)} "
+        f"({_cell(audit.profile, clean)})\n\n| | |\n|---|---|\n{table}\n\n"
     )
 
 
-def _failure(failure: Failure) -> str:
+def _failure(failure: Failure, clean: Clean) -> str:
     where = f" ({failure.file}:{failure.line})" if failure.file else ""
     return (
-        f"<details><summary><b>{escape(failure.title)}</b>{escape(where)}: "
-        f"{escape(_clip(failure.message, 500))}</summary>\n\n"
-        f"<pre>{escape(_clip(failure.text, FAILURE_TEXT_LIMIT))}</pre>\n</details>\n\n"
+        f"<details><summary><b>{escape(clean(failure.title))}</b>{escape(clean(where))}: "
+        f"{escape(clean(_clip(failure.message, 500)))}</summary>\n\n"
+        f"<pre>{escape(clean(_clip(failure.text, FAILURE_TEXT_LIMIT)))}</pre>\n</details>\n\n"
     )
 
 
@@ -78,19 +86,26 @@ def _fit(text: str, budget: int) -> str:
     return text if len(data) <= budget else data[: max(budget, 0)].decode("utf-8", "ignore")
 
 
-def render_summary(audit: Audit, failures: Sequence[Failure], run_dir: str, budget: int) -> str:
-    """Header, then failures (most important first) while they fit in ``budget`` bytes."""
+def render_summary(
+    audit: Audit,
+    failures: Sequence[Failure],
+    run_dir: str,
+    budget: int,
+    clean: Clean = _same,
+) -> str:
+    """Header, then failures (most important first) while they fit in ``budget`` bytes; every
+    piece of text through ``clean`` after it is clipped, before it is escaped."""
     if budget <= 0:
         return ""
     pointer_reserve = 600
-    text = _header(audit, run_dir)
+    text = _header(audit, run_dir, clean)
     ordered = sorted(failures, key=_priority)
     if ordered:
         text += f"### Failures ({len(ordered)})\n\n"
     used = len(text.encode("utf-8"))
     shown = 0
     for failure in ordered:
-        entry = _failure(failure)
+        entry = _failure(failure, clean)
         size = len(entry.encode("utf-8"))
         if used + size + pointer_reserve > budget:
             break
@@ -100,6 +115,6 @@ def render_summary(audit: Audit, failures: Sequence[Failure], run_dir: str, budg
     if shown < len(ordered):
         text += (
             f"**{len(ordered) - shown} more failures not shown** (the step summary is limited to "
-            f"1 MiB): see the JUnit file in the uploaded artifact of {escape(run_dir)}.\n"
+            f"1 MiB): see the JUnit file in the uploaded artifact of {_cell(run_dir, clean)}.\n"
         )
     return _fit(text, budget)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TextIO
+import io
+from typing import TYPE_CHECKING
 
 from qualify.judge.result import RunResult
 from qualify.sizes import format_bytes, format_duration
@@ -16,6 +17,7 @@ _STYLE = {Verdict.PASSED: "bold green", Verdict.ERROR: "bold magenta"}
 
 def _phase_table(result: RunResult) -> Table | None:
     from rich.table import Table
+    from rich.text import Text
 
     monitor = result.execution.monitor
     if monitor is None or not monitor.phases:
@@ -31,8 +33,13 @@ def _phase_table(result: RunResult) -> Table | None:
         share = "-"
         if limit and window.peak_bytes is not None:
             share = f"{100 * window.peak_bytes / limit:.0f}%"
+        # Text, never markup: a phase name or note is the family's text ("[/x]" is not a tag).
         table.add_row(
-            window.name, duration, format_bytes(window.peak_bytes), share, window.error or ""
+            Text(window.name),
+            duration,
+            format_bytes(window.peak_bytes),
+            share,
+            Text(window.error or ""),
         )
     return table
 
@@ -51,16 +58,33 @@ def _parity_line(result: RunResult) -> str | None:
     )
 
 
-def print_summary(result: RunResult, stream: TextIO) -> None:
-    """Verdict, limits and peak, tests, phases, parity; the run directory is printed after."""
-    from rich.console import Console  # imported late: it is the slowest import of a run
+def render_summary(result: RunResult, *, color: bool = False, width: int = 100) -> str:
+    """Verdict, limits and peak, tests, phases, parity, as text (ANSI colours when ``color``).
 
-    console = Console(file=stream, highlight=False, soft_wrap=True)
+    Every piece of the family's text is printed as text, never parsed as rich markup; the
+    caller sanitizes the result before it prints it (a CI log is public).
+    """
+    from rich.console import Console  # imported late: it is the slowest import of a run
+    from rich.text import Text
+
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        highlight=False,
+        soft_wrap=True,
+        force_terminal=color,
+        no_color=not color,
+        width=width,
+        emoji=False,
+        markup=False,
+    )
     spec, execution = result.spec, result.execution
     sandbox = execution.sandbox
     style = _STYLE.get(result.verdict, "bold red")
     console.print(
-        f"[{style}]{result.verdict.value}[/] {spec.family.name} ({spec.profile}): {result.reason}"
+        Text.assemble(
+            (result.verdict.value, style), f" {spec.family.name} ({spec.profile}): {result.reason}"
+        )
     )
     limit = sandbox.in_effect.memory_bytes if sandbox else None
     backend = sandbox.backend if sandbox else spec.backend
@@ -69,22 +93,29 @@ def print_summary(result: RunResult, stream: TextIO) -> None:
     peak = format_bytes(monitor.peak_bytes) if monitor else "-"
     oom = monitor.oom_kills if monitor and monitor.oom_kills is not None else "-"
     dirty = " (dirty)" if spec.commit.dirty else ""
-    console.print(f"commit {spec.commit.head}{dirty}  backend {backend}")
-    console.print(f"cap {cap}  peak {peak}  oom kills {oom}")
+    console.print(Text(f"commit {spec.commit.head}{dirty}  backend {backend}"))
+    console.print(Text(f"cap {cap}  peak {peak}  oom kills {oom}"))
     tests = [c for c in result.testcases if not c.classname.endswith("parity")]
     counts = {
         o: sum(c.outcome == o for c in tests) for o in ("passed", "failed", "error", "skipped")
     }
     console.print(
-        f"tests: {counts['passed']} passed, {counts['failed']} failed, "
-        f"{counts['error']} errors, {counts['skipped']} skipped"
-        + (f"; running at the end: {result.progress.running}" if result.progress.running else "")
+        Text(
+            f"tests: {counts['passed']} passed, {counts['failed']} failed, "
+            f"{counts['error']} errors, {counts['skipped']} skipped"
+            + (
+                f"; running at the end: {result.progress.running}"
+                if result.progress.running
+                else ""
+            )
+        )
     )
     table = _phase_table(result)
     if table is not None:
         console.print(table)
     parity = _parity_line(result)
     if parity:
-        console.print(parity)
+        console.print(Text(parity))
     for problem in execution.teardown_problems:
-        console.print(f"[yellow]teardown: {problem}[/]")
+        console.print(Text(f"teardown: {problem}", style="yellow"))
+    return buffer.getvalue()

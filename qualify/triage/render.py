@@ -104,7 +104,7 @@ def render_terminal(result: Triage, console: Console) -> None:
     """The rich view: class, evidence, conflicts, findings, sparkline, remedies, warnings."""
     style = _STYLE.get(result.exit_code, "bold")
     console.print(Text.assemble(("triage: ", "bold"), (result.triage_class.value, style)))
-    console.print(result.summary)
+    console.print(Text(result.summary))  # text, never markup: it quotes the family's words
     for title, lines in _sections(result):
         console.print(Text(title, style="bold underline"))
         for line in lines:
