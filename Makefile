@@ -15,4 +15,7 @@ lint: bootstrap
 
 # Lint, type-check and run the whole suite (privileged and slow tests included).
 test: lint
-	.venv/bin/python -m pytest
+	rm -f .coverage .coverage.*
+	QUALIFY_TEST_STRICT=1 COVERAGE_FILE=$(CURDIR)/.coverage .venv/bin/coverage run -m pytest
+	COVERAGE_FILE=$(CURDIR)/.coverage .venv/bin/coverage combine -q
+	COVERAGE_FILE=$(CURDIR)/.coverage .venv/bin/coverage report

@@ -2,7 +2,11 @@
 
 One ``os.write`` per event on an ``O_APPEND`` descriptor: lines from several processes of the
 same run (pytest-xdist workers, subprocesses) never interleave, and after a SIGKILL at most the
-last line is truncated, which the host tolerates.
+last line is truncated, which the host tolerates. A completed ``write()`` survives the SIGKILL
+of its writer (the data is in the kernel's page cache, which the host reads), so events are
+not fsynced by default: only the few whose loss in a machine crash would matter (a session's
+collection and end, phase boundaries, recorded cases) pass ``durable=True``; the per-test
+events of the pytest plugin never do.
 """
 
 from __future__ import annotations
@@ -18,36 +22,35 @@ from harness import contract
 from harness.contract import ENV_EVENTS
 
 _lock = threading.Lock()
-_fds: dict[str, int] = {}
+_fds: dict[tuple[int, str], int] = {}
 _seq = [0]
 
 
-def _fd_for(path: str) -> int:
+def _fd_for(pid: int, path: str) -> int:
     # Re-open after fork: a descriptor inherited from the parent is shared, which is fine
     # for O_APPEND, but the cache is keyed per process to keep ownership obvious.
-    key = f"{os.getpid()}:{path}"
-    fd = _fds.get(key)
+    fd = _fds.get((pid, path))
     if fd is None:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        _fds[key] = fd
+        _fds[(pid, path)] = fd
     return fd
-
-
-def _stamp(record: dict[str, Any]) -> dict[str, Any]:
-    record.setdefault("t", time.time())
-    record.setdefault("mono", time.monotonic())
-    record.setdefault("pid", os.getpid())
-    return record
 
 
 _STORAGE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
 
 
 def _append(path: str, record: dict[str, Any], durable: bool) -> None:
-    line = contract.encode_line(_stamp(record))
+    pid = os.getpid()
+    record.setdefault("t", time.time())
+    record.setdefault("mono", time.monotonic())
+    record.setdefault("pid", pid)
+    _write(path, pid, contract.encode_line(record), durable)
+
+
+def _write(path: str, pid: int, line: bytes, durable: bool) -> None:
     with _lock:
         try:
-            fd = _fd_for(path)
+            fd = _fd_for(pid, path)
             os.write(fd, line)
             if durable:
                 os.fsync(fd)
@@ -59,10 +62,28 @@ def _append(path: str, record: dict[str, Any], durable: bool) -> None:
 
 
 def emit(record: dict[str, Any], durable: bool = False) -> None:
-    """Append one event to the run's events file; no-op outside a qualify run."""
+    """Append one event to the run's events file; no-op outside a qualify run.
+
+    ``durable``: fsync it too (for the rare events a machine crash must not lose; an fsync
+    costs about 0.2 ms on a disk, a test of a large suite often less).
+    """
     path = os.environ.get(ENV_EVENTS)
     if path:
         _append(path, record, durable)
+
+
+def emit_to(path: str, record: dict[str, Any], durable: bool = False) -> None:
+    """``emit`` to an events file the caller looked up once (the pytest plugin's hot path)."""
+    _append(path, record, durable)
+
+
+def emit_test_start(
+    path: str, when: str, nodeid: str, location: tuple[str, int | None] | None = None
+) -> None:
+    """``emit_to`` of a test phase's start line (``contract.encode_test_start``)."""
+    pid = os.getpid()
+    line = contract.encode_test_start(when, nodeid, (time.time(), time.monotonic(), pid), location)
+    _write(path, pid, line, False)
 
 
 def sync_point(record: dict[str, Any]) -> None:

@@ -26,15 +26,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.abc
-import importlib.machinery
-import importlib.util
 import os
 import sys
 import threading
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:  # importlib.abc costs 20 ms, and install() runs in every Python process
+    import importlib.abc
+    import importlib.machinery
 
 from harness import contract
 from harness._events import emit
@@ -96,8 +97,10 @@ def expandable_in(settings: str | None) -> bool | None:
     return found
 
 
-class _TorchFinder(importlib.abc.MetaPathFinder):
-    """One-shot finder: lets ``import torch`` proceed, then runs ``on_torch`` on the module."""
+class _TorchFinder:
+    """One-shot finder: lets ``import torch`` proceed, then runs ``on_torch`` on the module.
+
+    A ``MetaPathFinder`` by its ``find_spec`` (the import system asks for nothing else)."""
 
     def find_spec(
         self,
@@ -109,15 +112,19 @@ class _TorchFinder(importlib.abc.MetaPathFinder):
             return None
         with contextlib.suppress(ValueError):
             sys.meta_path.remove(self)
+        import importlib.util
+
         spec = importlib.util.find_spec(fullname)
         if spec is None or spec.loader is None:
             return spec
-        spec.loader = _AfterExecLoader(spec.loader)
+        spec.loader = cast("importlib.abc.Loader", _AfterExecLoader(spec.loader))
         return spec
 
 
-class _AfterExecLoader(importlib.abc.Loader):
-    """Delegates to torch's own loader; after the module executed, queues the CUDA hook."""
+class _AfterExecLoader:
+    """Delegates to torch's own loader; after the module executed, queues the CUDA hook.
+
+    A ``Loader`` by its ``create_module`` and ``exec_module``; the rest is the inner one's."""
 
     def __init__(self, inner: importlib.abc.Loader):
         self._inner = inner

@@ -1,100 +1,103 @@
-"""pytest plugin: one JSON line per test phase, so a SIGKILL still leaves a record.
+"""pytest plugin: streams each test's progress, so a SIGKILL still leaves a record.
 
 Loaded in the sandbox through ``PYTEST_PLUGINS=harness.pytest_plugin`` (qualify need not be
 installed there) or through the ``pytest11`` entry point where it is. Inert outside a qualify
-run. Events are written before and after every setup/call/teardown; the host reads the last
-start without an end as "what was running when the process died".
+run. A line as each phase of a test (setup, call, teardown) starts, one when the test ends, and
+one at once for a phase that did not pass (``harness.contract`` describes them); the host reads
+the last start without an end as "what was running when the process died".
+
+The cost per test is that of four small ``write()`` calls: the lines are not fsynced (a write
+survives the SIGKILL of its writer; only the session's first and last lines are durable), and a
+passing phase has no end line of its own (the next start says it passed).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Generator
 from typing import Any
 
 import pytest
 
 from harness import contract
-from harness._events import emit
+from harness._events import emit_test_start, emit_to
 from harness.contract import ENV_EVENTS
 
 _LONGREPR_LIMIT = 4000
 
 
-def _active() -> bool:
-    return bool(os.environ.get(ENV_EVENTS))
+class _Stream:
+    path: str | None = None
+    """The events file, looked up once (None: not in a qualify run)."""
+    pending = 0.0
+    """Seconds of the running test's passed phases that no end line has reported yet."""
+
+
+_stream = _Stream()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Look the run up once: every hook below is a no-op outside a qualify run."""
+    _stream.path = os.environ.get(ENV_EVENTS) or None
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Record the collected test ids: tests never started are reported as not run."""
-    if _active():
-        emit(
-            {"event": contract.COLLECTION, "nodeids": [item.nodeid for item in session.items]},
-            durable=True,
-        )
+    if _stream.path:
+        record = {"event": contract.COLLECTION, "nodeids": [item.nodeid for item in session.items]}
+        emit_to(_stream.path, record, durable=True)
 
 
-def _location(item: pytest.Item) -> dict[str, Any]:
-    path, line, _ = item.location
-    return {"file": path, "line": (line + 1) if line is not None else None}
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """The test starts: its setup, with where the test is (1-based line)."""
+    if _stream.path:
+        _stream.pending = 0.0
+        path, line, _ = item.location
+        location = (path, (line + 1) if line is not None else None)
+        emit_test_start(_stream.path, "setup", item.nodeid, location)
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
-    """Mark the start of setup (the report hook marks its end)."""
-    _start(item, "setup")
-    yield
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """The call phase starts (the setup passed)."""
+    if _stream.path:
+        emit_test_start(_stream.path, "call", item.nodeid)
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    """Mark the start of the call phase."""
-    _start(item, "call")
-    yield
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
-    """Mark the start of teardown."""
-    _start(item, "teardown")
-    yield
-
-
-def _start(item: pytest.Item, when: str) -> None:
-    if _active():
-        record = {
-            "event": contract.TEST_PHASE,
-            "state": "start",
-            "nodeid": item.nodeid,
-            "when": when,
-        }
-        record.update(_location(item))
-        emit(record, durable=True)
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """The teardown starts."""
+    if _stream.path:
+        emit_test_start(_stream.path, "teardown", item.nodeid)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Record the end of a test phase with its outcome and a bounded failure text."""
-    if not _active():
+    """The end of a test (its teardown), or of a phase that did not pass, with its outcome,
+    a bounded failure text, and the duration no earlier line reported."""
+    path = _stream.path
+    if not path or getattr(report, "node", None) is not None:
+        return  # outside a run, or pytest-xdist's controller replaying a worker's report
+    duration = _stream.pending + report.duration
+    if report.passed and report.when != "teardown":
+        _stream.pending = duration  # the next start line says that this phase passed
         return
+    _stream.pending = 0.0
     record: dict[str, Any] = {
         "event": contract.TEST_PHASE,
-        "state": "end",
-        "nodeid": report.nodeid,
+        "state": contract.TEST_END,
         "when": report.when,
+        "nodeid": report.nodeid,
         "outcome": "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome,
-        "duration": report.duration,
+        "duration": duration,
     }
     if report.failed or report.skipped:
-        text = report.longreprtext
-        record["longrepr"] = text[-_LONGREPR_LIMIT:]
-    emit(record, durable=report.failed)
+        record["longrepr"] = report.longreprtext[-_LONGREPR_LIMIT:]
+    emit_to(path, record)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Record how the session ended (absent after a SIGKILL)."""
-    if _active():
-        emit(
-            {"event": contract.SESSION_FINISH, "exitstatus": int(exitstatus), "t_end": time.time()},
-            durable=True,
-        )
+    if _stream.path:
+        record = {"event": contract.SESSION_FINISH, "exitstatus": int(exitstatus)}
+        emit_to(_stream.path, {**record, "t_end": time.time()}, durable=True)

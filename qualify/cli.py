@@ -217,6 +217,22 @@ def _publish_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     _secret_options(publish)
 
 
+def _doctor_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
+    doctor = commands.add_parser(
+        "doctor", help="which backends can cap memory on this machine, and why the others cannot"
+    )
+    doctor.add_argument("--format", dest="output_format", choices=("text", "json"), default="text")
+    doctor.add_argument("--backend", default="auto", choices=BACKENDS, help="what run would ask")
+    doctor.add_argument("--image", help="the docker image run would get (--image)")
+    doctor.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the argv of `qualify run RUN_ARGS` on the chosen route (NUL-terminated), "
+        "after making its docker image ready; the decision goes to stderr (the GitHub Action)",
+    )
+    doctor.add_argument("run_args", nargs=argparse.REMAINDER, help="-- RUN_ARGS (with --plan)")
+
+
 def _shard_parsers(commands: argparse._SubParsersAction[_Parser]) -> None:
     matrix = commands.add_parser("matrix", help="print a GitHub Actions strategy.matrix JSON")
     matrix.add_argument("--families", required=True, help="comma-separated family names")
@@ -229,6 +245,55 @@ def _shard_parsers(commands: argparse._SubParsersAction[_Parser]) -> None:
     merge.add_argument("--expect", metavar="FAMILY:PROFILE,...", help="shards that must exist")
     merge.add_argument("--matrix", type=Path, help="matrix JSON (qualify matrix) of the shards")
     merge.add_argument("--allow-mixed-heads", action="store_true")
+    merge.add_argument(
+        "--submitted",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="qualify submit records (submit-*.json, or a directory of them): every cell of "
+        "each is accounted for by its Slurm task (repeatable)",
+    )
+
+
+def _submit_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
+    submit = commands.add_parser(
+        "submit", help="hand a family x profile matrix to Slurm (or emit Kubernetes Jobs)"
+    )
+    submit.add_argument("--engine", choices=("slurm", "kubernetes", "github"), default="slurm")
+    submit.add_argument("--families", help="comma-separated family names")
+    submit.add_argument("--profiles", help="comma-separated profile names")
+    submit.add_argument("--mem", help="the cap of every cell (default: each profile's)")
+    submit.add_argument(
+        "--overhead", help="memory qualify needs beyond the cap (default 256M, measured)"
+    )
+    submit.add_argument("--time", help="time limit per cell: 2h, 45m (default: family's + 2m)")
+    submit.add_argument("--partition", help="slurm: partition")
+    submit.add_argument("--account", help="slurm: account")
+    submit.add_argument(
+        "--gpus-per-task", type=_count, help="GPUs per cell (default: the profile's)"
+    )
+    submit.add_argument("--cpus-per-task", type=_count, help="slurm: CPUs per cell")
+    submit.add_argument(
+        "--sbatch-arg",
+        dest="sbatch_args",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="slurm: one more sbatch option for the arrays, e.g. --sbatch-arg=--qos=ci",
+    )
+    submit.add_argument(
+        "--out", type=_directory, default=Path("reports"), help="output root, shared with nodes"
+    )
+    submit.add_argument("--wait", action="store_true", help="slurm: wait, print the verdicts")
+    submit.add_argument("--poll", default="10s", help="slurm: --wait's polling interval")
+    submit.add_argument("--retry", metavar="CELL", help="slurm: submit family/profile again")
+    submit.add_argument("--repo", type=Path, help="the repo whose head is qualified (default: .)")
+    submit.add_argument("--families-dir", action="append", type=Path, default=[])
+    submit.add_argument("--emit", type=_directory, help="kubernetes: write the manifests here")
+    submit.add_argument("--image", help="kubernetes: image holding qualify and the repository")
+    submit.add_argument("--shm", help="kubernetes: memory-backed /dev/shm size (default 64M)")
+    submit.add_argument("--pvc", help="kubernetes: claim mounted at /reports for the reports")
 
 
 def _sources(args: argparse.Namespace) -> SecretSources:
@@ -246,7 +311,14 @@ def build_parser() -> _Parser:
     _compare_parser(commands)
     _listing_parsers(commands)
     triage = commands.add_parser("triage", help="why a run died and what to change")
-    triage.add_argument("run_dir", type=Path, nargs="?", help="a qualify run directory")
+    triage.add_argument(
+        "paths",
+        type=Path,
+        nargs="*",
+        metavar="PATH",
+        help="run directory, console log, kernel log, docker inspect, JUnit... (kind read from "
+        "the content; - is standard input)",
+    )
     for flag in ("log", "inspect", "kernel", "junit", "report-log"):
         triage.add_argument(f"--{flag}", action="append", type=Path, default=[])
     triage.add_argument(
@@ -255,6 +327,8 @@ def build_parser() -> _Parser:
     _report_parser(commands)
     _publish_parser(commands)
     _shard_parsers(commands)
+    _submit_parser(commands)
+    _doctor_parser(commands)
     return parser
 
 
@@ -321,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from qualify.commands.triage import triage as triage_command
 
         return triage_command(
-            run_dir=args.run_dir,
+            paths=args.paths,
             logs=args.log,
             inspect=args.inspect,
             kernel=args.kernel,
@@ -334,6 +408,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return publish(
             run_dir=args.run_dir, level=args.level, github=args.github, sources=_sources(args)
+        )
+    if args.command == "doctor":
+        from qualify.commands.doctor import doctor
+
+        run_args = args.run_args[1:] if args.run_args[:1] == ["--"] else args.run_args
+        return doctor(
+            output_format=args.output_format,
+            backend=args.backend,
+            image=args.image,
+            plan_run=args.plan,
+            run_args=run_args,
         )
     if args.command == "families":
         from qualify.commands.families import families
@@ -359,6 +444,36 @@ def main(argv: Sequence[str] | None = None) -> int:
             expect=args.expect,
             matrix_file=args.matrix,
             allow_mixed_heads=args.allow_mixed_heads,
+            submitted=args.submitted,
+        )
+    if args.command == "submit":
+        from qualify.commands.submit import SubmitRequest, submit
+
+        return submit(
+            SubmitRequest(
+                engine=args.engine,
+                families=args.families,
+                profiles=args.profiles,
+                mem=args.mem,
+                overhead=args.overhead,
+                time=args.time,
+                partition=args.partition,
+                account=args.account,
+                gpus_per_task=args.gpus_per_task,
+                cpus_per_task=args.cpus_per_task,
+                sbatch_args=args.sbatch_args,
+                out=args.out,
+                wait=args.wait,
+                poll=args.poll,
+                retry=args.retry,
+                repo=args.repo,
+                families_dirs=args.families_dir,
+                emit=args.emit,
+                image=args.image,
+                shm=args.shm,
+                pvc=args.pvc,
+                command_line=["qualify", *arguments],
+            )
         )
     from qualify.commands.profiles import profiles
 

@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-apt_packages=(git docker.io chromium)  # chromium: tests open report.html headless
+# chromium: tests open report.html headless; slurm-wlm, munge: tests/test_slurm.py starts its
+# own single-node Slurm cluster
+apt_packages=(git docker.io chromium slurm-wlm munge)
 missing=()
 for package in "${apt_packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

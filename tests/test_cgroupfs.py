@@ -201,7 +201,10 @@ def test_page_rounding_is_not_a_mismatch() -> None:
 
 def test_meminfo_swap_total() -> None:
     assert host_swap_total(b"MemTotal: 1 kB\nSwapTotal:  2048 kB\n") == 2 * 2**20
-    assert host_swap_total(Path("/proc/meminfo").read_bytes()) >= 0
+    # This host's own file, against its SwapTotal line read independently.
+    meminfo = Path("/proc/meminfo").read_text()
+    line = next(line for line in meminfo.splitlines() if line.startswith("SwapTotal:"))
+    assert host_swap_total(meminfo.encode()) == int(line.split()[1]) * 1024
 
 
 @pytest.mark.parametrize(

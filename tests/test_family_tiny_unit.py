@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+from tests.conftest import require
+
+torch = require("torch")
+transformers = require("transformers")
 
 FAMILY_DIR = Path(__file__).resolve().parent.parent / "families" / "tiny"
 sys.path.insert(0, str(FAMILY_DIR))

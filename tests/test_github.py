@@ -180,7 +180,7 @@ def test_example_workflow_step_end_to_end(repo: Path, tmp_path: Path) -> None:
     job = workflow["jobs"]["qualify"]
     assert job["strategy"]["fail-fast"] is False
     steps = job["steps"]
-    uses = next(step for step in steps if step.get("uses") == "./")
+    uses = next(step for step in steps if step.get("uses") == "$/")  # this repository's action
     upload = next(step for step in steps if "upload-artifact" in step.get("uses", ""))
     assert upload["if"] == "always()"
     assert upload["with"]["path"] == "${{ steps.qualify.outputs.run-dir }}/public/"
@@ -230,6 +230,8 @@ def test_example_workflow_step_end_to_end(repo: Path, tmp_path: Path) -> None:
     recorded = json.loads((run_dir / "sanitize-map.json").read_text())
     assert recorded["secret_env"] == ["PLANTED_NOTE", "OTHER_NOTE"]
     audit = json.loads((run_dir / "audit.json").read_text())
+    # The action's decision (qualify doctor --plan) is the first note of the sandbox.
+    assert audit["sandbox"]["notes"][0].startswith("--backend auto chose cgroup: cgroup v")
     assert audit["commit"]["github"]["head"] == PR_HEAD
     assert audit["commit"]["github"]["merge"] == environ["GITHUB_SHA"]
     assert run_dir.relative_to(tmp_path / "reports").parts[0] == PR_HEAD

@@ -22,6 +22,7 @@ from qualify.plan.spec import HARNESS_ROOT, HARNESS_SITE, gpu_env
 from qualify.report.audit import gpu_record
 from qualify.rundir import RunDir
 from qualify.verdict import Verdict
+from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parent.parent
 OOM_SAMPLES = ROOT / "tests" / "data" / "samples" / "cuda_oom"
@@ -44,10 +45,10 @@ OOM_TABLE: list[tuple[Any, ...]] = [
      [], None, None, "PYTORCH_HIP_ALLOC_CONF", "expandable_segments:True", "capacity"),
     ("rocm-hip-allowed", "2.00 MiB", "255.98 GiB", "244.65 GiB", "1017.01 MiB", "54.99 MiB",
      [], None, "1.05 GiB", "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True",
-     "fragmentation"),
+     "budget"),  # the cap is tested first
     ("torch-cuda-allowed", "250.00 MiB", "79.19 GiB", "2.07 GiB", "74.23 GiB", "943.54 MiB",
      [], "77.11 GiB", "75.23 GiB", "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True",
-     "fragmentation"),
+     "budget"),  # the cap is tested first
     ("torch-multiple-process", "86.00 MiB", "23.64 GiB", "264.00 MiB", "7.63 GiB", "40.11 MiB",
      [(2086283, "419.48 MiB"), (2797307, "14.85 GiB")], "8.04 GiB", None,
      "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", "capacity"),
@@ -259,7 +260,7 @@ def test_hook_is_inert_outside_a_run(tmp_path: Path) -> None:
 
 @pytest.mark.family
 def test_real_torch_import_queues_the_cuda_hook_and_records_a_raised_oom(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
+    require("torch")
     message = sample_text("torch2.2plus").split("OutOfMemoryError: ", 1)[1].strip()
     done = _run_family(
         tmp_path,
@@ -285,7 +286,7 @@ def test_real_torch_import_queues_the_cuda_hook_and_records_a_raised_oom(tmp_pat
 def test_cuda_oom_guard_records_once_and_reraises(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     monkeypatch.setenv("QUALIFY_EVENTS", str(tmp_path / "events.jsonl"))
     error = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 MiB.")
     with pytest.raises(torch.OutOfMemoryError), _gpu.cuda_oom_guard(), _gpu.cuda_oom_guard():
@@ -296,7 +297,7 @@ def test_cuda_oom_guard_records_once_and_reraises(
 
 
 def test_nvml_absent_on_this_host_is_recorded_not_raised(tmp_path: Path) -> None:
-    pynvml = pytest.importorskip("pynvml")
+    pynvml = require("pynvml")
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as exc:
@@ -320,8 +321,7 @@ def test_nvml_missing_module_is_recorded() -> None:
 
 
 def test_aggregation_with_pynvml_structures() -> None:
-    pynvml = pytest.importorskip("pynvml")
-    gib, mib = 1 << 30, 1 << 20
+    pynvml = require("pynvml")
     total = size("23.64 GiB")
     assert total is not None
     used = size("14.85 GiB") + size("419.48 MiB")  # type: ignore[operator]
@@ -352,4 +352,23 @@ def test_aggregation_with_pynvml_structures() -> None:
          "peak_run_bytes": size("419.48 MiB"), "reserved_bytes": None}
     ]  # fmt: skip
     assert summary["peak_process_bytes"] == {"2086283": size("419.48 MiB")}
-    assert gib > mib
+
+
+@pytest.mark.parametrize(
+    ("unallocated", "kind"),
+    [(20 << 20, "fragmentation"), ((20 << 20) - 1, "capacity"), ((20 << 20) + 1, "fragmentation")],
+)
+def test_fragmentation_starts_where_the_free_cache_covers_the_request(
+    unallocated: int, kind: str
+) -> None:
+    """Reserved-but-unallocated bytes that cover the request exactly are fragmentation: the
+    cache had the room, only not in one block (the boundary of the classifier)."""
+    oom = CudaOom(
+        backend="CUDA",
+        format="current",
+        requested_bytes=20 << 20,
+        total_bytes=24 << 30,
+        free_bytes=2 << 20,
+        reserved_unallocated_bytes=unallocated,
+    )
+    assert oom.kind == kind

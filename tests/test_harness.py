@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 import harness
+from harness import contract
 from harness._options import parse_option
+from qualify.judge.tests import progress_from_events
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,13 +128,29 @@ def test_bad_option_names_it() -> None:
         parse_option("retain_plans", "maybe", False)
 
 
-def test_pytest_plugin_streams_every_phase(tmp_path: Path) -> None:
-    (tmp_path / "test_sample.py").write_text(
-        "import pytest\n"
-        "def test_ok():\n    pass\n"
-        "def test_bad():\n    assert 1 == 2\n"
-        "@pytest.mark.skip(reason='later')\ndef test_skip():\n    pass\n"
+@pytest.mark.parametrize("location", [None, ("dir/t\u00e9st.py", 12), ("t.py", None)])
+def test_test_start_lines_are_those_of_the_generic_encoder(
+    location: tuple[str, int | None] | None,
+) -> None:
+    nodeid = 'dir/t\u00e9st.py::test_x["a\\b\n\u2603"]'
+    stamp = (1796055357.7991667, 7039.666137299, 4242)
+    record: dict[str, object] = {
+        "event": "test_phase",
+        "state": "start",
+        "when": "call",
+        "nodeid": nodeid,
+    }
+    if location is not None:
+        record.update(file=location[0], line=location[1])
+    record.update(t=stamp[0], mono=stamp[1], pid=stamp[2])
+    assert contract.encode_test_start("call", nodeid, stamp, location) == contract.encode_line(
+        record
     )
+
+
+def _run_plugin(tmp_path: Path, source: str) -> list[dict[str, object]]:
+    """Run pytest with the plugin on ``source`` (test_sample.py); the events it wrote."""
+    (tmp_path / "test_sample.py").write_text(source)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     env = dict(
         os.environ,
@@ -141,14 +159,25 @@ def test_pytest_plugin_streams_every_phase(tmp_path: Path) -> None:
         PYTHONPATH=str(ROOT),
     )
     subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
         check=False,
         timeout=120,
     )
-    events = lines(tmp_path / "events.jsonl")
+    return lines(tmp_path / "events.jsonl")
+
+
+def test_pytest_plugin_streams_every_phase(tmp_path: Path) -> None:
+    events = _run_plugin(
+        tmp_path,
+        "import pytest, time\n"
+        "@pytest.fixture\ndef slow():\n    time.sleep(0.05)\n    yield\n    time.sleep(0.05)\n"
+        "def test_ok(slow):\n    time.sleep(0.05)\n"
+        "def test_bad():\n    assert 1 == 2\n"
+        "@pytest.mark.skip(reason='later')\ndef test_skip():\n    pass\n",
+    )
     assert events[0]["event"] == "collection"
     assert events[0]["nodeids"] == [
         "test_sample.py::test_ok",
@@ -156,24 +185,95 @@ def test_pytest_plugin_streams_every_phase(tmp_path: Path) -> None:
         "test_sample.py::test_skip",
     ]
     phases = [
-        (e["nodeid"].split("::")[1], e["when"], e["state"], e.get("outcome"))
+        (str(e["nodeid"]).split("::")[1], e["when"], e["state"], e.get("outcome"))
         for e in events
         if e["event"] == "test_phase"
     ]
-    assert phases[:6] == [
+    # A start per phase; a passed phase has no end line of its own (the next start says it
+    # passed), a phase that did not pass has one at once, and every test ends with one.
+    assert phases == [
         ("test_ok", "setup", "start", None),
-        ("test_ok", "setup", "end", "passed"),
         ("test_ok", "call", "start", None),
-        ("test_ok", "call", "end", "passed"),
         ("test_ok", "teardown", "start", None),
         ("test_ok", "teardown", "end", "passed"),
+        ("test_bad", "setup", "start", None),
+        ("test_bad", "call", "start", None),
+        ("test_bad", "call", "end", "failed"),
+        ("test_bad", "teardown", "start", None),
+        ("test_bad", "teardown", "end", "passed"),
+        ("test_skip", "setup", "start", None),
+        ("test_skip", "setup", "end", "skipped"),
+        ("test_skip", "teardown", "start", None),
+        ("test_skip", "teardown", "end", "passed"),
     ]
-    bad_call = next(
-        e
-        for e in events
-        if e.get("nodeid", "").endswith("test_bad")
-        and e.get("when") == "call"
-        and e["state"] == "end"
-    )
-    assert bad_call["outcome"] == "failed" and "assert 1 == 2" in bad_call["longrepr"]
+    by_test = [e for e in events if e["event"] == "test_phase"]
+    assert (by_test[0]["file"], by_test[0]["line"]) == ("test_sample.py", 7)
+    assert all("file" not in e for e in by_test if e["when"] != "setup")
+    assert all({"t", "mono", "pid"} <= set(e) for e in events)
+    # The end line of test_ok covers its three phases (0.15 s of sleeping).
+    assert by_test[3]["duration"] >= 0.15  # type: ignore[operator]
+    bad_call = by_test[6]
+    assert "assert 1 == 2" in str(bad_call["longrepr"])
     assert events[-1]["event"] == "session_finish" and events[-1]["exitstatus"] == 1
+    progress = progress_from_events(events)
+    assert [(c.name, c.outcome) for c in progress.cases] == [
+        ("test_ok", "passed"),
+        ("test_bad", "failed"),
+        ("test_skip", "skipped"),
+    ]
+    assert progress.cases[0].time_s >= 0.15
+    assert (progress.running, progress.not_run) == (None, ())
+
+
+@pytest.mark.parametrize(
+    ("where", "when"),
+    [("setup", "setup"), ("call", "call"), ("teardown", "teardown")],
+)
+def test_a_kill_in_any_phase_names_the_test_and_the_phase(
+    tmp_path: Path, where: str, when: str
+) -> None:
+    """SIGKILL inside a phase (no fsync, no end line): the events still name test and phase."""
+    kill = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+    events = _run_plugin(
+        tmp_path,
+        "import os, signal, pytest\n"
+        "def test_first():\n    pass\n"
+        "@pytest.fixture\ndef fixture():\n"
+        f"    {kill if where == 'setup' else 'pass'}\n"
+        "    yield\n"
+        f"    {kill if where == 'teardown' else 'pass'}\n"
+        "def test_dies(fixture):\n"
+        f"    {kill if where == 'call' else 'pass'}\n"
+        "def test_never():\n    pass\n",
+    )
+    progress = progress_from_events(events)
+    assert (progress.running, progress.running_when) == ("test_sample.py::test_dies", when)
+    assert [(c.name, c.outcome) for c in progress.cases] == [("test_first", "passed")]
+    assert progress.not_run == ("test_sample.py::test_never",)
+    assert progress.session_exitstatus is None
+
+
+def test_plugin_ignores_reports_that_xdist_replays_in_its_controller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the process that ran a test writes its lines: pytest-xdist's controller replays
+    every worker's reports (marked with ``node``), which would end phases a second time."""
+    from harness import pytest_plugin
+
+    events = tmp_path / "events.jsonl"
+    monkeypatch.setattr(pytest_plugin._stream, "path", str(events))
+    report = pytest.TestReport(
+        nodeid="t.py::a",
+        location=("t.py", 0, "a"),
+        keywords={},
+        outcome="failed",
+        longrepr="boom",
+        when="call",
+    )
+    report.node = object()  # type: ignore[attr-defined]
+    pytest_plugin.pytest_runtest_logreport(report)
+    assert not events.exists()
+    del report.node
+    pytest_plugin.pytest_runtest_logreport(report)
+    (line,) = lines(events)
+    assert (line["nodeid"], line["when"], line["outcome"]) == ("t.py::a", "call", "failed")

@@ -57,6 +57,71 @@ def test_the_ladder_is_the_causes_in_declaration_order() -> None:
             Verdict.PASSED,
             "the E2E passed within its limits; the pids limit (64) refused 7 fork(s)",
         ),
+        (
+            Signals(returncode=0, pids_refused=3),
+            Verdict.PASSED,
+            "the E2E passed within its limits; the pids limit refused 3 fork(s)",
+        ),
+        (Signals(returncode=0), Verdict.PASSED, "the E2E passed within its limits"),
+        (
+            Signals(setup_error="cannot create the cgroup", returncode=-9, signal="SIGKILL",
+                    oom_kills=1, timed_out=True, interrupted="SIGTERM"),
+            Verdict.ERROR,
+            "cannot create the cgroup",
+        ),
+        (
+            Signals(interrupted="SIGTERM", timed_out=True, returncode=-9, signal="SIGKILL"),
+            Verdict.KILLED,
+            "qualify was interrupted by SIGTERM; the E2E was stopped",
+        ),
+        (
+            Signals(timed_out=True, returncode=-9, signal="SIGKILL", oom_kills=1),
+            Verdict.TIMEOUT,
+            "the E2E exceeded its timeout and was stopped",
+        ),
+        (
+            Signals(returncode=137, oom_kills=1, cap_reached=True),
+            Verdict.OOM_KILLED,
+            "the memory cap was hit: 1 OOM kill(s) in the run's cgroup",
+        ),
+        (
+            Signals(returncode=1, oom_kills=2, cap_reached=False),
+            Verdict.OOM_KILLED,
+            "the host ran out of memory, not the cap: the kernel's global OOM killer killed 2 "
+            "process(es) of the run",
+        ),
+        (
+            Signals(returncode=1, tests_failed=1, cuda_oom=True, cuda_oom_kind="fragmentation"),
+            Verdict.CUDA_OOM,
+            "the E2E ran out of GPU memory (fragmentation) (torch.OutOfMemoryError)",
+        ),
+        (
+            Signals(returncode=0, tests_failed=1, cuda_oom=True),
+            Verdict.CUDA_OOM,
+            "the E2E ran out of GPU memory (torch.OutOfMemoryError)",
+        ),
+        # A CUDA OOM the E2E handled (it passed) is not what the run died of.
+        (Signals(returncode=0, cuda_oom=True), Verdict.PASSED, "the E2E passed within its limits"),
+        (
+            Signals(returncode=1, tests_failed=3),
+            Verdict.FAILED,
+            "3 test(s) failed; the E2E exited with code 1",
+        ),
+        (
+            Signals(returncode=0, parity_passed=False, parity_reason="7/10 exact, 9 required"),
+            Verdict.PARITY_FAILED,
+            "7/10 exact, 9 required",
+        ),
+        (
+            Signals(returncode=0, parity_passed=False),
+            Verdict.PARITY_FAILED,
+            "the parity gate was not met",
+        ),
+        (
+            Signals(returncode=0, parity_passed=True, parity_reason="10/10 exact"),
+            Verdict.PASSED,
+            "the E2E passed within its limits",
+        ),
     ],
 )  # fmt: skip
 def test_each_rung(found: Signals, verdict: Verdict, reason: str) -> None:

@@ -21,6 +21,8 @@ STAGES = (
     # the stages of a run, in the order data flows
     "plan", "sandbox", "run", "rundir", "evidence", "parity", "judge", "report", "publish",
     "triage",
+    # handing the matrix to a scheduler (Slurm, Kubernetes), on top of the whole run
+    "schedule",
     # the command line on top
     "commands", "cli", "__main__", "__init__",
 )  # fmt: skip
@@ -169,7 +171,7 @@ def test_a_foreign_or_broken_audit_is_read_with_problems(document: str, problem:
 def test_readme_names_every_stage_of_the_layout() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
-    for stage in STAGES[5:15]:
+    for stage in STAGES[5:16]:
         assert re.search(rf"`{stage}/`", section), stage
 
 
@@ -177,3 +179,15 @@ def test_schema_file_is_shipped_as_package_data() -> None:
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert PUBLISHED.name in pyproject
     assert json.loads(PUBLISHED.read_text(encoding="utf-8"))["$id"].startswith("urn:qualify:")
+
+
+def test_strict_runs_fail_where_a_hand_run_skips(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.conftest import require
+
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("QUALIFY_TEST_STRICT", "0")
+    with pytest.raises(pytest.skip.Exception):
+        require("qualify_no_such_module")
+    monkeypatch.setenv("QUALIFY_TEST_STRICT", "1")
+    with pytest.raises(ModuleNotFoundError):
+        require("qualify_no_such_module")

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from harness import contract
 from qualify.run.logs import BoundedLog
 from qualify.run.monitor import Monitor
+from qualify.run.processes import ProcessReader
+from qualify.run.tail import JsonlTail
+from qualify.run.timeline import TimelineSample
 
 
 def test_bounded_log_keeps_head_and_tail(tmp_path: Path) -> None:
@@ -140,3 +148,113 @@ def test_monitor_charges_segments_to_open_phases(tmp_path: Path) -> None:
     assert [w.name for w in result.phases] == ["a"]
     assert result.phases[0].end_mono == 2.0
     assert (tmp_path / "ack").read_text().split() == ["1:1", "1:2"]
+
+
+@pytest.mark.parametrize(
+    "sample",
+    [
+        TimelineSample(t=1796055357.79916, mono=None),
+        TimelineSample(
+            t=1796055357.799166,
+            mono=7039.66613729,
+            usage=123 << 20,
+            watermark=0,
+            anon=5,
+            file=None,
+            oom_kill=2,
+            phases=("build", 'w\u00e9ird "phase"'),
+            test='t.py::test_x["\\n\u2603"]',
+            procs=((12, "python3", 4096), (13, 'sh "x"', 0)),
+            gpu={"available": True, "devices": [[0, 1, 2, 3]]},
+        ),
+    ],
+)
+def test_timeline_line_is_plain_json(sample: TimelineSample) -> None:
+    """The hand-built line is byte for byte what the JSON encoder writes, and reads back."""
+    record: dict[str, Any] = {
+        "t": round(sample.t, 4),
+        "mono": None if sample.mono is None else round(sample.mono, 4),
+        "usage": sample.usage,
+        "watermark": sample.watermark,
+        "anon": sample.anon,
+        "file": sample.file,
+        "oom_kill": sample.oom_kill,
+        "phases": list(sample.phases),
+        "test": sample.test,
+    }
+    if sample.procs is not None:
+        record["procs"] = [list(process) for process in sample.procs]
+    if sample.gpu is not None:
+        record["gpu"] = sample.gpu
+    assert sample.to_line() == json.dumps(record, separators=(",", ":")) + "\n"
+    assert TimelineSample.from_record(json.loads(sample.to_line())) == dataclasses.replace(
+        sample, t=round(sample.t, 4), mono=None if sample.mono is None else round(sample.mono, 4)
+    )
+
+
+def test_monitor_decodes_only_what_it_needs_of_a_busy_events_file(tmp_path: Path) -> None:
+    """Thousands of test lines between two boundaries: the boundaries are acknowledged, and the
+    timeline names the test running at the end (the last start without an end)."""
+    events = tmp_path / "events.jsonl"
+    lines = []
+    for index in range(3000):
+        nodeid = f"t.py::test_{index}"
+        lines += [
+            contract.encode_test_start(when, nodeid, (1.0, 1.0, 7), None)
+            for when in ("setup", "call", "teardown")
+        ]
+        end = {"event": "test_phase", "state": "end", "when": "teardown", "nodeid": nodeid}
+        lines.append(contract.encode_line({**end, "outcome": "passed", "duration": 0.1}))
+        if index == 1500:
+            boundary = {"event": "phase_start", "phase": "p", "pid": 7, "mono": 1.0, "t": 1.0}
+            lines.append(contract.encode_line({**boundary, "sync": "7:1"}))
+    lines.append(contract.encode_test_start("call", "t.py::test_last", (1.0, 1.0, 7), None))
+    events.write_bytes(b"".join(lines) + b'{"event":"phase_end","phase":"p","pi')  # cut short
+    monitor = Monitor(
+        CountingProbe(), events, tmp_path / "ack", tmp_path / "timeline.jsonl", interval_s=10
+    )
+    monitor.start()
+    deadline = time.monotonic() + 10
+    while not ((tmp_path / "ack").exists() and "7:1" in (tmp_path / "ack").read_text()):
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    result = monitor.stop()
+    assert [(w.name, w.end_mono) for w in result.phases] == [("p", result.phases[0].end_mono)]
+    assert result.phases[0].error == "unfinished"  # its end was never written whole
+    last = json.loads((tmp_path / "timeline.jsonl").read_text().splitlines()[-1])
+    assert last["test"] == "t.py::test_last" and last["phases"] == ["p"]
+
+
+def test_tail_returns_whole_lines_however_much_was_appended(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    tail = JsonlTail(path)
+    assert tail.read() == b""  # not there yet
+    big = b"".join(b'{"n":%d}\n' % index for index in range(300_000))  # over 1 MiB
+    path.write_bytes(big + b'{"n":')
+    assert tail.read() == big
+    with path.open("ab") as handle:
+        handle.write(b"1}\n")
+    assert tail.poll() == [{"n": 1}]
+    assert tail.read() == b""
+    tail.close()
+
+
+def test_process_reader_stays_within_its_share_of_a_core() -> None:
+    """A round that costs 20 ms of CPU (a storm) is followed by a pause 1/share times as long."""
+
+    def costly() -> list[int]:
+        started = time.thread_time()
+        while time.thread_time() - started < 0.02:
+            pass
+        return []
+
+    reader = ProcessReader(costly, interval_s=0.01, cpu_share=0.02)
+    reader.start()
+    deadline = time.monotonic() + 60
+    while reader.cpu_s < 0.02:  # the first round, however loaded the machine
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(0.5)
+    reader.stop()
+    # 20 ms of CPU, then a pause of 1 s (20 ms / 2%), not of 10 ms: no second round yet.
+    assert reader.cpu_s < 0.03

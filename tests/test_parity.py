@@ -467,13 +467,14 @@ def test_find_topk_span_is_exact_or_declines() -> None:
     span = find_topk_span(line)
     assert span is not None
     assert json.loads(line[span[0] : span[1]]) == json.loads(line)["top_logprobs"]
+    # A token text that looks like the array's end followed by a key: the scan declines (the
+    # caller then parses the whole line) rather than guess.
     hostile = line.replace(b'" t9000"', b'"]]],\\"k\\":"', 1)
-    hostile_span = find_topk_span(hostile)
-    if hostile_span is not None:  # found the true end despite the text, or declined
-        assert (
-            json.loads(hostile[hostile_span[0] : hostile_span[1]])
-            == json.loads(hostile)["top_logprobs"]
-        )
+    assert hostile != line and json.loads(hostile)["top_logprobs"][0][1][2] == ']]],"k":'
+    assert find_topk_span(hostile) is None
+    # Brackets inside a text that no key follows: they unbalance the count, so it declines too.
+    inside = line.replace(b'" t9001"', b'"x]]]y"', 1)
+    assert inside != line and find_topk_span(inside) is None
     assert find_topk_span(b'{"top_logprobs": [[[1, -0.5]], [[2') is None
     assert find_topk_span(b'{"top_logprobs":[],"eos":true}') == (16, 18)
 
@@ -908,3 +909,62 @@ def test_records_written_by_the_harness(tmp_path: Path, monkeypatch: pytest.Monk
         2,
     )
     assert result.native_gap == pytest.approx(0.2)
+
+
+# --- the parity gate's edges (each test kills a mutant of qualify/parity or parity_gate)
+
+
+def test_gate_accepts_zero_and_equal_thresholds() -> None:
+    assert ParityGate(near_tie_nats=0.0, tie_nats=0.0).near_tie_nats == 0.0
+    assert ParityGate(near_tie_nats=0.25, tie_nats=0.25).tie_nats == 0.25
+
+
+def test_a_case_with_one_side_only_keeps_that_sides_summary(tmp_path: Path) -> None:
+    path = tmp_path / "p.jsonl"
+    path.write_text(jsonl([case("only", "native", [1, 2, 3])]), encoding="utf-8")
+    result = compare_files(path, None, ParityGate()).per_case[0]
+    assert result.kind is DivergenceKind.MISSING
+    assert result.reference is None
+    assert result.native is not None and (result.native.length, result.native.eos) == (3, True)
+
+
+def test_texts_at_the_divergence_come_from_the_topk_when_not_recorded(tmp_path: Path) -> None:
+    # No token_texts on either side: the reference token's text is found in its top-k, the
+    # native token (not in the top-k) has none, and the context has ids only.
+    step: list[Entry] = [(3, -0.1, " three"), (4, -0.2, " four")]
+    native = case("c", "native", [1, 5], steps={1: step}, token_texts=False)
+    reference = case("c", "reference", [1, 3], steps={1: step}, token_texts=False)
+    path = tmp_path / "p.jsonl"
+    path.write_text(jsonl([native, reference]), encoding="utf-8")
+    result = compare_files(path, None, ParityGate()).per_case[0]
+    assert result.first_divergence == 1 and result.kind is DivergenceKind.WRONG
+    assert (result.reference_token.token_id, result.reference_token.text) == (3, " three")  # type: ignore[union-attr]
+    assert (result.native_token.token_id, result.native_token.text) == (5, None)  # type: ignore[union-attr]
+    assert [(t.token_id, t.text) for t in result.context] == [(1, None)]
+
+
+def test_context_texts_fall_back_to_the_native_side(tmp_path: Path) -> None:
+    native = case("c", "native", [1, 2, 9], steps={2: default_step(2)})
+    reference = case("c", "reference", [1, 2, 7], token_texts=False)
+    path = tmp_path / "p.jsonl"
+    path.write_text(jsonl([native, reference]), encoding="utf-8")
+    result = compare_files(path, None, ParityGate()).per_case[0]
+    assert [(t.token_id, t.text) for t in result.context] == [(1, " t1"), (2, " t2")]
+    # and the reference's own texts win when it has them
+    reference = case("c", "reference", [1, 2, 7])
+    reference["token_texts"] = [" r1", " r2", " r7"]
+    path.write_text(jsonl([native, reference]), encoding="utf-8")
+    result = compare_files(path, None, ParityGate()).per_case[0]
+    assert [(t.token_id, t.text) for t in result.context] == [(1, " r1"), (2, " r2")]
+
+
+def test_the_report_dict_carries_reason_warnings_and_context(tmp_path: Path) -> None:
+    native = case("c", "native", [1, 2, 9])
+    reference = case("c", "reference", [1, 2, 7])
+    path = tmp_path / "p.jsonl"
+    path.write_text(jsonl([native, reference]), encoding="utf-8")
+    report = compare_files(path, None, ParityGate())
+    data = report.to_dict()
+    assert data["reason"] == report.reason and data["warnings"] == list(report.warnings)
+    case_dict = report.per_case[0].to_dict()
+    assert case_dict["context"] == [{"id": 1, "text": " t1"}, {"id": 2, "text": " t2"}]

@@ -18,22 +18,21 @@ from qualify.plan.docker import DockerOptions, device_requests
 from qualify.plan.limits import Limits
 from qualify.sandbox.docker.backend import HARNESS_MOUNT, container_kwargs, engine_limits
 from qualify.sandbox.docker.child import container_cgroup
-from tests.conftest import Completed, RunQualify, qualify_argv
+from tests.conftest import ROOT, Completed, RunQualify, qualify_argv
 
 MIB = 2**20
 DockerEngine = tuple[str, str]
 
-# Captured on Debian 12 (kernel 6.18, cgroup v1, docker 20.10.24): a container's init.
-CONTAINER_CGROUP_V1 = (
-    b"9:name=systemd:/docker/9e7bbf676b4e\n8:pids:/docker/9e7bbf676b4e\n"
-    b"4:memory:/docker/9e7bbf676b4e\n1:cpu:/docker/9e7bbf676b4e\n0::/docker/9e7bbf676b4e\n"
-)
-HOST_MOUNTINFO_V1 = (
-    b"31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
-    b"35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
-    b"39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
-)
-CONTAINER_CGROUP_V2 = b"0::/system.slice/docker-9e7bbf676b4e.scope\n"
+# Captured (tests/data/samples/SOURCES.md, docker_cgroup): a container's init on this cgroup v1
+# host, and the host's cgroup mounts.
+CAPTURED = ROOT / "tests" / "data" / "samples" / "docker_cgroup"
+CONTAINER_CGROUP_V1 = (CAPTURED / "v1-container-init.proc-cgroup.txt").read_bytes()
+HOST_MOUNTINFO_V1 = (CAPTURED / "v1-host.mountinfo-cgroup-lines.txt").read_bytes()
+CONTAINER_ID = "62a040fd762a7424a6d68fcb8f9528a7adf82f977b258cc0952afa3990df43ea"
+# Composed, not captured (no cgroup v2 host here): the unified line of cgroups(7) with the
+# scope systemd gives a docker container, as systemd-cgls shows it in moby/moby#4450.
+SCOPE = "docker-d6b15f04feb95083acea4b9caa6e59f8ebe67e3e3cf9cb8c59fad543490ee3ef.scope"
+CONTAINER_CGROUP_V2 = f"0::/system.slice/{SCOPE}\n".encode()
 HOST_MOUNTINFO_V2 = b"35 24 0:30 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
 
 
@@ -133,10 +132,10 @@ def test_engine_limits(host_config: dict[str, Any], swap_total: int, expected: t
 
 def test_container_cgroup_v1_and_v2() -> None:
     memory, pids, version = container_cgroup(CONTAINER_CGROUP_V1, HOST_MOUNTINFO_V1)
-    assert (version, memory) == (1, Path("/sys/fs/cgroup/memory/docker/9e7bbf676b4e"))
-    assert pids == Path("/sys/fs/cgroup/pids/docker/9e7bbf676b4e")
+    assert (version, memory) == (1, Path(f"/sys/fs/cgroup/memory/docker/{CONTAINER_ID}"))
+    assert pids == Path(f"/sys/fs/cgroup/pids/docker/{CONTAINER_ID}")
     memory, _, version = container_cgroup(CONTAINER_CGROUP_V2, HOST_MOUNTINFO_V2)
-    assert (version, memory) == (2, Path("/sys/fs/cgroup/system.slice/docker-9e7bbf676b4e.scope"))
+    assert (version, memory) == (2, Path(f"/sys/fs/cgroup/system.slice/{SCOPE}"))
 
 
 def _hog(*extra: str) -> list[str]:

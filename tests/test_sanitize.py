@@ -69,22 +69,28 @@ def test_contextual_secrets(text: str, secret: str) -> None:
 
 
 def wrap(value: str, width: int, line_break: str) -> str:
-    prefix = "token: ".rjust(max(7, width - 10), "=")  # the token straddles a wrap
+    # No key word before the value: only the token's own shape can catch it.
+    prefix = "value ".rjust(max(6, width - 10), "=")  # the token straddles a wrap
     text = prefix + value + " done"
     return line_break.join(text[i : i + width] for i in range(0, len(text), width))
 
 
 @pytest.mark.parametrize("width", [7, 20, 76, 80])
 @pytest.mark.parametrize("line_break", ["\n", "\r\n", "\\n", "&#10;", "\nE       ", "\n    "])
-@pytest.mark.parametrize("value", [GH, SHAPES["jwt"], SHAPES["github-pat"]])
-def test_wrapped_tokens_are_caught(value: str, width: int, line_break: str) -> None:
+@pytest.mark.parametrize("rule", ["github-token", "jwt", "github-pat"])
+def test_wrapped_tokens_are_caught(rule: str, width: int, line_break: str) -> None:
+    value = SHAPES[rule]
     text = wrap(value, width, line_break)
     assert value not in text
     cleaned = plain().clean(text)
-    assert "[REDACTED:" in cleaned
+    assert f"[REDACTED:{rule}]" in cleaned
     flat = cleaned.replace(line_break, "")
     for piece in (value[4:16], value[-12:]):
         assert piece not in flat, cleaned
+    # The shape's own rule is what catches it.
+    assert value[4:16] in Sanitizer({}, Identities(), disabled_rules=[rule]).clean(text).replace(
+        line_break, ""
+    )
 
 
 def test_token_at_line_start_after_a_word() -> None:
@@ -378,3 +384,65 @@ def test_a_code_like_value_is_redacted_in_place_but_not_learnt() -> None:
     sanitizer.harvest("password=os.environ and token: Xk9-secret-77", "stdout.log")
     assert [secret.value for secret in sanitizer.known] == ["Xk9-secret-77"]
     assert plain().clean("password=os.environ") == "password=[REDACTED:secret-assignment]"
+
+
+# --- the final scan: every form, every channel's escaping undone
+
+from qualify.publish.scan import (  # noqa: E402
+    ANNOTATIONS,
+    HTML,
+    TERMINAL,
+    TEXT,
+    describe,
+    final_scan,
+)
+from qualify.publish.secrets import KnownSecret, SecretIndex  # noqa: E402
+
+SCANNED = "Tq4" + "xW9zLp2Rk7Vm3Nb8"  # 19 characters
+
+
+def _b64_inside(value: str, offset: int, encode=base64.b64encode) -> str:  # type: ignore[no-untyped-def]
+    return encode(b"#" * offset + value.encode() + b"!!").decode()
+
+
+@pytest.mark.parametrize(
+    "shown",
+    [
+        SCANNED,
+        SCANNED[::-1],
+        SCANNED.encode().hex(),
+        SCANNED.encode().hex().upper(),
+        urllib.parse.quote("a/" + SCANNED + "/b", safe=""),
+        urllib.parse.quote(urllib.parse.quote("=" + SCANNED + "?", safe=""), safe=""),
+        json.dumps({"k": SCANNED + '"'}),
+        "<td>" + SCANNED.replace("q", "&#113;") + "</td>",
+        _b64_inside(SCANNED, 0),
+        _b64_inside(SCANNED, 1),
+        _b64_inside(SCANNED, 2, base64.urlsafe_b64encode),
+        "cut " + SCANNED[:12] + "...",
+        "cut ..." + SCANNED[-12:],
+        SCANNED[:10] + "\n" + SCANNED[10:],
+    ],
+)
+def test_the_final_scan_finds_every_form(shown: str) -> None:
+    index = SecretIndex([KnownSecret(SCANNED, "env NOTE_TOKEN")])
+    leaks = final_scan(f"before {shown} after".encode(), index, HTML, "public/x.html")
+    assert leaks and "env NOTE_TOKEN" in describe(leaks) and SCANNED not in describe(leaks)
+    assert str(leaks[0]).startswith("public/x.html line ")
+
+
+def test_the_final_scan_finds_nothing_in_clean_text() -> None:
+    index = SecretIndex([KnownSecret(SCANNED, "env NOTE_TOKEN")])
+    text = f"nothing here but {SCANNED[:11]} and {SCANNED[-11:]} (11 each)".encode()
+    assert final_scan(text, index, TEXT, "x") == []
+    assert final_scan(b"anything", SecretIndex([]), TEXT, "x") == []
+
+
+def test_the_final_scan_undoes_each_channels_escaping() -> None:
+    index = SecretIndex([KnownSecret("pass:word,1%", "secrets file line 1")])
+    command = b"::error title=pass%3Aword%2C1%25::x\n"
+    leaks = final_scan(command, index, ANNOTATIONS, "")
+    assert [str(leak) for leak in leaks] == ["line 1: known-secret (secrets file line 1)"]
+    coloured = b"\x1b[31mpass:wo\x1b[0mrd,1%\n"
+    assert final_scan(coloured, index, TERMINAL, "")
+    assert "and 1 more" in describe([*leaks] * 11, limit=10)

@@ -1,11 +1,13 @@
 """The streaming scanner finds exactly the lines a plain line-by-line scan finds.
 
 The reference below is the definition: a line (split on b"\\n", CR kept) is a candidate when
-its ASCII-lowercased bytes hold one of ``PREFILTERS``; the scanner gives it bounded to
-MAX_LINE_BYTES. Checked on every real sample and on generated logs built to hit the scanner's
-edges: block boundaries, both search paths (rare-letter anchors, lowered block), an anchor
-budget running out mid-block, CRLF, long lines, no final newline, binary junk; and the
-two-process scan gives the same result as one process.
+its ASCII-lowercased bytes hold one of ``NEEDLES``; the scanner gives it whole when it is at
+most MAX_LINE_BYTES long, else in windows that together hold every needle of the line. Checked
+on every real sample and artifact and on generated logs built to hit the scanner's edges: block
+boundaries, both search paths (rare-letter anchors, regex passes over the lowered block), an
+anchor budget running out mid-block, CRLF, long lines, no final newline, binary junk, UTF-16;
+and the two-process scan gives the same result as one process. Every line a parser recognises
+holds a needle (else the scanner would never show it to the parser).
 """
 
 from __future__ import annotations
@@ -17,33 +19,51 @@ from pathlib import Path
 import pytest
 
 from qualify.evidence import scan
-from qualify.evidence.scan import MAX_LINE_BYTES, MAX_PER_KIND, PREFILTERS, iter_candidates
+from qualify.evidence.lines import parse_line
+from qualify.evidence.scan import MAX_LINE_BYTES, MAX_PER_KIND, NEEDLES, iter_candidates
 from tests.conftest import SAMPLES
 
-SAMPLE_FILES = sorted(p for p in SAMPLES.rglob("*") if p.is_file())
+TRIAGE = SAMPLES.parent / "triage"
+SAMPLE_FILES = sorted(
+    p for d in (SAMPLES, TRIAGE) for p in d.rglob("*") if p.is_file() and p.suffix != ".md"
+)
 CUDA_SAMPLE = SAMPLES / "cuda_oom/vllm-worker-rank1-gpu1-multiproc-executor-vllm-17835.txt"
 BLOCK_SIZES = [997, 4096, 65536, scan.BLOCK_BYTES]
 RARE_FILLER = [b"0042 [+] 13:37:01.5", b"==== 7/9 ====", b"#", b"$$ 3 > 2"]
-WORDY_FILLER = [b"Compiling mail-server", b"test_models.py PASSED", b"INFO engine.py:267]"]
+WORDY_FILLER = [
+    b"Compiling mail-server (/home/work/crates)",
+    b"test_models.py PASSED [ 41%]",
+    b"INFO worker.py:267] Added request cmpl-8 to block max=4",
+]
 
 
-def reference(data: bytes) -> list[tuple[int, bytes]]:
-    """(1-based line number, line bounded to MAX_LINE_BYTES) of each candidate line."""
+def needle_at(low: bytes) -> list[int]:
+    """Where each needle occurrence starts in a lowercased line."""
+    found = []
+    for needle in NEEDLES:
+        at = low.find(needle)
+        while at >= 0:
+            found.append(at)
+            at = low.find(needle, at + 1)
+    return sorted(found)
+
+
+def reference(data: bytes) -> list[tuple[int, bytes | None]]:
+    """(1-based line number, the line, or None for a long one) of each candidate line."""
     lines = data.split(b"\n")
     if lines[-1] == b"":
         lines.pop()
     return [
-        (number, line[:MAX_LINE_BYTES])
+        (number, line if len(line) <= MAX_LINE_BYTES else None)
         for number, line in enumerate(lines, 1)
-        if any(needle in line.lower() for needle in PREFILTERS)
+        if needle_at(line.lower())
     ]
 
 
-def candidates(path: Path, block_bytes: int = scan.BLOCK_BYTES) -> list[tuple[int, bytes]]:
+def candidates(path: Path, block_bytes: int = scan.BLOCK_BYTES) -> list[tuple[int, int, bytes]]:
     with path.open("rb") as handle:
         size = os.fstat(handle.fileno()).st_size
-        found = iter_candidates(handle.fileno(), 0, size, block_bytes=block_bytes)
-        return [(line, raw) for line, _, raw in found]
+        return list(iter_candidates(handle.fileno(), 0, size, block_bytes=block_bytes))
 
 
 def random_case(rng: random.Random, word: bytes) -> bytes:
@@ -56,25 +76,59 @@ def generated_log(rng: random.Random, filler: list[bytes], lines: int, eol: byte
     for _ in range(lines):
         parts = [rng.choice(filler) for _ in range(rng.randrange(0, 30))]
         if rng.random() < 0.15:
-            parts.insert(rng.randrange(len(parts) + 1), random_case(rng, rng.choice(PREFILTERS)))
+            parts.insert(rng.randrange(len(parts) + 1), random_case(rng, rng.choice(NEEDLES)))
         out.append(b" ".join(parts) + eol)
     return b"".join(out)
+
+
+def line_offsets(data: bytes) -> list[int]:
+    starts = [0]
+    at = data.find(b"\n")
+    while at >= 0:
+        starts.append(at + 1)
+        at = data.find(b"\n", at + 1)
+    return starts
+
+
+def same_as_reference(data: bytes, found: list[tuple[int, int, bytes]]) -> None:
+    """Short lines given whole; each long one in windows that cover all its needles."""
+    expected = reference(data)
+    assert sorted({n for n, _, _ in found}) == [n for n, _ in expected]
+    whole = [(n, raw) for n, _, raw in found if len(raw) and n in dict(expected)]
+    short = [(n, line) for n, line in expected if line is not None]
+    assert [(n, raw) for n, raw in whole if dict(expected)[n] is not None] == short
+    starts = line_offsets(data)
+    for number, line in expected:
+        if line is not None:
+            continue
+        windows = [(offset, offset + len(raw)) for n, offset, raw in found if n == number]
+        text = data[starts[number - 1] :].split(b"\n", 1)[0]
+        for at in needle_at(text.lower()):
+            absolute = starts[number - 1] + at
+            assert any(lo <= absolute < hi for lo, hi in windows), (number, at)
+        assert all(hi - lo <= scan.WINDOW_BEFORE + scan.WINDOW_AFTER for lo, hi in windows)
 
 
 def check(path: Path, block_sizes: list[int] = BLOCK_SIZES) -> None:
     """Same candidates for each block size that holds the longest line (a longer line is cut
     into block-sized pieces, each scanned as a line: a documented limit)."""
     data = path.read_bytes()
-    expected = reference(data)
     longest = max(len(line) + 1 for line in data.split(b"\n"))
     assert any(size >= longest for size in block_sizes)
     for block_bytes in [size for size in block_sizes if size >= longest]:
-        assert candidates(path, block_bytes) == expected, f"block_bytes={block_bytes}"
+        same_as_reference(data, candidates(path, block_bytes))
 
 
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=[p.name[:50] for p in SAMPLE_FILES])
 def test_every_sample(path: Path) -> None:
     check(path)
+
+
+@pytest.mark.parametrize("path", SAMPLE_FILES, ids=[p.name[:50] for p in SAMPLE_FILES])
+def test_every_recognised_line_holds_a_needle(path: Path) -> None:
+    for number, line in enumerate(path.read_bytes().split(b"\n"), 1):
+        if parse_line(line.decode("utf-8", "replace")) is not None:
+            assert needle_at(line.lower()), (number, line[:120])
 
 
 @pytest.mark.parametrize("filler", [RARE_FILLER, WORDY_FILLER], ids=["anchors", "lowered"])
@@ -89,36 +143,45 @@ def test_generated(tmp_path: Path, filler: list[bytes], eol: bytes, seed: int) -
 
 
 def test_both_search_paths_are_taken() -> None:
-    rare = scan._plan(generated_log(random.Random(1), RARE_FILLER, 500, b"\n"))
-    wordy = scan._plan(generated_log(random.Random(1), WORDY_FILLER, 500, b"\n"))
-    assert b"" not in rare
-    assert set(wordy[b""]) >= {b"emory", b"failed"}
+    rare = scan._rare_letters(generated_log(random.Random(1), RARE_FILLER, 500, b"\n"))
+    wordy = scan._rare_letters(generated_log(random.Random(1), WORDY_FILLER, 500, b"\n"))
+    assert rare == {a for a in scan.GROUPS if len(a) == 1}
+    assert wordy == set()  # every one-letter anchor is common there: regex passes only
 
 
 def test_anchor_budget_runs_out_mid_block(tmp_path: Path) -> None:
-    # The sample (first 16 KiB) has no "k": "kill" is planned on "k", which then turns up
-    # on every line; the block must fall back to the lowered search, losing nothing.
+    # The sample (first 16 KiB) has no "k": "kill" is found from "k", which then turns up
+    # on every line; the block must fall back to the regex pass, losing nothing.
     head = b"".join(b" ".join(RARE_FILLER[: i % 4 + 1]) + b"\n" for i in range(2000))
     assert b"k" not in head.lower()
     tail = b"".join(b"kkk KILLED %d\n" % i if i % 3 else b"ok kik\n" for i in range(5000))
     path = tmp_path / "console.log"
     path.write_bytes(head + tail)
-    assert scan._plan(head[: 16 << 10]).get(b"k") == [b"kill"]
+    assert b"k" in scan._rare_letters(head[: 16 << 10])
     check(path, [65536, scan.BLOCK_BYTES])
 
 
-def test_long_lines_are_bounded(tmp_path: Path) -> None:
-    long_hit = b"x" * (MAX_LINE_BYTES + 5000) + b" Timeout"
+def test_long_lines_are_read_in_windows(tmp_path: Path) -> None:
+    long_hit = b"x" * (MAX_LINE_BYTES + 5000) + b" Timeout +++ " + b"y" * 9000 + b" killed"
     long_miss = b"y" * (3 * MAX_LINE_BYTES)
     path = tmp_path / "console.log"
     path.write_bytes(b"a\n" + long_hit + b"\nb\n" + long_miss + b"\nFAILED a::b\n" + long_hit)
     found = candidates(path)
-    assert [(n, len(raw)) for n, raw in found] == [
-        (2, MAX_LINE_BYTES),
-        (5, 11),
-        (6, MAX_LINE_BYTES),
-    ]
+    assert [n for n, _, _ in found] == [2, 2, 5, 6, 6]
+    assert [raw[-7:] for n, _, raw in found if n == 2] == [b"y" * 7, b" killed"]
     check(path, [4 * MAX_LINE_BYTES, scan.BLOCK_BYTES])
+    result = scan.scan_log(path)
+    assert (result.long_lines, result.first_long_line) == (2, 2)
+
+
+def test_progress_bar_carriage_returns_bound_a_window(tmp_path: Path) -> None:
+    bar = b"".join(b"\r%3d%%|####| %d/100 [00:01<00:00]" % (i % 100, i) for i in range(4000))
+    line = bar + b"\rRuntimeError: CUDA error: out of memory\r" + bar
+    path = tmp_path / "console.log"
+    path.write_bytes(b"start\n" + line + b"\n")
+    [(number, _, raw)] = candidates(path)
+    assert (number, raw) == (2, b"RuntimeError: CUDA error: out of memory")
+    assert scan.scan_log(path).of_kind("gpu_oom")[0].evidence.line == 2
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -126,11 +189,28 @@ def test_binary_junk(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     chunks = [rng.randbytes(rng.randrange(1, 3000)) for _ in range(300)]
     for i in range(0, len(chunks), 4):
-        chunks[i] += random_case(rng, rng.choice(PREFILTERS))
+        chunks[i] += random_case(rng, rng.choice(NEEDLES))
     path = tmp_path / "core.bin"
-    path.write_bytes(b"\x00" + b"".join(chunks))
+    path.write_bytes(b"\x01\x00" + b"".join(chunks))
     check(path)
     assert scan.scan_log(path).binary
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_is_transcoded_not_binary(tmp_path: Path, encoding: str) -> None:
+    # A Windows console (PowerShell's Out-File / Tee-Object write UTF-16 LE with a BOM).
+    original = (
+        TRIAGE
+        / "pytest-timeout-thread-method-windows-path-stack-of-mainthread-pytest-timeout-68.txt"
+    )
+    text = original.read_text(encoding="utf-8", errors="replace")
+    path = tmp_path / "console.log"
+    path.write_bytes(text.encode(encoding))
+    utf16, utf8 = scan.scan_log(path), scan.scan_log(original)
+    assert not utf16.binary and utf16.encoding in ("utf-16-le", "utf-16-be")
+    assert [s.signal for s in utf16.signals] == [s.signal for s in utf8.signals]
+    assert [s.evidence.line for s in utf16.signals] == [s.evidence.line for s in utf8.signals]
+    assert [s.signal.kind for s in utf16.signals].count("timeout") >= 1
 
 
 def test_empty_file(tmp_path: Path) -> None:

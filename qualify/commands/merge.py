@@ -3,12 +3,18 @@
 Runs are found by their audit. The same run seen twice (a run dir and its public/ copy,
 or an artifact downloaded twice) is counted once; two runs of one family x profile are both
 kept, latest first; an expected shard with no run is reported as MISSING, never dropped.
+
+With ``--submitted`` (the records ``qualify submit`` keeps), every cell of every submission
+is accounted for by its Slurm task: the run directory its qualify printed, else a row from what
+Slurm recorded (the job's and each step's state, Slurm's own lines in the job's output).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -23,14 +29,19 @@ from qualify.commands.matrix import split_names
 from qualify.errors import UsageError
 from qualify.evidence.junit import JUnitCase, read_junit
 from qualify.plan.output import check_output_dir
+from qualify.report.audit import PROVISIONAL_REASON
 from qualify.report.junit import render, testcase, testsuite
 from qualify.rundir import Audit, RunDir
+from qualify.schedule.record import SubmitRecord, find_records
+from qualify.schedule.slurm import Slurm, TaskEvidence, gather, iso_to_epoch
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE, Verdict
 
 MISSING = "MISSING"
 MERGED = "qualify merge"
 """Name of the merged document's ``<testsuites>``."""
-INDEX_SCHEMA_VERSION = 1
+INDEX_SCHEMA_VERSION = 2
+"""2: every run has ``slurm`` (null unless a submission's task ran it) and the index lists the
+``submissions`` it accounted for."""
 DEFAULT_OUT = Path("reports") / "merged"
 """Where merged records go without ``--out``: one directory per head below it."""
 
@@ -49,6 +60,20 @@ class Shard:
     """The input DIR as given on the command line."""
     run_dir: RunDir | None
     audit: Audit | None
+    slurm: dict[str, Any] | None = None
+    """What Slurm recorded about the task that ran (or should have run) this cell."""
+    reason: str | None = None
+    """The reason of a row decided from Slurm's evidence (qualify wrote no final report)."""
+
+    @property
+    def slurm_row(self) -> bool:
+        """True when the verdict is Slurm's evidence, not a qualify report."""
+        return self.reason is not None
+
+    @property
+    def provisional(self) -> bool:
+        """True when the audit is the one qualify writes before the E2E starts: it died."""
+        return self.audit is not None and self.audit.reason == PROVISIONAL_REASON
 
     @property
     def exit_code(self) -> int:
@@ -75,7 +100,7 @@ class Shard:
             "head": self.head,
             "verdict": self.verdict,
             "exit_code": self.exit_code,
-            "reason": self.audit.reason if self.audit is not None else None,
+            "reason": self.reason if self.slurm_row or self.audit is None else self.audit.reason,
             "started": self.started,
             "peaks": {
                 "memory_bytes": memory.peak_bytes if memory else None,
@@ -86,6 +111,7 @@ class Shard:
             "input": self.source,
             "path": path,
             "junit": None if path is None else str(Path(path) / contract.JUNIT),
+            "slurm": self.slurm,
         }
 
 
@@ -170,20 +196,32 @@ def _suite(shard: Shard) -> TestSuite:
         )
     }
     cases: list[TestCase] = []
-    problem = "shard missing: no run directory was found for it"
-    if shard.run_dir is not None:
+    problem = shard.reason or "shard missing: no run directory was found for it"
+    if shard.run_dir is not None and not shard.slurm_row:
         document = read_junit(shard.run_dir.junit_path)
         cases = [case for suite in document for case in suite] if document is not None else []
         problem = "" if cases else "its JUnit file is missing, unreadable or has no testcases"
     if problem:
+        lines = (shard.slurm or {}).get("lines") or []
         missing = JUnitCase(
-            shard.family, shard.profile, "error", message=problem, kind=shard.verdict
+            shard.family,
+            shard.profile,
+            "error",
+            message=problem,
+            text="\n".join(lines) or None,
+            kind=shard.verdict,
         )
         cases = [testcase(missing)]
     return testsuite(f"{shard.family}/{shard.profile}", cases, properties)
 
 
-def _write(out: Path, head: str, shards: Sequence[Shard], heads: Sequence[str]) -> int:
+def _write(
+    out: Path,
+    head: str,
+    shards: Sequence[Shard],
+    heads: Sequence[str],
+    submissions: Sequence[str] = (),
+) -> int:
     out.mkdir(parents=True, exist_ok=True)
     write_bytes_atomic(out / contract.JUNIT, render([_suite(shard) for shard in shards], MERGED))
     worst = max((shard.exit_code for shard in shards), default=0)
@@ -195,10 +233,110 @@ def _write(out: Path, head: str, shards: Sequence[Shard], heads: Sequence[str]) 
             "heads_merged": list(heads),
             "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "exit_code": worst,
+            "submissions": list(submissions),
             "runs": [shard.to_dict() for shard in shards],
         },
     )
     return worst
+
+
+def _printed_run(evidence: TaskEvidence, repo: Path, by_path: dict[Path, Shard]) -> Shard | None:
+    """The run directory the task's qualify printed (its last line), among the shards."""
+    printed = evidence.words.printed if evidence.words is not None else ()
+    for line in reversed(printed):
+        text = line.strip()
+        if not text or len(text) > 4096 or "\0" in text:
+            continue
+        candidate = Path(text) if Path(text).is_absolute() else repo / text
+        try:
+            resolved = Path(os.path.normpath(candidate.resolve()))
+        except (OSError, RuntimeError):
+            continue
+        shard = by_path.get(resolved)
+        if shard is not None and (shard.family, shard.profile) == (
+            evidence.family,
+            evidence.profile,
+        ):
+            return shard
+    return None
+
+
+def _dead_run(evidence: TaskEvidence, shards: Sequence[Shard], taken: set[int]) -> Shard | None:
+    """The run of the task's cell that started while the task ran, when its qualify never
+    printed it (it died: the run is provisional, or completed as ERROR by a take-over)."""
+    started = evidence.words.started if evidence.words is not None else None
+    if started is None:
+        return None
+    ended = evidence.ended if evidence.ended is not None else time.time()
+    for shard in shards:
+        begun = iso_to_epoch(shard.started)
+        if (
+            id(shard) not in taken
+            and shard.run_dir is not None
+            and (shard.family, shard.profile) == (evidence.family, evidence.profile)
+            and begun is not None
+            and started - 2 <= begun <= ended + 2
+        ):
+            return shard
+    return None
+
+
+def account_for_submissions(
+    shards: Sequence[Shard], records: Sequence[SubmitRecord], slurm: Slurm | None
+) -> list[Shard]:
+    """Each task of each submission accounted for: the run its qualify printed, annotated
+    with Slurm's record; where qualify died before it printed one, a row decided from Slurm's
+    evidence (taking the place of the provisional or taken-over run it left, if any)."""
+    rows = list(shards)
+    by_path = {
+        Path(os.path.normpath(shard.run_dir.path.resolve())): shard
+        for shard in shards
+        if shard.run_dir is not None
+    }
+    tasks = [
+        (record, cell, evidence[array.task(cell)])
+        for record in records
+        for evidence in [gather(record, slurm)]
+        for array, cell in record.tasks()
+    ]
+    printed = [_printed_run(found, Path(record.repo), by_path) for record, _, found in tasks]
+    taken = {id(run) for run in printed if run is not None}
+    for (record, cell, found), own in zip(tasks, printed, strict=True):
+        run = own if own is not None else _dead_run(found, rows, taken)
+        final = run is not None and id(run) in taken
+        if run is not None and not final and not run.provisional:
+            final = run.verdict != Verdict.ERROR.value
+        if run is not None and final:
+            annotated = dataclasses.replace(run, slurm=found.to_dict())
+        else:
+            verdict, reason = found.verdict()
+            annotated = Shard(
+                family=cell.family,
+                profile=cell.profile,
+                run_id=run.run_id if run else None,
+                verdict=verdict,
+                head=record.head,
+                started=run.started if run else None,
+                source=run.source if run else None,
+                run_dir=run.run_dir if run else None,
+                audit=run.audit if run else None,
+                slurm=found.to_dict(),
+                reason=reason,
+            )
+        if run is not None:
+            rows[rows.index(run)] = annotated
+        else:
+            rows.append(annotated)
+        taken.add(id(annotated))
+        if run is not None:
+            taken.add(id(run))
+    return rows
+
+
+def _slurm_here() -> Slurm | None:
+    """Slurm's commands, when this machine has them (a merge elsewhere reads output files)."""
+    slurm = Slurm()
+    return slurm if shutil.which("scontrol") else None
 
 
 def merge(
@@ -208,6 +346,8 @@ def merge(
     expect: str | None = None,
     matrix_file: Path | None = None,
     allow_mixed_heads: bool = False,
+    submitted: Sequence[Path] = (),
+    slurm: Slurm | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
@@ -216,13 +356,16 @@ def merge(
     try:
         shards = collect(inputs)
         expected = parse_expected(expect, matrix_file)
+        records = find_records(submitted) if submitted else []
+        if records:
+            shards = account_for_submissions(shards, records, slurm or _slurm_here())
         heads = sorted({shard.head or "unknown" for shard in shards}) or ["unknown"]
         if len(heads) > 1 and not allow_mixed_heads:
             raise UsageError(
                 f"runs of different heads: {', '.join(heads)} (merge one head at a time, "
                 "or pass --allow-mixed-heads)"
             )
-        if not shards and not expected:
+        if not shards and not expected and not records:
             raise UsageError(
                 f"no run directories ({contract.AUDIT}) under {', '.join(map(str, inputs))}"
             )
@@ -243,7 +386,8 @@ def merge(
         group += [_missing(f, p, head) for f, p in expected if (f, p) not in present]
         group.sort(key=lambda s: (s.family, s.profile))
         target = targets[head]
-        worst = max(worst, _write(target, head, group, heads))
+        ids = [record.id for record in records if record.head == head]
+        worst = max(worst, _write(target, head, group, heads, ids))
         for shard in group:
             stdout.write(f"{shard.family}/{shard.profile} {shard.run_id or '-'} {shard.verdict}\n")
         stdout.write(f"{target}\n")

@@ -16,25 +16,28 @@ import sys
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from harness import contract
 from qualify.errors import UsageError
 from qualify.plan.request import PUBLISH_LEVELS
 from qualify.publish.bundle import PublishResult, SecretSources, publish_run, run_sanitizer
-from qualify.publish.github import GithubResult, publish_github
 from qualify.publish.sanitize import Sanitizer
 from qualify.publish.scan import TERMINAL, describe, final_scan
 from qualify.report.html import write_html_report
 from qualify.rundir import RunDir
-from qualify.triage import Sources, triage
 from qualify.verdict import EXIT_ERROR, EXIT_PASSED, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from qualify.publish.github import GithubResult
 
 
 def triage_findings(run_dir: RunDir) -> dict[str, Any]:
     """Triage's answer for the report page; a triage bug must not cost the report, so it is
-    shown instead."""
+    shown instead. (Imported here: a passed run's page has no triage.)"""
     try:
+        from qualify.triage import Sources, triage
+
         found = triage(Sources(run_dir=run_dir.path))
     except Exception as exc:
         return {"triage failed": repr(exc)}
@@ -119,6 +122,8 @@ def publish_channels(
     bundle = publish_run(run_dir.path, level, sanitizer, sources=sources)
     github_result = None
     if github or (github is None and environ.get("GITHUB_ACTIONS") == "true"):
+        from qualify.publish.github import publish_github  # only inside Actions
+
         github_result = publish_github(run_dir, environ, stdout, sanitizer)
     return Publication(bundle, github_result, sanitizer)
 

@@ -1,4 +1,8 @@
-"""``qualify run``: a family's E2E under a real memory cap, judged and reported."""
+"""``qualify run``: a family's E2E under a real memory cap, judged and reported.
+
+Only what starts the E2E is imported before it starts; what judges, reports and publishes the
+run is imported by a thread while the E2E runs (``END_OF_RUN_MODULES``), off the start-up path.
+"""
 
 from __future__ import annotations
 
@@ -13,27 +17,24 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from qualify.commands.publish import publish_channels, terminal_text
 from qualify.errors import UsageError
 from qualify.evidence.junit import JUnitCase
-from qualify.judge.judgement import display_path, judge
-from qualify.judge.result import RunResult
 from qualify.plan.request import RunRequest, build_spec
 from qualify.plan.spec import RunSpec, harness_root
-from qualify.publish.bundle import SecretSources
-from qualify.report.abandoned import complete_abandoned
 from qualify.report.audit import PROVISIONAL_REASON, build_audit, iso, provisional_audit
 from qualify.report.junit import render_junit
-from qualify.report.summary import render_summary
 from qualify.run.execute import Interrupts, execute
 from qualify.run.execution import Execution
 from qualify.run.registry import take_over_dead_runs
 from qualify.rundir import RunDir
-from qualify.sandbox import select_sandbox
+from qualify.sandbox import Sandbox, select_sandbox
 from qualify.sandbox.cgroup.layout import current_layout
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from qualify.judge.result import RunResult
 
 
 def _properties(result: RunResult) -> dict[str, str]:
@@ -116,6 +117,8 @@ def _complete_teardown(result: RunResult) -> RunResult:
 def _judge_or_error(spec: RunSpec, execution: Execution) -> RunResult:
     """The judged result; a bug in judging still yields reports (ERROR, traceback kept in the
     run's debug log)."""
+    from qualify.judge.judgement import judge
+
     try:
         return judge(spec, execution, current_layout().version)
     except Exception as exc:
@@ -139,24 +142,29 @@ def _write_provisional(spec: RunSpec, started_wall: float) -> None:
 
 def _os_error(exc: OSError) -> str:
     """``No space left on device: <the file>`` (one line)."""
+    from qualify.judge.judgement import display_path
+
     where = f": {display_path(Path(exc.filename))}" if exc.filename else ""
     return f"{exc.strerror or exc}{where}"
 
 
 END_OF_RUN_MODULES = (
+    "qualify.judge.judgement",
+    "qualify.commands.publish",
+    "qualify.report.summary",
     "rich.console",
     "rich.table",
-    "qualify.triage",
-    "qualify.report.html",
-    "qualify.publish.bundle",
-    "qualify.publish.github",
 )
 """Imported while the E2E runs: what the end of a run needs would otherwise be imported
-between the E2E's death and the reports (a tenth of a second, rich above all)."""
+before the E2E starts (a fifth of a second) or between its death and the reports (rich above
+all). The GitHub channels, only used inside Actions, are imported there when needed."""
+FAILED_RUN_MODULES = ("qualify.triage",)
+"""What only a failed run's report page needs (a twentieth of a second): imported while the
+run is judged, once the E2E ended with a failure (a non-zero exit, a signal)."""
 
 
-def _preload() -> None:
-    for name in END_OF_RUN_MODULES:
+def _preload(names: tuple[str, ...] = END_OF_RUN_MODULES) -> None:
+    for name in names:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
 
@@ -164,6 +172,8 @@ def _preload() -> None:
 def _take_over_dead_runs(run_id: str, stderr: TextIO) -> None:
     """Clean up after every run on this machine whose qualify died, and complete its reports."""
     for abandoned in take_over_dead_runs():
+        from qualify.report.abandoned import complete_abandoned
+
         directory = RunDir(abandoned.entry.run_dir)
         try:
             completed = complete_abandoned(directory, run_id, abandoned.problems)
@@ -172,6 +182,30 @@ def _take_over_dead_runs(run_id: str, stderr: TextIO) -> None:
             continue
         if completed:
             stderr.write(f"qualify run: completed the reports of a dead run: {directory.path}\n")
+
+
+def _execute_and_judge(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts) -> RunResult:
+    """The E2E run and judged, what the end of the run needs imported meanwhile."""
+    preloading = threading.Thread(target=_preload, name="qualify-preload", daemon=True)
+    # Started once the E2E runs (the start-up does not wait for it), joined when it ends (no
+    # import ever runs in two threads at once).
+    execution = execute(spec, sandbox, interrupts, on_started=preloading.start)
+    if preloading.is_alive():
+        preloading.join()
+    if preloading.ident is not None and execution.returncode != 0:
+        # Judging imports nothing more: the one import thread runs beside it.
+        preloading = threading.Thread(
+            target=_preload, args=(FAILED_RUN_MODULES,), name="qualify-preload", daemon=True
+        )
+        preloading.start()
+    if spec.backend == "auto" and execution.sandbox and spec.docker is None:
+        why = f"--backend auto chose {execution.sandbox.backend}: no --image was given"
+        info = dataclasses.replace(execution.sandbox, notes=(why, *execution.sandbox.notes))
+        execution = dataclasses.replace(execution, sandbox=info)
+    result = _judge_or_error(spec, execution)
+    if preloading.is_alive():
+        preloading.join()
+    return result
 
 
 def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
@@ -202,15 +236,14 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
     except OSError as exc:
         stderr.write(f"qualify run: error: cannot write the run directory: {_os_error(exc)}\n")
         return EXIT_ERROR
-    threading.Thread(target=_preload, name="qualify-preload", daemon=True).start()
     interrupts = Interrupts()
     with interrupts.installed():
-        execution = execute(spec, sandbox, interrupts)
-        if spec.backend == "auto" and execution.sandbox and spec.docker is None:
-            why = f"--backend auto chose {execution.sandbox.backend}: no --image was given"
-            info = dataclasses.replace(execution.sandbox, notes=(why, *execution.sandbox.notes))
-            execution = dataclasses.replace(execution, sandbox=info)
-        result = _judge_or_error(spec, execution)
+        result = _execute_and_judge(spec, sandbox, interrupts)
+        from qualify.commands.publish import publish_channels, terminal_text
+        from qualify.judge.judgement import display_path
+        from qualify.publish.bundle import SecretSources
+        from qualify.report.summary import render_summary
+
         try:
             try:
                 _write_reports_making_room(result)

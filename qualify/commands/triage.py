@@ -1,16 +1,25 @@
-"""``qualify triage``: classify a run directory or raw CI artifacts, print the answer."""
+"""``qualify triage``: classify a run directory or raw CI artifacts, print the answer.
+
+``qualify triage PATH...`` reads each path's kind from its content (run directory, docker
+inspect, kernel log, JUnit, pytest report log, pod description, console log); ``-`` is standard
+input, copied to a temporary file first (the scan reads files by offset). ``--log``,
+``--inspect``, ``--kernel``, ``--junit`` and ``--report-log`` force a kind.
+"""
 
 from __future__ import annotations
 
 import io
 import json
 import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
 
-from harness import contract
 from qualify.commands.publish import in_ci, terminal_text
 from qualify.publish.bundle import learn_from_run
 from qualify.publish.sanitize import Identities, Sanitizer
@@ -28,9 +37,26 @@ def _usage(message: str) -> int:
     return EXIT_USAGE
 
 
+STDIN = Path("-")
+STDIN_LABEL = "<stdin>"
+
+
+@contextmanager
+def _stdin_file(paths: list[Path]) -> Iterator[dict[Path, Path]]:
+    """``-`` read into a temporary file (removed afterwards): {Path("-"): that file}."""
+    if STDIN not in paths:
+        yield {}
+        return
+    with tempfile.NamedTemporaryFile(prefix="qualify-triage-stdin-") as copy:
+        shutil.copyfileobj(sys.stdin.buffer, copy, 1 << 20)
+        copy.flush()
+        yield {STDIN: Path(copy.name)}
+
+
 def triage(
     *,
-    run_dir: Path | None,
+    run_dir: Path | None = None,
+    paths: list[Path] | None = None,
     logs: list[Path],
     inspect: list[Path],
     kernel: list[Path],
@@ -41,25 +67,41 @@ def triage(
     """Print the triage; the exit code is the class family (0, 1, 3, 4; 2 bad usage)."""
     if output_format not in FORMATS:
         return _usage(f"--format {output_format!r} is not one of {', '.join(FORMATS)}")
-    if run_dir is None and not (logs or inspect or kernel or junit or report_log):
+    paths = list(paths or [])
+    if run_dir is not None:
+        paths.insert(0, run_dir)
+    flagged = [*logs, *inspect, *kernel, *junit, *report_log]
+    if not (paths or flagged):
         return _usage(
-            "give a run directory or at least one of --log/--inspect/--kernel/--junit/--report-log"
+            "give what the run left: a run directory, a console log, a kernel log, docker "
+            "inspect output, JUnit XML... (their kinds are read from the content; - is standard "
+            "input), or force a kind with --log/--inspect/--kernel/--junit/--report-log"
         )
-    if run_dir is not None and not run_dir.is_dir():
-        return _usage(f"{run_dir} is not a directory (a run directory holds {contract.AUDIT})")
-    for path in [*logs, *inspect, *kernel, *junit, *report_log]:
-        if not path.is_file():
+    if [*paths, *flagged].count(STDIN) > 1:
+        return _usage("standard input (-) can be given once")
+    for path in paths:
+        if path != STDIN and not (path.is_dir() or path.is_file()):
+            return _usage(f"{path}: no such file or directory")
+    for path in flagged:
+        if path != STDIN and not path.is_file():
             return _usage(f"{path} is not a file")
-    result = run_triage(
-        Sources(
-            run_dir=run_dir,
-            logs=tuple(logs),
-            inspect=tuple(inspect),
-            kernel=tuple(kernel),
-            junit=tuple(junit),
-            report_log=tuple(report_log),
+    with _stdin_file([*paths, *flagged]) as stdin:
+
+        def real(items: list[Path]) -> tuple[Path, ...]:
+            return tuple(stdin.get(path, path) for path in items)
+
+        result = run_triage(
+            Sources(
+                paths=real(paths),
+                logs=real(logs),
+                inspect=real(inspect),
+                kernel=real(kernel),
+                junit=real(junit),
+                report_log=real(report_log),
+                labels=tuple((copy, STDIN_LABEL) for copy in stdin.values()),
+            )
         )
-    )
+    run_dir = next((Path(i["path"]) for i in result.inputs if i["kind"] == "run_dir"), None)
     if output_format == "json":
         text = render_json(result) + "\n"
     elif output_format == "markdown":

@@ -8,10 +8,22 @@ its formats across releases are in tests/data/samples/cuda_oom/ (REFERENCE note 
   [B allowed; ]Of the allocated memory A is allocated by PyTorch, [with Q allocated in private
   pools (e.g., CUDA Graphs), ]and R is reserved by PyTorch but unallocated. ..."
 - torch 2.1: the same with the typo "total capacty";
-- legacy (torch 1.x-2.0): "(GPU 0; X total capacity; A already allocated; Y free; R reserved in
-  total by PyTorch)", torch 1.0 printing "R cached" instead.
+- legacy (torch 1.x-2.0): "(GPU 0; X total capacity; A already allocated; Y free; [B allowed; ]R
+  reserved in total by PyTorch)", torch 1.0 printing "R cached" instead;
+- Intel's XPU builds print the same sentences with "XPU out of memory"; IPEX's older XPU message
+  has no free figure: "(GPU 0; X total capacity; A already allocated; R reserved in total by
+  PyTorch)".
 
 Sizes are printed with two decimals (format_size): parsed bytes are exact to that precision.
+
+Which wall refused the allocation is decided in the order the allocator itself checks them
+(DeviceCachingAllocator::malloc): a per-process cap first (``set_per_process_memory_fraction``:
+the request, rounded up to the segment the allocator would map, on top of everything reserved,
+crosses the "allowed" figure), then the cache's own free blocks (fragmentation: the reserved but
+unallocated bytes left after the allocator released what it could would have covered the
+request), then the device (capacity). A fragmented cache is not the wall when PyTorch holds under
+half of the memory in use on the device: others filled it (capacity). What the message does not
+show is said, never guessed.
 """
 
 from __future__ import annotations
@@ -22,7 +34,7 @@ from typing import Any
 
 _SIZE = r"(\d+(?:\.\d+)?) (bytes|KiB|MiB|GiB|TiB)"
 _UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
-_HEAD = re.compile(rf"\b(CUDA|HIP) out of memory\. Tried to allocate {_SIZE}")
+_HEAD = re.compile(rf"\b(CUDA|HIP|XPU) out of memory\. Tried to allocate {_SIZE}")
 _TOTAL = re.compile(
     rf"GPU (\d+) has a total (capacity|capacty) of {_SIZE} of which {_SIZE} is free"
 )
@@ -35,24 +47,52 @@ _OF_ALLOCATED = re.compile(
     rf"and {_SIZE} is reserved by PyTorch but unallocated"
 )
 _LEGACY = re.compile(
-    rf"\(GPU (\d+); {_SIZE} total capacity; {_SIZE} already allocated; {_SIZE} free; "
-    rf"{_SIZE} (reserved in total by PyTorch|cached)\)"
+    rf"\(GPU\s+(\d+); {_SIZE} total capacity; {_SIZE} already allocated; "
+    rf"(?:{_SIZE} free; )?(?:{_SIZE} allowed; )?"
+    rf"{_SIZE} (reserved in total by PyTorch|cached)\)?"
 )
-_LEGACY_START = re.compile(r"\s*\(GPU (\d+);")
+_LEGACY_START = re.compile(r"\s*\(GPU\s+(\d+);")
+_REPORTER_PID = re.compile(r"\bpid[= ](\d+)\b")
 _HINT = re.compile(r"try setting (\S+?)(?:=(\S+))? to avoid")
 _HINT_VARIABLE = re.compile(r"\b(PYTORCH_\w*ALLOC_CONF)\b")
 _COMMENT = re.compile(r"^\s*#+ ?", re.MULTILINE)
 
 
+KIB, MIB = 1 << 10, 1 << 20
+SMALL_SIZE = 1 * MIB
+"""Requests up to this are served from 2 MiB segments (kSmallSize / kSmallBuffer)."""
+MIN_LARGE_ALLOC = 10 * MIB
+"""Requests below this (and above SMALL_SIZE) map a 20 MiB segment (kMinLargeAlloc)."""
+
+
+def segment_bytes(requested: int) -> int:
+    """What the caching allocator maps for a request it cannot serve from its cache
+    (``get_allocation_size``): 2 MiB up to 1 MiB, 20 MiB below 10 MiB, else rounded up to 2 MiB."""
+    if requested <= SMALL_SIZE:
+        return 2 * MIB
+    if requested < MIN_LARGE_ALLOC:
+        return 20 * MIB
+    return -(-requested // (2 * MIB)) * (2 * MIB)
+
+
+def printed_slack(value: int) -> int:
+    """How far a size printed with two decimals can be from the true one (half the last digit,
+    in the unit format_size picked for it)."""
+    for unit in (1 << 40, 1 << 30, 1 << 20, 1 << 10):
+        if value >= unit:
+            return unit // 200
+    return 0
+
+
 @dataclasses.dataclass(frozen=True)
 class CudaOom:
-    """One CUDA (or HIP) out-of-memory message, in bytes."""
+    """One CUDA (or HIP, or XPU) out-of-memory message, in bytes."""
 
     backend: str
-    """"CUDA" or "HIP" (ROCm builds)."""
+    """"CUDA", "HIP" (ROCm builds) or "XPU" (Intel GPUs)."""
     format: str
-    """"current", "capacty-typo" (torch 2.1), "legacy" (torch 1.x-2.0), or "unknown" (only the
-    head of the message survived)."""
+    """"current", "capacty-typo" (torch 2.1), "legacy" (torch 1.x-2.0, IPEX), or "unknown" (only
+    the head of the message survived)."""
     requested_bytes: int
     device: int | None = None
     total_bytes: int | None = None
@@ -75,20 +115,70 @@ class CudaOom:
     """The allocator variable the hint names (PYTORCH_CUDA_ALLOC_CONF, PYTORCH_ALLOC_CONF...)."""
     hint_setting: str | None = None
     """What the hint suggests: "expandable_segments:True" or "max_split_size_mb"."""
+    reporter_pid: int | None = None
+    """The pid the log line itself names ("(VllmWorker rank=1 pid=194255)"), when it does."""
+
+    @property
+    def reserved_total_bytes(self) -> int | None:
+        """Everything PyTorch's allocator held: allocated plus reserved-but-unallocated."""
+        if self.allocated_bytes is not None and self.reserved_unallocated_bytes is not None:
+            return self.allocated_bytes + self.reserved_unallocated_bytes
+        return self.reserved_bytes
+
+    @property
+    def unallocated_bytes(self) -> int | None:
+        """Reserved but unallocated: printed (current format) or reserved minus allocated."""
+        if self.reserved_unallocated_bytes is not None:
+            return self.reserved_unallocated_bytes
+        if self.reserved_bytes is not None and self.allocated_bytes is not None:
+            return max(self.reserved_bytes - self.allocated_bytes, 0)
+        return self.cached_bytes
+
+    @property
+    def over_budget(self) -> bool | None:
+        """Whether the request crossed the per-process cap: what PyTorch reserved plus the
+        segment the request maps reaches the "allowed" figure (within the printed rounding).
+        None: no cap printed, or nothing reserved is known."""
+        if self.allowed_bytes is None:
+            return None
+        reserved = self.reserved_total_bytes
+        if reserved is None:
+            return None
+        slack = printed_slack(self.allowed_bytes) + printed_slack(reserved)
+        return reserved + segment_bytes(self.requested_bytes) + slack >= self.allowed_bytes
+
+    @property
+    def room_on_device(self) -> bool | None:
+        """The device reported at least the request free (None: no free figure)."""
+        if self.free_bytes is None:
+            return None
+        return self.free_bytes >= self.requested_bytes
 
     @property
     def kind(self) -> str:
-        """ "fragmentation", "budget" or "capacity" (the CUDA_OOM sub-kind)."""
-        unallocated = self.reserved_unallocated_bytes
-        if unallocated is None and self.reserved_bytes is not None and self.allocated_bytes:
-            unallocated = self.reserved_bytes - self.allocated_bytes
-        if unallocated is not None and unallocated >= self.requested_bytes:
+        """ "budget", "fragmentation" or "capacity" (the CUDA_OOM sub-kind), tested in the
+        allocator's own order: the cap, then the cache, then the device."""
+        over = self.over_budget
+        if over:
+            return "budget"
+        unallocated = self.unallocated_bytes
+        cached = unallocated is not None and unallocated >= self.requested_bytes
+        if cached and not self.others_dominate:
             return "fragmentation"
-        if self.allowed_bytes is not None and (
-            self.free_bytes is None or self.free_bytes >= self.requested_bytes
-        ):
+        if self.allowed_bytes is not None and over is None and self.room_on_device is not False:
             return "budget"
         return "capacity"
+
+    @property
+    def others_dominate(self) -> bool:
+        """PyTorch's own reservation is under half of what is in use on the device: the device
+        is full of someone else's memory (other processes, other libraries), and a fragmented
+        cache is not what stands between the request and the device."""
+        reserved = self.reserved_total_bytes
+        if reserved is None or self.total_bytes is None or self.free_bytes is None:
+            return False
+        in_use = self.total_bytes - self.free_bytes
+        return reserved * 2 < in_use
 
     def crosses(self, limit_bytes: int | None) -> bool:
         """This process's usage (CUDA context included when printed) plus the request is over
@@ -100,11 +190,56 @@ class CudaOom:
             return False
         return in_use + self.requested_bytes > limit_bytes
 
+    def self_process(self) -> tuple[int, int] | None:
+        """The "Process P has Z" sentence that is this process itself, when one is.
+
+        PyTorch names its own process "this process" only when NVML's pid equals its own; inside
+        a PID namespace (a container) NVML reports host pids, so the failing process is listed
+        as "Process P" like any other. Then it is the one the log line's own pid names, else the
+        only one listed, else the smallest usage that covers what PyTorch itself reserved (a
+        process holding less than PyTorch reserved cannot be this one).
+        """
+        if self.this_process_bytes is not None or not self.processes:
+            return None
+        if self.reporter_pid is not None:
+            for entry in self.processes:
+                if entry[0] == self.reporter_pid:
+                    return entry
+        reserved = self.reserved_total_bytes
+        covering = [
+            entry
+            for entry in self.processes
+            if reserved is None or entry[1] + printed_slack(entry[1]) >= reserved
+        ]
+        if len(self.processes) == 1:  # NVML lists every process on the device, this one too
+            return covering[0] if covering else None
+        if reserved is None:
+            return None
+        return min(covering, key=lambda entry: entry[1]) if covering else None
+
+    def other_processes(self) -> tuple[tuple[int, int], ...]:
+        """The processes that really are others (this process itself left out)."""
+        own = self.self_process()
+        return tuple(entry for entry in self.processes if entry != own)
+
+    def gaps(self) -> list[str]:
+        """What the message does not give that the decision would need."""
+        missing = []
+        if self.free_bytes is None:
+            missing.append("the device's free memory")
+        if self.unallocated_bytes is None:
+            missing.append("what PyTorch held reserved but unallocated (fragmentation)")
+        if self.allowed_bytes is None and self.format != "unknown":
+            missing.append("any per-process cap (none printed: no memory fraction was set)")
+        return missing
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, with the sub-kind."""
+        """JSON-ready, with the sub-kind and which listed process is this one."""
         record = dataclasses.asdict(self)
         record["processes"] = [list(entry) for entry in self.processes]
         record["kind"] = self.kind
+        own = self.self_process()
+        record["self_process"] = list(own) if own else None
         return record
 
 
@@ -118,8 +253,11 @@ def _normalize(text: str) -> str:
     return " ".join(_COMMENT.sub("", text).split())
 
 
-def parse_cuda_oom(text: str) -> CudaOom | None:
-    """The first CUDA/HIP out-of-memory message in ``text`` (a log, a traceback), or None."""
+def parse_cuda_oom(text: str, reporter_pid: int | None = None) -> CudaOom | None:
+    """The first CUDA/HIP/XPU out-of-memory message in ``text`` (a log, a traceback), or None.
+
+    ``reporter_pid``: the pid the log line names, when the caller read it from the line's head.
+    """
     flat = _normalize(text)
     head = _HEAD.search(flat)
     if head is None:
@@ -131,7 +269,10 @@ def parse_cuda_oom(text: str) -> CudaOom | None:
         "backend": head.group(1),
         "requested_bytes": size_bytes(head.group(2), head.group(3)),
     }
-    legacy = _LEGACY.search(rest)
+    if reporter_pid is None and (pid := _REPORTER_PID.search(flat[: head.start()][-200:])):
+        reporter_pid = int(pid.group(1))
+    fields["reporter_pid"] = reporter_pid
+    legacy = _LEGACY.search(rest[:400])
     total = _TOTAL.search(rest)
     if total is not None:
         fields["format"] = "current" if total.group(2) == "capacity" else "capacty-typo"
@@ -150,17 +291,24 @@ def parse_cuda_oom(text: str) -> CudaOom | None:
     return CudaOom(**fields)
 
 
+def _sized(groups: tuple[str | Any, ...], at: int) -> int | None:
+    number, unit = groups[at], groups[at + 1]
+    return size_bytes(number, unit) if number is not None else None
+
+
 def _legacy_fields(match: re.Match[str]) -> dict[str, Any]:
     groups = match.groups()
-    last = size_bytes(groups[7], groups[8])
+    last = _sized(groups, 9)
+    cached = groups[11] == "cached"
     return {
         "format": "legacy",
         "device": int(groups[0]),
-        "total_bytes": size_bytes(groups[1], groups[2]),
-        "allocated_bytes": size_bytes(groups[3], groups[4]),
-        "free_bytes": size_bytes(groups[5], groups[6]),
-        "reserved_bytes": last if groups[9] != "cached" else None,
-        "cached_bytes": last if groups[9] == "cached" else None,
+        "total_bytes": _sized(groups, 1),
+        "allocated_bytes": _sized(groups, 3),
+        "free_bytes": _sized(groups, 5),
+        "allowed_bytes": _sized(groups, 7),
+        "reserved_bytes": None if cached else last,
+        "cached_bytes": last if cached else None,
     }
 
 
@@ -172,7 +320,7 @@ def _usage_fields(rest: str) -> dict[str, Any]:
     }
     if this := _THIS.search(rest):
         fields["this_process_bytes"] = size_bytes(this.group(1), this.group(2))
-    if allowed := _ALLOWED.search(rest):
+    if (allowed := _ALLOWED.search(rest)) and not _LEGACY.search(rest[:400]):
         fields["allowed_bytes"] = size_bytes(allowed.group(1), allowed.group(2))
     if usage := _OF_ALLOCATED.search(rest):
         groups = usage.groups()

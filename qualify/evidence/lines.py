@@ -1,68 +1,121 @@
-"""Pure parsers of single log lines: kernel OOM reports, CI consoles, pytest, TensorRT.
+"""Pure parsers of single log lines: kernel OOM reports, kills, CI consoles, pytest, GPU engines.
 
-Each parser takes one line (any prefix: dmesg ``[  219.35]``, ISO time, syslog host
-``kernel:``, GitHub's ``2024-04-14T21:49:58.7397481Z``) and returns a ``LineSignal`` or None.
-The formats are those of the real captures in tests/data/samples/ (SOURCES.md):
+Each parser takes one line (any prefix: dmesg ``[  219.35]``, ``dmesg -T`` dates, ISO time,
+syslog host ``kernel:``, GitHub's ``2024-04-14T21:49:58.7397481Z``) and returns a ``LineSignal``
+or None. ``parse_line`` lowercases the line once and every pattern is guarded by a substring test
+on it, so that a line that only mentions memory or a timeout costs a few ``in`` tests. The
+formats are those of the real captures in tests/data/samples/ and tests/data/triage/:
 
 - kernel (mm/oom_kill.c): "<comm> invoked oom-killer: gfp_mask=..."; since 4.19
   "oom-kill:constraint=CONSTRAINT_MEMCG|CONSTRAINT_NONE,...,oom_memcg=...,task_memcg=...,
   task=...,pid=...,uid=..."; "Memory cgroup out of memory: Killed process P (comm) ..." (memcg)
-  or "Out of memory: Killed process P (comm) ..." (global); before 4.x a bare "Killed process"
-  line, the scope then given by "Task in X killed as a result of limit of Y" (memcg only).
-- GitHub Actions: "Process completed with exit code N.", "##[error]The process '...' failed
-  with exit code N", "The runner has received a shutdown signal.", "The operation was canceled."
-- pytest-xdist: "worker 'gw0' crashed while running 'nodeid'", "[gw0] node down: ...",
-  "replacing crashed worker gw0"; pytest: "FAILED nodeid", "==== 1 failed, 2 passed ... ====".
-- TensorRT: "Error Code 2: OutOfMemory", "Requested amount of GPU memory (N bytes) could not be
-  allocated", "Skipping tactic ... insufficient memory on requested size of N" (a warning: the
-  builder goes on), "Engine building failed".
+  or "Out of memory: Killed process P (comm) ..." (global); before 4.19 "... Kill process P
+  (comm) score N or sacrifice child" (the selection) then a bare "Killed process P (comm)[, UID
+  U], total-vm:..." (the kill: the same event, possibly of a child), the scope then given by the
+  selection line, "Task in X killed as a result of limit of Y" (memcg only) or the call trace
+  (mem_cgroup_out_of_memory, try_charge_memcg...); "memory: usage U, limit L, failcnt F" (memcg
+  only: enough on its own when the report was cut before the kill line); "OOM victim P (comm) is
+  already exiting".
+- systemd-oomd: "Killed <cgroup> due to memory pressure for <cgroup> being X% > Y% for > Zs",
+  "Marked <cgroup> for killing due to ...", "<unit>: systemd-oomd killed N process(es)".
+- Kubernetes: "Reason: OOMKilled" (kubectl describe), "reason: OOMKilled" (pod YAML),
+  "\"reason\": \"OOM Killed\"" (kubelet status JSON), a `kubectl get pods` row with status
+  OOMKilled, "Exit Code: 137", "command terminated with exit code 137", "Error executing in Docker
+  Container: 137"; docker events "container oom <id>".
+- Slurm: "slurmstepd: error: Detected N oom-kill event(s) in step ..." / "... oom_kill event in
+  StepId=...", "srun: error: <node>: task N: Out Of Memory", "State: OUT_OF_MEMORY", "... DUE TO
+  TIME LIMIT".
+- CI consoles: GitHub ("Process completed with exit code N", "failed with exit code N", "The
+  runner has received a shutdown signal", "The operation was canceled", "has exceeded the maximum
+  execution time"), GitLab ("Job failed: exit code 137", "execution took longer than"), CircleCI
+  ("Exited with code exit status 137"), Buildkite ("Exited with status -1 (agent lost)"), Jenkins
+  ("script returned exit code 137"), Travis ('The command "..." exited with 137.'), make and
+  SCons ("*** [target] Error 137"), a shell's "line N: PID Killed  command", gcc's "Killed signal
+  terminated program cc1plus", a shell's "Segmentation fault" / "Aborted (core dumped)".
+- pytest and pytest-xdist: "FAILED nodeid" and "FAILED [0.09s] nodeid" (pytest 8.4 durations),
+  "E   AssertionError" and "path.py:5: AssertionError" blocks, the final summary (failed or all
+  passed), "worker 'gw0' crashed while running 'nodeid'", "[gw0] node down: ...", "replacing
+  crashed worker gw0"; pytest-timeout's "+++ Timeout +++", "Failed: Timeout >N s" (not when it is
+  quoted inside an assertion's pattern) and its "~~~ Stack of MainThread (N) ~~~" dump.
+- GPU engines: ``qualify.evidence.gpu_lines``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from typing import Any
 
+from qualify.evidence.gpu_lines import parse_engine_line
+from qualify.evidence.gpu_lines import parse_tensorrt_line as _parse_tensorrt
+from qualify.evidence.model import LineSignal
+
+__all__ = ["KB", "LineSignal", "parse_line"]
+
 KB = 1024
-
-
-@dataclasses.dataclass(frozen=True)
-class LineSignal:
-    """What one line says: a kind and its parsed fields."""
-
-    kind: str
-    """kernel_invoked, kernel_oom_kill, kernel_killed, kernel_task_in, kernel_select,
-    kernel_memcg_trace, kernel_no_killable, kernel_memcg_usage, exit_code, shell_killed,
-    runner_shutdown, canceled, xdist_crash, xdist_node_down, test_failed, pytest_summary,
-    trt_oom, trt_oom_warning, trt_build_failed, timeout."""
-    fields: dict[str, Any] = dataclasses.field(default_factory=dict)
-
 
 _INVOKED = re.compile(r"(\S+) invoked oom-killer: gfp_mask=([^,\s]+).*?order=(-?\d+)")
 _OOM_KILL = re.compile(r"oom-kill:(constraint=\S+)")
 _KILLED = re.compile(
-    r"(?:(Memory cgroup out of memory|Out of memory): )?Killed process (\d+) \((.*?)\) "
-    r"total-vm:(\d+)kB, anon-rss:(\d+)kB, file-rss:(\d+)kB(?:, shmem-rss:(\d+)kB)?"
+    r"(?:(Memory cgroup out of memory|Out of memory): )?Killed process (\d+)(?: \(([^)]*)\)?)?"
 )
+_KB_FIELD = re.compile(r"\b(total-vm|anon-rss|file-rss|shmem-rss):(\d+)kB")
 _SELECT = re.compile(
     r"(Memory cgroup out of memory|Out of memory): Kill process (\d+) \((.*?)\) score (\d+)"
 )
+_VICTIM_EXITING = re.compile(
+    r"(Memory cgroup out of memory|Out of memory): OOM victim (\d+) \((.*?)\) is already exiting"
+)
 _MEMCG_USAGE = re.compile(r"\bmemory: usage (\d+)kB, limit (\d+)kB, failcnt (\d+)")
 _TASK_IN = re.compile(r"Task in (\S+) killed as a result of limit of (\S+)")
-_EXIT = re.compile(r"(?:Process completed|failed) with exit code (-?\d+)")
-_SHELL_KILLED = re.compile(r"(?:^|\s|Z\s|line \d+:\s+\d+ )Killed(?:\s{2,}.*|\s*)$")
+_MEMCG_TRACE = ("mem_cgroup_out_of_memory", "mem_cgroup_oom", "try_charge_memcg", "charge_memcg")
+_OOMD = re.compile(
+    r"systemd-oomd\[\d+\]: (?:Killed|Marked) (\S+) (?:for killing )?due to (.+?)"
+    r"(?: with reclaim activity)?\s*$"
+)
+_OOMD_UNIT = re.compile(r"(\S+): systemd-oomd killed (\d+) process")
+_EXIT = re.compile(
+    r"(?i)\b(?:exit(?:ed)?(?: with)?(?: code| status)?(?: exit status)?|exitcode\"?)\s*[:=(]?\s*"
+    r"(-?\d+)\b|Error executing in Docker Container: (\d+)|\*\*\* \[[^\]]*\] Error (\d+)"
+)
+_AGENT_LOST = re.compile(r"(?i)exited with status -1 \(agent lost\)")
+_SHELL_KILLED = re.compile(r"(?:^|\s|Z\s|line \d+:\s+(\d+) )Killed(?:\s{2,}(\S.*)|\s*)$")
+_SHELL_CRASH = re.compile(
+    r"(?:^|\s|line \d+:\s+(\d+) )(Segmentation fault|Aborted|Bus error)"
+    r"(?: \(core dumped\))?(?:\s{2,}(\S.*)|\s*)$"
+)
+_CRASH_SIGNALS = {
+    "Segmentation fault": "SIGSEGV",
+    "Aborted": "SIGABRT",
+    "Bus error": "SIGBUS",
+}
 _XDIST_CRASH = re.compile(r"worker '?(gw\d+)'? crashed while running(?: '([^']+)')?")
 _NODE_DOWN = re.compile(r"\[(gw\d+)\] node down: (.*)")
 _REPLACING = re.compile(r"[Rr]eplacing crashed worker (gw\d+)")
-_FAILED_TEST = re.compile(r"(?:^|\s)FAILED (\S+::\S+)")
+_FAILED_TEST = re.compile(r"(?:^|[\s*])FAILED (?:\[[\d.]+m?s\] )?(\S+::\S+)")
 _SUMMARY = re.compile(r"=+ (.*?\b(\d+) (failed|errors?)\b.*?) in [\d.]+s")
-_TRT_REQUESTED = re.compile(r"Requested amount of (?:GPU )?memory \((\d+) bytes\)")
-_TRT_SIZE_WAS = re.compile(r"Requested size was (\d+) bytes")
-_TRT_TACTIC = re.compile(r"insuff?icient memory on requested size of (\d+)")
+_PASSED_SUMMARY = re.compile(r"=+ ((?:\d+ \w+(?:, )?)*?\b\d+ passed\b.*?) in [\d.]+s")
+_E_LINE = re.compile(r"^(?:\S+Z )?E {3,}(\w[\w.]*(?:Error|Exception)\b.*|assert\b.*)")
+_E_LOCATION = re.compile(r"^\S+\.py:\d+: (\w+(?:Error|Exception))$")
 _TIMEOUT = re.compile(
-    r"\+{3,} Timeout \+{3,}|Failed: Timeout >|has exceeded the maximum execution time"
+    r"\+{3,} Timeout \+{3,}|(?<![*'\"])Failed: Timeout >[\d.]+s|~{3,} Stack of .+? \(\d+\) ~{3,}"
+    r"|has exceeded the maximum execution time|execution took longer than|DUE TO TIME LIMIT"
 )
+_TIMEOUT_NODEID = re.compile(r"FAILED (?:\[[\d.]+m?s\] )?(\S+::\S+) - Failed: Timeout")
+_K8S_OOMKILLED = re.compile(
+    r"(?i)\breason\"?\s*[:=]\s*\"?OOM ?Killed\b|\s\d+/\d+\s+OOMKilled\s"
+    r"|terminated with reason \"OOMKilled\""
+)
+_DOCKER_EVENT_OOM = re.compile(r"\bcontainer oom ([0-9a-f]{12,64})")
+_SLURM_EVENTS = re.compile(r"Detected (\d+) oom[-_]kill event")
+_SLURM_TASK = re.compile(r"task \d+: Out Of Memory")
+_SLURM_STATE = re.compile(r"(?<![A-Za-z_])OUT_OF_MEMORY\b")
+
+
+def _kb_fields(line: str) -> dict[str, int]:
+    return {
+        f"{name.replace('-', '_')}_bytes": int(value) * KB
+        for name, value in _KB_FIELD.findall(line)
+    }
 
 
 def _kernel_kill_fields(text: str) -> dict[str, Any]:
@@ -79,112 +132,173 @@ def _kernel_kill_fields(text: str) -> dict[str, Any]:
     return fields
 
 
-def parse_kernel_line(line: str) -> LineSignal | None:
-    """One line of a kernel OOM report, or None."""
-    if "invoked oom-killer" in line and (match := _INVOKED.search(line)):
-        return LineSignal(
-            "kernel_invoked",
-            {"comm": match.group(1), "gfp_mask": match.group(2), "order": int(match.group(3))},
-        )
-    if "oom-kill:" in line and (match := _OOM_KILL.search(line)):
-        fields = _kernel_kill_fields(match.group(1))
-        fields["scope"] = "memcg" if fields.get("constraint") == "CONSTRAINT_MEMCG" else "global"
-        return LineSignal("kernel_oom_kill", fields)
-    if "Killed process" in line and (match := _KILLED.search(line)):
-        prefix = match.group(1)
-        scope = {"Memory cgroup out of memory": "memcg", "Out of memory": "global"}.get(
-            prefix or "", "unknown"
-        )
-        shmem = match.group(7)
-        return LineSignal(
-            "kernel_killed",
-            {
-                "scope": scope,
-                "pid": int(match.group(2)),
-                "comm": match.group(3),
-                "total_vm_bytes": int(match.group(4)) * KB,
-                "anon_rss_bytes": int(match.group(5)) * KB,
-                "file_rss_bytes": int(match.group(6)) * KB,
-                "shmem_rss_bytes": int(shmem) * KB if shmem is not None else None,
-            },
-        )
-    if "memory: usage" in line and (match := _MEMCG_USAGE.search(line)):
+def _scope(prefix: str | None) -> str:
+    return {"Memory cgroup out of memory": "memcg", "Out of memory": "global"}.get(
+        prefix or "", "unknown"
+    )
+
+
+def parse_kernel_line(line: str, low: str | None = None) -> LineSignal | None:
+    """One line of a kernel OOM report (or systemd-oomd's), or None."""
+    low = line.lower() if low is None else low
+    if "oom" in low:
+        found = _kernel_oom(line, low)
+        if found is not None:
+            return found
+    if "killed process" in low and (match := _KILLED.search(line)):
+        fields: dict[str, Any] = {
+            "scope": _scope(match.group(1)),
+            "pid": int(match.group(2)),
+            "comm": match.group(3) or None,
+            "total_vm_bytes": None,
+            "anon_rss_bytes": None,
+            "file_rss_bytes": None,
+            "shmem_rss_bytes": None,
+        }
+        fields.update(_kb_fields(line))
+        return LineSignal("kernel_killed", fields)
+    if "memory: usage" in low and (match := _MEMCG_USAGE.search(line)):
         usage, limit = int(match.group(1)) * KB, int(match.group(2)) * KB
-        return LineSignal("kernel_memcg_usage", {"usage_bytes": usage, "limit_bytes": limit})
-    if "Task in " in line and (match := _TASK_IN.search(line)):
+        return LineSignal(
+            "kernel_memcg_usage",
+            {"usage_bytes": usage, "limit_bytes": limit, "failcnt": int(match.group(3))},
+        )
+    if "task in " in low and (match := _TASK_IN.search(line)):
         return LineSignal("kernel_task_in", {"task_memcg": match[1], "oom_memcg": match[2]})
-    if "Kill process" in line and (match := _SELECT.search(line)):
+    if "kill process" in low and (match := _SELECT.search(line)):
         scope = "memcg" if match.group(1).startswith("Memory") else "global"
         fields = {"scope": scope, "pid": int(match[2]), "comm": match[3], "score": int(match[4])}
         return LineSignal("kernel_select", fields)
-    if "mem_cgroup_out_of_memory" in line:
+    if ("memcg" in low or "mem_cgroup" in low) and any(word in low for word in _MEMCG_TRACE):
         # The call trace of a memcg OOM (present even when nothing could be killed).
         return LineSignal("kernel_memcg_trace", {"scope": "memcg"})
-    if "Out of memory and no killable processes" in line:
+    if "out of memory and no killable processes" in low:
         return LineSignal("kernel_no_killable")
     return None
 
 
-def parse_console_line(line: str) -> LineSignal | None:
-    """One line of a CI console (GitHub Actions, a shell), or None."""
-    if "exit code" in line and (match := _EXIT.search(line)):
-        return LineSignal("exit_code", {"code": int(match.group(1))})
-    if "shutdown signal" in line and "runner has received a shutdown signal" in line:
-        return LineSignal("runner_shutdown")
-    if "The operation was canceled" in line:
-        return LineSignal("canceled")
-    if _TIMEOUT.search(line):
-        return LineSignal("timeout")
-    if "Killed" in line and "Killed process" not in line and _SHELL_KILLED.search(line):
-        return LineSignal("shell_killed")
+def _kernel_oom(line: str, low: str) -> LineSignal | None:
+    if "invoked oom-killer" in low and (match := _INVOKED.search(line)):
+        return LineSignal(
+            "kernel_invoked",
+            {"comm": match.group(1), "gfp_mask": match.group(2), "order": int(match.group(3))},
+        )
+    if "oom-kill:" in low and (match := _OOM_KILL.search(line)):
+        fields = _kernel_kill_fields(match.group(1))
+        fields["scope"] = "memcg" if fields.get("constraint") == "CONSTRAINT_MEMCG" else "global"
+        return LineSignal("kernel_oom_kill", fields)
+    if "oom victim" in low and (match := _VICTIM_EXITING.search(line)):
+        fields = {"scope": _scope(match.group(1)), "pid": int(match[2]), "comm": match[3]}
+        return LineSignal("kernel_victim_exiting", fields)
+    if "systemd-oomd" in low:
+        if match := _OOMD.search(line):
+            return LineSignal("oomd_kill", {"cgroup": match[1], "reason": match[2]})
+        if match := _OOMD_UNIT.search(line):
+            return LineSignal("oomd_kill", {"cgroup": match[1], "processes": int(match[2])})
+    if "mem_cgroup_oom" in low:
+        return LineSignal("kernel_memcg_trace", {"scope": "memcg"})
     return None
 
 
-def parse_pytest_line(line: str) -> LineSignal | None:
+def parse_orchestrator_line(line: str, low: str | None = None) -> LineSignal | None:
+    """A container or job killed for memory as Kubernetes, docker events or Slurm report it."""
+    low = line.lower() if low is None else low
+    if "oom" in low:
+        if ("oomkilled" in low or "oom killed" in low) and _K8S_OOMKILLED.search(line):
+            return LineSignal("k8s_oomkilled")
+        if "container oom" in low and (match := _DOCKER_EVENT_OOM.search(line)):
+            return LineSignal("docker_event_oom", {"container": match[1]})
+        if "kill event" in low and (match := _SLURM_EVENTS.search(line)):
+            return LineSignal("slurm_oom", {"events": int(match[1])})
+    if "out of memory" in low and "task" in low and _SLURM_TASK.search(line):
+        return LineSignal("slurm_oom")
+    if "out_of_memory" in low and _SLURM_STATE.search(line):
+        return LineSignal("slurm_oom")
+    return None
+
+
+def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
+    """One line of a CI console (GitHub Actions, GitLab, CircleCI, Buildkite, Jenkins, Travis, a
+    shell), or None."""
+    low = line.lower() if low is None else low
+    if "agent lost" in low and _AGENT_LOST.search(line):
+        return LineSignal("agent_lost")
+    if ("exit" in low or "docker container:" in low or "*** [" in low) and (
+        match := _EXIT.search(line)
+    ):
+        code = next(group for group in match.groups() if group is not None)
+        return LineSignal("exit_code", {"code": int(code)})
+    if "shutdown signal" in low and "runner has received a shutdown signal" in low:
+        return LineSignal("runner_shutdown")
+    if "the operation was canceled" in low:
+        return LineSignal("canceled")
+    if _timeout_words(low) and _TIMEOUT.search(line):
+        nodeid = _TIMEOUT_NODEID.search(line)
+        return LineSignal("timeout", {"nodeid": nodeid[1]} if nodeid else {})
+    if "killed" in low and "killed process" not in low:
+        if "killed signal terminated program" in low:
+            return LineSignal("shell_killed", {"command": line.rsplit("program", 1)[-1].strip()})
+        if match := _SHELL_KILLED.search(line):
+            fields = {"pid": int(match[1]) if match[1] else None, "command": match[2]}
+            return LineSignal("shell_killed", {k: v for k, v in fields.items() if v})
+    if ("core dumped" in low or "segmentation fault" in low or "aborted" in low) and (
+        match := _SHELL_CRASH.search(line)
+    ):
+        fields = {
+            "signal": _CRASH_SIGNALS[match[2]],
+            "pid": int(match[1]) if match[1] else None,
+            "command": (match[3] or "").strip() or None,
+        }
+        return LineSignal("shell_crash", {k: v for k, v in fields.items() if v})
+    return None
+
+
+def _timeout_words(low: str) -> bool:
+    return "timeout" in low or "stack of" in low or "execution t" in low or "time limit" in low
+
+
+def parse_pytest_line(line: str, low: str | None = None) -> LineSignal | None:
     """One line of pytest / pytest-xdist output, or None."""
-    if "crashed while running" in line and (match := _XDIST_CRASH.search(line)):
+    low = line.lower() if low is None else low
+    if "crashed while running" in low and (match := _XDIST_CRASH.search(line)):
         return LineSignal("xdist_crash", {"worker": match.group(1), "nodeid": match.group(2)})
-    if "node down" in line and (match := _NODE_DOWN.search(line)):
+    if "node down" in low and (match := _NODE_DOWN.search(line)):
         return LineSignal("xdist_node_down", {"worker": match.group(1), "why": match[2].strip()})
-    if "crashed worker" in line and (match := _REPLACING.search(line)):
+    if "crashed worker" in low and (match := _REPLACING.search(line)):
         return LineSignal("xdist_node_down", {"worker": match.group(1), "why": "replaced"})
     if "FAILED " in line and (match := _FAILED_TEST.search(line)):
         return LineSignal("test_failed", {"nodeid": match.group(1)})
-    if "failed" in line or "error" in line:
-        match = _SUMMARY.search(line)
-        if match and int(match.group(2)) > 0:
-            return LineSignal("pytest_summary", {"summary": match.group(1)})
+    summary = _SUMMARY.search(line) if (" failed" in low or " error" in low) else None
+    if summary is not None and int(summary.group(2)) > 0:
+        return LineSignal("pytest_summary", {"summary": summary.group(1)})
+    if " passed" in low and (match := _PASSED_SUMMARY.search(line)):
+        return LineSignal("pytest_passed", {"summary": match.group(1)})
+    if "E   " in line and (match := _E_LINE.search(line)):
+        return LineSignal("test_error_line", {"text": match.group(1).strip()})
+    if "error" in low and ".py:" in line and (match := _E_LOCATION.match(line.strip())):
+        return LineSignal("test_error_line", {"text": match.group(1)})
     return None
 
 
-def parse_tensorrt_line(line: str) -> LineSignal | None:
-    """One TensorRT builder out-of-memory line, or None."""
-    if "Engine building failed" in line:
-        return LineSignal("trt_build_failed")
-    requested = _TRT_REQUESTED.search(line) or _TRT_SIZE_WAS.search(line)
-    fatal = (
-        "Error Code 2: OutOfMemory" in line
-        or "OutOfMemory Error" in line
-        or "Out of memory error during" in line
-        or (requested is not None and ("ERROR" in line or "[E]" in line))
-    )
-    if fatal:
-        size = int(requested.group(1)) if requested else None
-        return LineSignal("trt_oom", {"requested_bytes": size})
-    tactic = _TRT_TACTIC.search(line)
-    if requested or tactic:
-        match = requested or tactic
-        assert match is not None
-        return LineSignal("trt_oom_warning", {"requested_bytes": int(match.group(1))})
-    return None
+def parse_tensorrt_line(line: str, low: str | None = None) -> LineSignal | None:
+    """One TensorRT out-of-memory line (builder or runtime), or None."""
+    return _parse_tensorrt(line, low)
 
 
-PARSERS = (parse_kernel_line, parse_tensorrt_line, parse_pytest_line, parse_console_line)
+PARSERS = (
+    parse_kernel_line,
+    parse_orchestrator_line,
+    parse_tensorrt_line,
+    parse_engine_line,
+    parse_pytest_line,
+    parse_console_line,
+)
 
 
 def parse_line(line: str) -> LineSignal | None:
-    """The first parser that recognises ``line``."""
+    """The first parser that recognises ``line`` (the line is lowercased once for all)."""
+    low = line.lower()
     for parser in PARSERS:
-        if (found := parser(line)) is not None:
+        if (found := parser(line, low)) is not None:
             return found
     return None

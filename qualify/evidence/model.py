@@ -37,3 +37,12 @@ class Evidence:
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
         return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class LineSignal:
+    """What one line says: a kind and its parsed fields (the kinds are listed in
+    ``qualify.evidence.lines``)."""
+
+    kind: str
+    fields: dict[str, Any] = dataclasses.field(default_factory=dict)

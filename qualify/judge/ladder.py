@@ -179,4 +179,4 @@ def decide(found: Signals) -> tuple[Verdict, str]:
                 limit = f" ({found.pids_max})" if found.pids_max is not None else ""
                 reason += f"; the pids limit{limit} refused {found.pids_refused} fork(s)"
             return cause.verdict, reason
-    raise AssertionError("the PASSED rung always decides")  # pragma: no cover
+    raise AssertionError("the PASSED rung always decides")  # pragma: no cover, no mutate

@@ -1,7 +1,8 @@
 """Which tests ran and how each ended, replayed from the plugin's streamed events.
 
 After a SIGKILL pytest never writes its JUnit; the events still say which tests ran, how each
-phase ended, and which test and phase were running at the end.
+ended, and which test and phase were running at the end. A phase that passed has no end line
+of its own: the start of the test's next phase says it passed (``harness.contract``).
 """
 
 from __future__ import annotations
@@ -45,9 +46,10 @@ class _TestState:
 
 def _apply(state: _TestState, event: dict[str, Any]) -> None:
     when = str(event.get("when"))
-    if event.get("state") == "start":
+    if event.get("state") == contract.TEST_START:
         state.open_when = when
-        state.file, state.line = event.get("file"), event.get("line")
+        if "file" in event:  # the setup's start says where the test is
+            state.file, state.line = event.get("file"), event.get("line")
         return
     state.open_when = None
     state.phases_ended.add(when)

@@ -59,7 +59,8 @@ def first_difference(native: list[int], reference: list[int]) -> int | None:
     """First index where the tokens differ, the shorter length for a prefix, None if equal."""
     if native == reference:
         return None
-    for index, (native_id, reference_id) in enumerate(zip(native, reference, strict=False)):
+    pairs = zip(native, reference, strict=False)  # pragma: no mutate (strict=None is the same)
+    for index, (native_id, reference_id) in enumerate(pairs):
         if native_id != reference_id:
             return index
     return min(len(native), len(reference))

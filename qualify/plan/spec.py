@@ -177,6 +177,10 @@ def sandbox_env(
     snapshot on a CUDA OOM.
     """
     env = dict(base)
+    # A coverage run of qualify itself measures qualify, never the E2E under its cap (the
+    # tracer would cost the E2E memory and time the cap and the timeout are not sized for).
+    for name in ("COVERAGE_PROCESS_CONFIG", "COVERAGE_PROCESS_START"):
+        env.pop(name, None)
     env.update(family.env)
     root = harness_root(run_dir)
     paths = (str(root), str(root / "harness" / "_site"), env.get("PYTHONPATH"))

@@ -32,6 +32,9 @@ from qualify.sandbox import Sandbox, SandboxInfo
 from qualify.sandbox.base import Child, Probe, StartsItself, StopReport
 
 POLL_S = 0.05
+PIDFD_POLL_S = 0.25
+"""With a pidfd the E2E's exit wakes the wait at once: the loop only wakes to look for an
+escape or a signal to qualify, 4 times a second rather than 20."""
 LOG_JOIN_S = 5.0
 
 
@@ -76,7 +79,7 @@ def _wait(
     """Wait for the child; stop it on timeout, interruption or an escape. Returns (timed out,
     why the run must be an ERROR)."""
     deadline = time.monotonic() + spec.timeout_s
-    with _exit_waiter(process) as wait_for_exit:
+    with _exit_waiter(process) as (wait_for_exit, poll_s):
         while process.poll() is None:
             escapes = monitor.processes.escapes
             if escapes:
@@ -88,14 +91,14 @@ def _wait(
             if time.monotonic() >= deadline:
                 _stop(sandbox, process, spec.grace_s)
                 return True, None
-            wait_for_exit(min(POLL_S, max(0.0, deadline - time.monotonic())))
+            wait_for_exit(min(poll_s, max(0.0, deadline - time.monotonic())))
     return False, None
 
 
 @contextlib.contextmanager
-def _exit_waiter(process: Any) -> Iterator[Callable[[float], None]]:
+def _exit_waiter(process: Any) -> Iterator[tuple[Callable[[float], None], float]]:
     """A wait that returns the moment the E2E's root exits (a pidfd, Linux 5.3), or after
-    the timeout; a child without a host pid is polled."""
+    the timeout, and how long to wait at most; a child without a host pid is polled."""
     pid = getattr(process, "pid", 0)
     try:
         fd = os.pidfd_open(pid) if isinstance(process, subprocess.Popen) else -1
@@ -103,9 +106,9 @@ def _exit_waiter(process: Any) -> Iterator[Callable[[float], None]]:
         fd = -1
     try:
         if fd < 0:
-            yield time.sleep
+            yield time.sleep, POLL_S
         else:
-            yield lambda timeout: select.select([fd], [], [], timeout) and None
+            yield (lambda timeout: select.select([fd], [], [], timeout) and None), PIDFD_POLL_S
     finally:
         if fd >= 0:
             os.close(fd)
@@ -190,8 +193,15 @@ class _Run:
     logs: dict[str, BoundedLog] = dataclasses.field(default_factory=dict)
 
 
-def _start(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts, run: _Run) -> Any:
-    """Confine, start the watchers, start the E2E; returns the started child."""
+def _start(
+    spec: RunSpec,
+    sandbox: Sandbox,
+    interrupts: Interrupts,
+    run: _Run,
+    on_started: Callable[[], None] | None = None,
+) -> Any:
+    """Confine, start the watchers, start the E2E, then call ``on_started``; returns the
+    started child."""
     stage_harness(spec.run_dir)
     run.info = sandbox.prepare(spec.limits)
     mismatches = limit_mismatches(spec.limits, run.info.in_effect) if run.info.capped else []
@@ -230,6 +240,8 @@ def _start(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts, run: _Run) -
         assert pipe is not None
         run.logs[stream] = BoundedLog(pipe, spec.run_dir / name)
         run.logs[stream].start()
+    if on_started is not None:
+        on_started()
     return process
 
 
@@ -283,8 +295,15 @@ def _finish(
     return monitor, stopped, Teardown(sandbox, run)
 
 
-def execute(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts) -> Execution:
-    """Run ``spec`` in ``sandbox``; never raises (failures become ``setup_error``)."""
+def execute(
+    spec: RunSpec,
+    sandbox: Sandbox,
+    interrupts: Interrupts,
+    on_started: Callable[[], None] | None = None,
+) -> Execution:
+    """Run ``spec`` in ``sandbox``; never raises (failures become ``setup_error``).
+    ``on_started`` is called once the E2E runs (what can wait until then: the caller's
+    imports for the end of the run)."""
     run_dir = spec.run_dir
     started_wall, started_mono = time.time(), time.monotonic()
     run = _Run()
@@ -293,7 +312,7 @@ def execute(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts) -> Executio
     killed_by: str | None = None
     process: Any = None
     try:
-        process = _start(spec, sandbox, interrupts, run)
+        process = _start(spec, sandbox, interrupts, run, on_started)
         pid = getattr(process, "pid", None)
         assert run.monitor is not None
         timed_out, setup_error = _wait(spec, sandbox, process, interrupts, run.monitor)

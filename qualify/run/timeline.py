@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from typing import Any
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+_json_str = json.encoder.encode_basestring_ascii
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,22 +38,19 @@ class TimelineSample:
 
     def to_line(self) -> str:
         """The JSON line (``procs`` and ``gpu`` only when read)."""
-        record: dict[str, Any] = {
-            "t": round(self.t, 4),
-            "mono": None if self.mono is None else round(self.mono, 4),
-            "usage": self.usage,
-            "watermark": self.watermark,
-            "anon": self.anon,
-            "file": self.file,
-            "oom_kill": self.oom_kill,
-            "phases": list(self.phases),
-            "test": self.test,
-        }
-        if self.procs is not None:
-            record["procs"] = [list(process) for process in self.procs]
-        if self.gpu is not None:
-            record["gpu"] = self.gpu
-        return json.dumps(record, separators=(",", ":")) + "\n"
+        return sample_line(
+            self.t,
+            self.mono,
+            self.usage,
+            self.watermark,
+            self.anon,
+            self.file,
+            self.oom_kill,
+            self.phases,
+            self.test,
+            self.procs,
+            self.gpu,
+        )
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> TimelineSample | None:
@@ -71,6 +72,40 @@ class TimelineSample:
             procs=_procs(procs) if isinstance(procs, list) else None,
             gpu=record["gpu"] if isinstance(record.get("gpu"), dict) else None,
         )
+
+
+def sample_line(
+    t: float,
+    mono: float | None,
+    usage: int | None,
+    watermark: int | None,
+    anon: int | None,
+    file: int | None,
+    oom_kill: int | None,
+    phases: Sequence[str],
+    test: str | None,
+    procs: Sequence[tuple[int, str, int]] | None = None,
+    gpu: dict[str, Any] | None = None,
+) -> str:
+    """``TimelineSample(...).to_line()`` without the sample, and the JSON of its numbers built
+    by hand (the same bytes as ``json.dumps``, in half the time): the monitor writes 20 a
+    second."""
+    line = (
+        f'{{"t":{round(t, 4)!r},"mono":{_number(None if mono is None else round(mono, 4))},'
+        f'"usage":{_number(usage)},"watermark":{_number(watermark)},"anon":{_number(anon)},'
+        f'"file":{_number(file)},"oom_kill":{_number(oom_kill)},'
+        f'"phases":{_ENCODER.encode(list(phases)) if phases else "[]"},'
+        f'"test":{"null" if test is None else _json_str(test)}'
+    )
+    if procs is not None:
+        line += ',"procs":' + _ENCODER.encode([list(process) for process in procs])
+    if gpu is not None:
+        line += ',"gpu":' + _ENCODER.encode(gpu)
+    return line + "}\n"
+
+
+def _number(value: float | None) -> str:
+    return "null" if value is None else repr(value)
 
 
 def _int(value: Any) -> int | None:

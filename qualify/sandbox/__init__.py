@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,10 +28,14 @@ BACKENDS: dict[str, str] = {
 """Backend name -> the sub-package whose ``create(request)`` builds it."""
 CHOICES = ("auto", *BACKENDS)
 """What ``--backend`` accepts: a backend, or ``auto`` (docker with ``--image``, else cgroup)."""
+REASON_ENV = "QUALIFY_SANDBOX_REASON"
+"""Why the caller chose this backend (``qualify doctor --plan`` sets it in the argv it prints,
+for the GitHub Action): recorded as the first note of ``audit.sandbox``."""
 
 __all__ = [
     "BACKENDS",
     "CHOICES",
+    "REASON_ENV",
     "Limits",
     "Probe",
     "Sandbox",
@@ -60,9 +65,11 @@ def select_sandbox(
     """
     if backend not in CHOICES:
         raise UsageError(f"--backend {backend!r} is not valid (valid: {', '.join(CHOICES)})")
-    request = SandboxRequest(run_id, docker, family_dir, harness_root)
+    chosen_by_caller = os.environ.get(REASON_ENV) or None
+    request = SandboxRequest(run_id, docker, family_dir, harness_root, reason=chosen_by_caller)
     if backend == "auto" and docker is not None:
-        reason = f"--backend auto chose docker: --image {docker.image} was given"
+        given = f"--backend auto chose docker: --image {docker.image} was given"
+        reason = chosen_by_caller or given
         return _create("docker", dataclasses.replace(request, reason=reason))
     if backend == "auto":
         backend = "cgroup"
@@ -72,5 +79,5 @@ def select_sandbox(
         raise UsageError(
             f"cannot cap memory with a cgroup here ({exc}): run as root or in a delegated "
             "cgroup subtree, pass --image IMAGE for --backend docker, or pass --backend none "
-            "to run uncapped"
+            "to run uncapped (`qualify doctor` says what works on this machine)"
         ) from None

@@ -8,7 +8,9 @@ gate, a pass. Disagreements between sources are kept as conflicts, never dropped
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 from qualify.evidence.cuda_oom import CudaOom
 from qualify.evidence.model import Evidence
@@ -16,19 +18,32 @@ from qualify.judge.gpu import GpuEvidence
 from qualify.judge.ladder import LADDER, Cause
 from qualify.sizes import format_bytes
 from qualify.triage.model import Finding, TriageClass
-from qualify.triage.signals import Bag
+from qualify.triage.signals import Bag, GpuHit
 
-Decision = tuple[TriageClass, str, tuple[Evidence, ...]]
+HIGH, MEDIUM, LOW = "high", "medium", "low"
+"""Confidence: the evidence states the cause / the class is inferred from a message that lacks
+figures / the evidence is indirect (a report cut short, failure lines without a summary)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """The class, a one-line summary, the lines that decided it, and how sure it is."""
+
+    triage_class: TriageClass
+    summary: str
+    evidence: tuple[Evidence, ...] = ()
+    confidence: str = HIGH
+    gaps: tuple[str, ...] = ()
+    """What the deciding message does not give (said, never guessed)."""
 
 
 def cuda_class(
     oom: CudaOom, budget_bytes: int | None, mps_limit_bytes: int | None = None
 ) -> TriageClass:
-    """Fragmentation, budget or capacity; a harness budget below the device counts as one,
-    and so does an MPS limit the process's usage plus the request crossed."""
+    """Budget, fragmentation or capacity, in the allocator's order (``CudaOom.kind``); a harness
+    budget below the device counts as a cap, and so does an MPS limit the process's usage plus
+    the request crossed."""
     kind = oom.kind
-    if kind == "fragmentation":
-        return TriageClass.CUDA_OOM_FRAGMENTATION
     if kind == "budget":
         return TriageClass.CUDA_OOM_BUDGET
     room = oom.free_bytes is None or oom.free_bytes >= oom.requested_bytes
@@ -36,6 +51,8 @@ def cuda_class(
         return TriageClass.CUDA_OOM_BUDGET
     if oom.crosses(mps_limit_bytes):
         return TriageClass.CUDA_OOM_BUDGET
+    if kind == "fragmentation":
+        return TriageClass.CUDA_OOM_FRAGMENTATION
     return TriageClass.CUDA_OOM_CAPACITY
 
 
@@ -57,8 +74,9 @@ def _cuda_summary(oom: CudaOom, triage_class: TriageClass) -> str:
     parts = [f"requested {format_bytes(oom.requested_bytes)}"]
     if oom.free_bytes is not None:
         parts.append(f"free {format_bytes(oom.free_bytes)} of {format_bytes(oom.total_bytes)}")
-    if oom.reserved_unallocated_bytes is not None:
-        parts.append(f"reserved-unallocated {format_bytes(oom.reserved_unallocated_bytes)}")
+    unallocated = oom.unallocated_bytes
+    if unallocated is not None:
+        parts.append(f"reserved-unallocated {format_bytes(unallocated)}")
     if oom.allowed_bytes is not None:
         parts.append(f"allowed {format_bytes(oom.allowed_bytes)}")
     what = triage_class.value.removeprefix("CUDA_OOM_").lower()
@@ -67,68 +85,187 @@ def _cuda_summary(oom: CudaOom, triage_class: TriageClass) -> str:
 
 def _toolkit(bag: Bag) -> Decision | None:
     if bag.infra:
-        return TriageClass.INFRA_ERROR, "the toolkit, sandbox or container failed", tuple(bag.infra)
+        summary = "the toolkit, sandbox or container failed"
+        return Decision(TriageClass.INFRA_ERROR, summary, tuple(bag.infra))
     return None
 
 
 def _timeout(bag: Bag) -> Decision | None:
     if bag.timeouts:
-        return TriageClass.TIMEOUT, "the run exceeded its time limit", tuple(bag.timeouts)
+        return Decision(TriageClass.TIMEOUT, "the run exceeded its time limit", tuple(bag.timeouts))
     return None
 
 
 def _host_oom(bag: Bag) -> Decision | None:
-    if bag.memcg_oom or bag.docker_oom:
-        evidence = tuple(bag.memcg_oom + bag.docker_oom)
-        return TriageClass.CGROUP_OOM, "the memory cgroup's cap was hit (OOM kill)", evidence
+    cgroup = bag.memcg_oom + bag.docker_oom + bag.orchestrator_oom
+    if cgroup:
+        usage = [e for e, _, _ in bag.memcg_usage[:1] if e not in cgroup[:8]]
+        evidence = tuple(cgroup[:8] + usage)
+        if bag.memcg_oom or bag.docker_oom:
+            summary = "the memory cgroup's cap was hit (OOM kill)"
+        else:
+            summary = "the container or job hit its memory limit (OOM kill, as its scheduler says)"
+        return Decision(TriageClass.CGROUP_OOM, summary, evidence)
     if bag.global_oom:
         summary = "the host ran out of memory (global OOM killer, no cgroup cap hit)"
-        return TriageClass.GLOBAL_OOM, summary, tuple(bag.global_oom)
+        return Decision(TriageClass.GLOBAL_OOM, summary, tuple(bag.global_oom[:8]))
+    if bag.oomd:
+        summary = (
+            "systemd-oomd killed the job's cgroup under memory pressure (the host's memory, "
+            "not a cgroup cap)"
+        )
+        return Decision(TriageClass.GLOBAL_OOM, summary, tuple(bag.oomd[:8]))
+    if bag.memcg_partial:
+        summary = (
+            "a memory cgroup's OOM report, cut before its kill line: the cgroup hit its limit "
+            "(what was killed is not in the text)"
+        )
+        evidence = tuple((bag.oom_invoked + bag.memcg_partial)[:8])
+        return Decision(TriageClass.CGROUP_OOM, summary, evidence, LOW)
+    if bag.oom_invoked:
+        summary = (
+            "the kernel's OOM killer ran; the report was cut before its scope and victim "
+            "(no cgroup limit shown: taken as the host's memory)"
+        )
+        return Decision(TriageClass.GLOBAL_OOM, summary, tuple(bag.oom_invoked[:8]), LOW)
     return None
 
 
 def _gpu_oom(bag: Bag) -> Decision | None:
-    if bag.cuda:
-        first, oom = bag.cuda[0]
+    if not bag.gpu:
+        return None
+    hit = bag.gpu[0]
+    if hit.oom is not None:
+        oom = hit.oom
         triage_class = cuda_class(oom, harness_budget(bag), mps_limit(bag))
         extra = tuple(e for e, _ in bag.budgets) if triage_class.name.endswith("BUDGET") else ()
-        return triage_class, _cuda_summary(oom, triage_class), (first, *extra)
-    if bag.trt:
-        summary = "TensorRT's builder ran out of GPU memory"
-        return TriageClass.CUDA_OOM_CAPACITY, summary, tuple(bag.trt[:5])
-    return None
+        gaps = tuple(oom.gaps())
+        confidence = HIGH if oom.free_bytes is not None else MEDIUM
+        summary = _cuda_summary(oom, triage_class)
+        return Decision(triage_class, summary, (hit.evidence, *extra), confidence, gaps)
+    if hit.kind == "budget":
+        return _engine_budget(hit, bag)
+    return _engine_oom(hit, bag)
+
+
+def _engine_name(fields: dict[str, Any]) -> str:
+    return _ENGINES.get(str(fields.get("engine")), str(fields.get("engine") or "the GPU runtime"))
+
+
+_ENGINES = {
+    "tensorrt": "TensorRT",
+    "onnxruntime-tensorrt": "ONNX Runtime's TensorRT execution provider",
+    "onnxruntime": "ONNX Runtime",
+    "vllm": "vLLM",
+    "tensorrt-llm": "TensorRT-LLM",
+    "pytorch": "PyTorch",
+    "cuda": "a CUDA library",
+    "tensorflow": "TensorFlow",
+    "numba": "Numba",
+    "xla": "XLA",
+    "hip": "HIP",
+    "level-zero": "Level Zero",
+    "nnabla": "nnabla",
+}
+
+
+def _engine_budget(hit: GpuHit, bag: Bag) -> Decision:
+    fields = hit.fields
+    summary = f"{_engine_name(fields)}'s memory budget ran out: {fields.get('what')}"
+    numbers = []
+    if "max_model_len" in fields:
+        numbers.append(f"max_model_len {fields['max_model_len']}")
+    if "kv_tokens" in fields:
+        numbers.append(f"KV cache holds {fields['kv_tokens']} tokens")
+    if "needed_bytes" in fields:
+        numbers.append(f"needs {format_bytes(fields['needed_bytes'])} of KV cache")
+    if "available_bytes" in fields:
+        numbers.append(f"available {format_bytes(fields['available_bytes'])}")
+    if "requested_bytes" in fields:
+        numbers.append(f"requested {format_bytes(fields['requested_bytes'])}")
+    if numbers:
+        summary += " (" + ", ".join(numbers) + ")"
+    evidence = _same_engine(hit, bag)
+    return Decision(TriageClass.CUDA_OOM_BUDGET, summary, evidence)
+
+
+def _engine_oom(hit: GpuHit, bag: Bag) -> Decision:
+    fields = hit.fields
+    name = _engine_name(fields)
+    stage = fields.get("stage")
+    where = {"builder": " while building an engine", "runtime": " at inference (not the builder)"}
+    api = fields.get("api")
+    summary = f"{name} ran out of GPU memory{where.get(str(stage), '')}"
+    if api:
+        summary += f" ({api})"
+    numbers = []
+    if "requested_bytes" in fields:
+        numbers.append(f"requested {format_bytes(fields['requested_bytes'])}")
+    if "free_bytes" in fields:
+        total = fields.get("total_bytes")
+        of = f" of {format_bytes(total)}" if total is not None else ""
+        numbers.append(f"free {format_bytes(fields['free_bytes'])}{of}")
+    if "component" in fields:
+        numbers.append(f"creating {fields['component']}")
+    if numbers:
+        summary += ": " + ", ".join(numbers)
+    gaps = ["the device's free and total memory"] if "free_bytes" not in fields else []
+    gaps.append("any per-process cap or allocator cache (the message cannot show fragmentation)")
+    confidence = HIGH if "free_bytes" in fields else MEDIUM
+    evidence = _same_engine(hit, bag) + tuple(bag.trt_context[:2])
+    return Decision(TriageClass.CUDA_OOM_CAPACITY, summary, evidence, confidence, tuple(gaps))
+
+
+def _same_engine(hit: GpuHit, bag: Bag) -> tuple[Evidence, ...]:
+    """The first hit and up to four more of the same engine (the repeated lines of one OOM)."""
+    engine = hit.fields.get("engine")
+    more = [h.evidence for h in bag.gpu[1:] if h.fields.get("engine") == engine]
+    return (hit.evidence, *more[:4])
 
 
 def _signal(bag: Bag) -> Decision | None:
-    if bag.kills:
-        what = bag.kill_signal or "a kill"
-        summary = f"the process was killed ({what}) and nothing shows an OOM"
-        return TriageClass.EXTERNAL_KILL, summary, tuple(bag.kills)
-    return None
+    if not bag.kills:
+        return None
+    kinds = {e.kind for e in bag.kills}
+    if bag.kill_signal:
+        summary = f"the process was killed ({bag.kill_signal}) and nothing shows an OOM"
+    elif "agent_lost" in kinds:
+        summary = "the CI agent was lost mid-job (its host went away) and nothing shows an OOM"
+    elif "runner_shutdown" in kinds:
+        summary = "the runner shut down under the job and nothing shows an OOM"
+    else:
+        summary = "the job was canceled and nothing shows an OOM"
+    return Decision(TriageClass.EXTERNAL_KILL, summary, tuple(bag.kills[:8]))
 
 
 def _crash(bag: Bag) -> Decision | None:
     if bag.crashes:
-        summary = "a pytest-xdist worker crashed and nothing says why"
-        return TriageClass.UNKNOWN, summary, tuple(bag.crashes[:5])
+        summary = "a process crashed (a pytest-xdist worker, a signal) and nothing says why"
+        return Decision(TriageClass.UNKNOWN, summary, tuple(bag.crashes[:5]), LOW)
     return None
 
 
 def _tests(bag: Bag) -> Decision | None:
     if bag.test_failures:
-        return TriageClass.TEST_FAILURE, "tests failed", tuple(bag.test_failures[:10])
+        return Decision(TriageClass.TEST_FAILURE, "tests failed", tuple(bag.test_failures[:10]))
+    if bag.test_error_lines:
+        summary = "tests failed (pytest's E lines; no summary or FAILED line in the text)"
+        evidence = tuple(bag.test_error_lines[:10])
+        return Decision(TriageClass.TEST_FAILURE, summary, evidence, MEDIUM)
     return None
 
 
 def _parity(bag: Bag) -> Decision | None:
     if bag.parity:
-        return TriageClass.PARITY_FAILURE, "the parity gate was not met", tuple(bag.parity)
+        return Decision(
+            TriageClass.PARITY_FAILURE, "the parity gate was not met", tuple(bag.parity)
+        )
     return None
 
 
 def _passed(bag: Bag) -> Decision | None:
     if bag.passed:
-        return TriageClass.PASSED, "the run passed", tuple(bag.passed)
+        return Decision(TriageClass.PASSED, "the run passed", tuple(bag.passed))
     return None
 
 
@@ -147,14 +284,14 @@ _RUNGS: dict[Cause, Callable[[Bag], Decision | None]] = {
 
 
 def decide(bag: Bag) -> Decision:
-    """The class, a one-line summary, and the evidence that decided it: the first rung of the
-    verdict ladder (``qualify.judge.ladder.LADDER``) the evidence proves."""
+    """The first rung of the verdict ladder (``qualify.judge.ladder.LADDER``) the evidence
+    proves, with the lines that decided it."""
     for cause in LADDER:
         rung = _RUNGS.get(cause)
         decision = rung(bag) if rung is not None else None
         if decision is not None:
             return decision
-    return TriageClass.UNKNOWN, "no signal decided the outcome", ()
+    return Decision(TriageClass.UNKNOWN, "no signal decided the outcome", (), LOW)
 
 
 def missing_for(triage_class: TriageClass, bag: Bag, had_kernel: bool) -> list[str]:
@@ -212,6 +349,6 @@ def conflicts(bag: Bag) -> list[Finding]:
                 tuple(kernel_memcg[:3]),
             )
         )
-    if (host_oom or bag.cuda) and bag.passed:
+    if (host_oom or bag.gpu) and bag.passed:
         found.append(Finding("a pass was recorded despite OOM evidence", tuple(bag.passed[:2])))
     return found

@@ -7,15 +7,21 @@ from pathlib import Path
 from typing import Any
 
 from harness import contract
+from qualify.evidence.detect import detect
 from qualify.evidence.docker_state import read_docker_state
-from qualify.evidence.scan import scan_log
+from qualify.evidence.scan import MAX_LINE_BYTES, scan_log
 from qualify.evidence.testresults import read_junit_outcomes, read_report_log
 from qualify.rundir import RunDir
 from qualify.sizes import format_bytes
 from qualify.triage.analysis import read_run_dir
-from qualify.triage.classify import conflicts, decide, missing_for
+from qualify.triage.classify import Decision, conflicts, decide, missing_for
 from qualify.triage.model import Finding, Triage, TriageClass
-from qualify.triage.remedies import attribution, cuda_remedies, memory_remedies, trt_remedies
+from qualify.triage.remedies import (
+    attribution,
+    cuda_remedies,
+    engine_remedies,
+    memory_remedies,
+)
 from qualify.triage.signals import Bag, Inputs, gather
 from qualify.triage.sparkline import sparkline
 
@@ -24,7 +30,12 @@ RUN_LOGS = (contract.STDERR, contract.STDOUT)
 
 @dataclasses.dataclass(frozen=True)
 class Sources:
-    """What the user pointed triage at (any combination)."""
+    """What the user pointed triage at (any combination).
+
+    ``paths`` are detected by their content (``qualify.evidence.detect``); the other fields are
+    the explicit overrides (--log, --inspect...). ``labels`` names a path in the evidence
+    (standard input is read into a temporary file, cited as "<stdin>").
+    """
 
     run_dir: Path | None = None
     logs: tuple[Path, ...] = ()
@@ -32,23 +43,69 @@ class Sources:
     kernel: tuple[Path, ...] = ()
     junit: tuple[Path, ...] = ()
     report_log: tuple[Path, ...] = ()
+    paths: tuple[Path, ...] = ()
+    labels: tuple[tuple[Path, str], ...] = ()
+
+    def label(self, path: Path) -> str:
+        """How evidence from ``path`` names it."""
+        return dict(self.labels).get(path, str(path))
 
 
-def _scan(path: Path, inputs: Inputs, name: str | None = None) -> Any:
+def detected(sources: Sources) -> Sources:
+    """``sources`` with each of ``paths`` moved to the field its content calls for (a pod
+    description is read as a log); a path that cannot be read stays a log (its scan says why)."""
+    fields: dict[str, list[Path]] = {
+        "logs": list(sources.logs),
+        "inspect": list(sources.inspect),
+        "kernel": list(sources.kernel),
+        "junit": list(sources.junit),
+        "report_log": list(sources.report_log),
+    }
+    run_dir = sources.run_dir
+    for path in sources.paths:
+        try:
+            kind = detect(path)
+        except OSError:
+            kind = "log"
+        if kind == "run_dir" and run_dir is None:
+            run_dir = path
+            continue
+        target = {"pod": "logs", "log": "logs", "run_dir": "logs"}.get(kind, kind)
+        fields[target].append(path)
+    return dataclasses.replace(
+        sources,
+        run_dir=run_dir,
+        paths=(),
+        logs=tuple(fields["logs"]),
+        inspect=tuple(fields["inspect"]),
+        kernel=tuple(fields["kernel"]),
+        junit=tuple(fields["junit"]),
+        report_log=tuple(fields["report_log"]),
+    )
+
+
+def _scan(path: Path, inputs: Inputs, name: str | None = None, own: bool = False) -> Any:
     scan = scan_log(path, name)
     if scan.error:
         inputs.problems.append(scan.error)
-    elif scan.size_bytes == 0 and name is None:  # a run's own empty stderr is normal
+    elif scan.size_bytes == 0 and not own:  # a run's own empty stderr is normal
         inputs.problems.append(f"{scan.source} is empty")
     elif scan.binary:
         inputs.problems.append(f"{scan.source} looks binary (NUL bytes): scanned as text anyway")
     if scan.dropped:
         inputs.problems.append(f"{scan.source}: {scan.dropped} repeated signal lines not kept")
+    if scan.long_lines:
+        inputs.problems.append(
+            f"{scan.source}:{scan.first_long_line}: {scan.long_lines} line(s) longer than "
+            f"{MAX_LINE_BYTES >> 10} KiB (progress bars, a JSON blob): read in windows around "
+            "the words triage looks for, not whole"
+        )
     return scan
 
 
 def read_inputs(sources: Sources) -> Inputs:
     """Parse every given input; problems are collected, never raised."""
+    sources = detected(sources)
     inputs = Inputs()
     if sources.run_dir is not None:
         run = read_run_dir(sources.run_dir)
@@ -56,35 +113,43 @@ def read_inputs(sources: Sources) -> Inputs:
         inputs.problems.extend(run.problems)
         for name in RUN_LOGS:
             if (sources.run_dir / name).exists():
-                inputs.logs.append(_scan(sources.run_dir / name, inputs, name))
+                inputs.logs.append(_scan(sources.run_dir / name, inputs, name, own=True))
         junit = RunDir(sources.run_dir).junit_path
         if junit.exists():
             inputs.tests.append(read_junit_outcomes(junit, junit.name))
-    inputs.logs.extend(_scan(path, inputs) for path in sources.logs)
-    inputs.kernel.extend(_scan(path, inputs) for path in sources.kernel)
+    inputs.logs.extend(_scan(path, inputs, sources.label(path)) for path in sources.logs)
+    inputs.kernel.extend(_scan(path, inputs, sources.label(path)) for path in sources.kernel)
     for path in sources.inspect:
-        state, problem = read_docker_state(path)
+        state, problem = read_docker_state(path, sources.label(path))
         inputs.docker.append(state)
         if problem:
             inputs.problems.append(problem)
     for path in sources.junit:
-        inputs.tests.append(read_junit_outcomes(path))
+        inputs.tests.append(read_junit_outcomes(path, sources.label(path)))
     for path in sources.report_log:
-        inputs.tests.append(read_report_log(path))
+        inputs.tests.append(read_report_log(path, sources.label(path)))
     inputs.problems.extend(t.problem for t in inputs.tests if t.problem)
     return inputs
 
 
-def _remedies(
-    triage_class: TriageClass, bag: Bag, inputs: Inputs, section: dict[str, Any]
-) -> list[str]:
+def _remedies(decision: Decision, bag: Bag, inputs: Inputs, section: dict[str, Any]) -> list[str]:
+    triage_class = decision.triage_class
     if triage_class in (TriageClass.CGROUP_OOM, TriageClass.GLOBAL_OOM):
         return memory_remedies(inputs.run, bag, section)
-    if triage_class.name.startswith("CUDA_OOM") and bag.cuda:
-        return cuda_remedies(bag.cuda[0][1], triage_class, bag, inputs.run)
-    if triage_class is TriageClass.CUDA_OOM_CAPACITY and bag.trt:
-        return trt_remedies(bag)
-    if triage_class is TriageClass.TIMEOUT and inputs.run is not None and inputs.run.audit:
+    if triage_class.name.startswith("CUDA_OOM") and bag.gpu:
+        first = bag.gpu[0]
+        if first.oom is not None:
+            return cuda_remedies(first.oom, triage_class, bag, inputs.run)
+        return engine_remedies(first)
+    if triage_class is TriageClass.TIMEOUT:
+        return _timeout_remedies(bag, inputs, section)
+    if triage_class is TriageClass.EXTERNAL_KILL:
+        return _kill_remedies(bag)
+    return []
+
+
+def _timeout_remedies(bag: Bag, inputs: Inputs, section: dict[str, Any]) -> list[str]:
+    if inputs.run is not None and inputs.run.audit:
         limit = inputs.run.audit.timings.timeout_s
         running = inputs.run.audit.tests.running_at_end
         phase = section.get("phase_at_end")
@@ -93,12 +158,53 @@ def _remedies(
             f"the E2E ran past its {limit}s timeout ({where or 'no phase open'}): "
             "raise [e2e] timeout / --timeout, or find what hangs there"
         ]
-    if triage_class is TriageClass.EXTERNAL_KILL:
+    texts = " ".join(e.text for e in bag.timeouts).lower()
+    if "stack of" in texts or "+ timeout +" in texts or "failed: timeout" in texts:
         return [
-            "find who sent the signal (a CI cancel, a runner shutdown, a watchdog); "
-            "give --kernel dmesg.txt to rule out an OOM kill"
+            "a test ran past pytest-timeout's limit: the stack dump after the Timeout banner "
+            "shows where it waited; fix the hang, or raise --timeout / @pytest.mark.timeout "
+            "if the test is only slow"
         ]
-    return []
+    if "time limit" in texts:
+        return ["the Slurm job ran past its time limit: raise --time, or make the job faster"]
+    return [
+        "the CI job ran past its time limit (timeout-minutes on GitHub, the job timeout on "
+        "GitLab): find the step that hangs, or raise the limit if the job is only slow"
+    ]
+
+
+def _kill_remedies(bag: Bag) -> list[str]:
+    kinds = {e.kind for e in bag.kills}
+    texts = " ".join(e.text for e in bag.kills).lower()
+    remedies = []
+    if "killed signal terminated program" in texts:
+        remedies.append(
+            "the compiler was SIGKILLed: on CI almost always the machine or container running "
+            "out of memory during a parallel build; lower the build's parallelism (make -j, "
+            "CMAKE_BUILD_PARALLEL_LEVEL, MAX_JOBS) or give the job more memory"
+        )
+    if "agent_lost" in kinds:
+        remedies.append(
+            "the Buildkite agent stopped reporting (its host was terminated: preemption, a host "
+            "OOM, a crash): look at the agent host's own logs"
+        )
+    if "runner_shutdown" in kinds:
+        remedies.append(
+            "the GitHub runner was shut down under the job (a lost hosted runner is often one "
+            "that ran out of memory, or was preempted): rerun, and watch the job's memory"
+        )
+    if bag.kill_signal == "SIGKILL":
+        remedies.append(
+            'exit 137 / "Killed" is SIGKILL, which is also what an OOM kill looks like: the '
+            "kernel log (dmesg), kubectl describe pod or docker inspect says whether it was "
+            "one; else find who sent it (a CI cancel, a watchdog)"
+        )
+    elif not remedies:
+        remedies.append(
+            "find who stopped the job (a CI cancel, a newer push, a runner shutdown, a "
+            "watchdog); give a kernel log to rule out an OOM kill"
+        )
+    return remedies
 
 
 def _warnings(inputs: Inputs) -> list[str]:
@@ -112,7 +218,7 @@ def _warnings(inputs: Inputs) -> list[str]:
     return warnings
 
 
-def _findings(section: dict[str, Any]) -> list[Finding]:
+def _findings(section: dict[str, Any], bag: Bag, decision: Decision) -> list[Finding]:
     findings = []
     for retained in section.get("retention", []):
         findings.append(
@@ -132,42 +238,83 @@ def _findings(section: dict[str, Any]) -> list[Finding]:
             )
         )
     for victim in section.get("victims", [])[:3]:
-        rss = victim.get("anon_rss_bytes")
+        findings.append(Finding(_killed_title(victim)))
+    if bag.gpu_handled:
         findings.append(
             Finding(
-                f"killed: {victim.get('comm')} (pid {victim.get('pid')})"
-                + (f", anon-rss {format_bytes(rss)}" if rss is not None else "")
-                + (f" by {victim['signal']}" if victim.get("signal") else "")
+                "GPU out-of-memory handled by the program (it retried, or a passing summary "
+                "followed): not what ended the run",
+                tuple(bag.gpu_handled[:3]),
+            )
+        )
+    for hit in bag.gpu[:1]:
+        own = hit.oom.self_process() if hit.oom is not None else None
+        if own is not None and decision.triage_class.name.startswith("CUDA_OOM"):
+            findings.append(
+                Finding(
+                    f'"Process {own[0]} has {format_bytes(own[1])}" is the failing process '
+                    "itself (PyTorch names it by its host pid from inside a container), not "
+                    "another process",
+                    (hit.evidence,),
+                )
+            )
+    if bag.trt_warnings and not decision.triage_class.name.startswith("CUDA_OOM"):
+        findings.append(
+            Finding(
+                "TensorRT skipped tactics for lack of memory (warnings: the build went on)",
+                tuple(bag.trt_warnings[:2]),
             )
         )
     return findings
 
 
-def _inputs_record(sources: Sources) -> list[dict[str, Any]]:
+def _killed_title(victim: dict[str, Any]) -> str:
+    """ "killed: cc1plus (pid 12), anon-rss 1.2 GiB by SIGKILL", leaving out what is unknown."""
+    who = victim.get("comm") or "a process"
+    pid = f" (pid {victim['pid']})" if victim.get("pid") is not None else ""
+    rss = victim.get("anon_rss_bytes")
+    return (
+        f"killed: {who}{pid}"
+        + (f", anon-rss {format_bytes(rss)}" if rss is not None else "")
+        + (f" by {victim['signal']}" if victim.get("signal") else "")
+    )
+
+
+def _inputs_record(sources: Sources, given: Sources) -> list[dict[str, Any]]:
+    """Each input with the kind it was read as (``detected``: from its content, not a flag)."""
+    auto = set(given.paths)
     record = []
     if sources.run_dir is not None:
-        record.append({"kind": "run_dir", "path": str(sources.run_dir)})
+        entry = {"kind": "run_dir", "path": str(sources.run_dir)}
+        record.append({**entry, "detected": sources.run_dir in auto})
     for kind in ("logs", "inspect", "kernel", "junit", "report_log"):
-        record.extend({"kind": kind, "path": str(p)} for p in getattr(sources, kind))
+        record.extend(
+            {"kind": kind, "path": sources.label(p), "detected": p in auto}
+            for p in getattr(sources, kind)
+        )
     return record
 
 
 def triage(sources: Sources) -> Triage:
-    """The whole triage of ``sources``."""
+    """The whole triage of ``sources`` (paths detected by content first)."""
+    given, sources = sources, detected(sources)
     inputs = read_inputs(sources)
     bag = gather(inputs)
-    triage_class, summary, decided_by = decide(bag)
+    decision = decide(bag)
     section = attribution(inputs.run, bag)
+    missing = [f"not in the message: {gap}" for gap in decision.gaps]
+    missing += missing_for(decision.triage_class, bag, bool(sources.kernel))
     return Triage(
-        triage_class=triage_class,
-        summary=summary,
-        decided_by=decided_by,
-        findings=tuple(_findings(section)),
+        triage_class=decision.triage_class,
+        summary=decision.summary,
+        decided_by=decision.evidence,
+        confidence=decision.confidence,
+        findings=tuple(_findings(section, bag, decision)),
         conflicts=tuple(conflicts(bag)),
         warnings=tuple(_warnings(inputs)),
-        remedies=tuple(_remedies(triage_class, bag, inputs, section)),
-        missing=tuple(missing_for(triage_class, bag, bool(sources.kernel))),
-        inputs=tuple(_inputs_record(sources)),
+        remedies=tuple(_remedies(decision, bag, inputs, section)),
+        missing=tuple(missing),
+        inputs=tuple(_inputs_record(sources, given)),
         attribution=section,
         sparkline=sparkline(inputs.run, section.get("cap_bytes")) if inputs.run else None,
     )

@@ -57,6 +57,9 @@ class Triage:
     triage_class: TriageClass
     summary: str
     decided_by: tuple[Evidence, ...]
+    confidence: str = "high"
+    """"high" (the evidence states the cause), "medium" (inferred from a message that lacks
+    figures, or failure lines without a summary), "low" (a report cut short, a crash)."""
     findings: tuple[Finding, ...] = ()
     conflicts: tuple[Finding, ...] = ()
     warnings: tuple[str, ...] = ()

@@ -3,7 +3,7 @@
 JSON document (``schema_version`` 1; keys are stable, new keys may be added):
 
 - ``schema_version`` (int), ``class`` (a TriageClass value), ``exit_code`` (int),
-  ``summary`` (one line)
+  ``summary`` (one line), ``confidence`` ("high", "medium" or "low")
 - ``decided_by``: [{``source``, ``line`` (int or null), ``text``, ``kind``}], the evidence
   lines the class rests on
 - ``findings``, ``conflicts``: [{``title``, ``evidence``: [evidence...]}]
@@ -13,7 +13,7 @@ JSON document (``schema_version`` 1; keys are stable, new keys may be added):
   next_phase, added_bytes, retained_bytes}], ``culprits``: [{pid, name, rss_bytes...}],
   ``victims``: [{pid, comm, anon_rss_bytes... or signal}]} (keys absent when not knowable)
 - ``sparkline``: {``line``, ``scale_bytes``, ``peak_bytes``, ``seconds``} or null
-- ``inputs``: [{``kind``, ``path``}]
+- ``inputs``: [{``kind``, ``path``, ``detected`` (true: the kind was read from the content)}]
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ def to_dict(result: Triage) -> dict[str, Any]:
         "class": result.triage_class.value,
         "exit_code": result.exit_code,
         "summary": result.summary,
+        "confidence": result.confidence,
         "decided_by": [e.to_dict() for e in result.decided_by],
         "findings": [f.to_dict() for f in result.findings],
         "conflicts": [f.to_dict() for f in result.conflicts],
@@ -82,7 +83,7 @@ def _sections(result: Triage) -> list[tuple[str, list[str]]]:
 
 def render_markdown(result: Triage) -> str:
     """A PR comment (bounded to MARKDOWN_LIMIT characters)."""
-    out = [f"### qualify triage: `{result.triage_class.value}`", "", result.summary, ""]
+    out = [f"### qualify triage: `{result.triage_class.value}`", "", _summary(result), ""]
     for title, lines in _sections(result):
         out.append(f"**{title}**")
         out.append("")
@@ -96,6 +97,13 @@ def render_markdown(result: Triage) -> str:
     return text
 
 
+def _summary(result: Triage) -> str:
+    """The summary, with the confidence when it is not high."""
+    if result.confidence == "high":
+        return result.summary
+    return f"{result.summary} (confidence: {result.confidence})"
+
+
 def _tick(text: str) -> str:
     return text.replace("`", "'")
 
@@ -104,7 +112,7 @@ def render_terminal(result: Triage, console: Console) -> None:
     """The rich view: class, evidence, conflicts, findings, sparkline, remedies, warnings."""
     style = _STYLE.get(result.exit_code, "bold")
     console.print(Text.assemble(("triage: ", "bold"), (result.triage_class.value, style)))
-    console.print(Text(result.summary))  # text, never markup: it quotes the family's words
+    console.print(Text(_summary(result)))  # text, never markup: it quotes the family's words
     for title, lines in _sections(result):
         console.print(Text(title, style="bold underline"))
         for line in lines:

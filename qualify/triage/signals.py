@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import signal
 from typing import Any
 
@@ -12,11 +13,11 @@ from qualify.evidence.docker_state import DockerState
 from qualify.evidence.model import Evidence
 from qualify.evidence.scan import ScanResult
 from qualify.evidence.testresults import TestOutcomes
+from qualify.judge.ladder import CRASH_SIGNALS
 from qualify.rundir import Audit
 from qualify.triage.analysis import RunData
 
 KILL_SIGNALS = ("SIGKILL", "SIGTERM")
-_MEMCG_KINDS = ("kernel_oom_kill", "kernel_killed", "kernel_select", "kernel_task_in")
 
 
 @dataclasses.dataclass
@@ -31,22 +32,55 @@ class Inputs:
     problems: list[str] = dataclasses.field(default_factory=list)
 
 
+@dataclasses.dataclass(frozen=True)
+class GpuHit:
+    """One line saying a GPU ran out of memory (or that an engine's memory budget did).
+
+    ``kind``: "torch" (PyTorch's allocator message, parsed into ``oom``), "engine" (a runtime or
+    library other than PyTorch's allocator: TensorRT, ONNX Runtime, cuBLAS...; ``fields`` from
+    ``qualify.evidence.gpu_lines``) or "budget" (an engine's own memory budget: vLLM's
+    gpu_memory_utilization, ONNX Runtime's gpu_mem_limit, TensorRT-LLM's KV-cache fraction).
+    """
+
+    evidence: Evidence
+    kind: str
+    oom: CudaOom | None = None
+    fields: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
 @dataclasses.dataclass
 class Bag:
     """Evidence grouped by what it proves."""
 
     memcg_oom: list[Evidence] = dataclasses.field(default_factory=list)
     global_oom: list[Evidence] = dataclasses.field(default_factory=list)
+    memcg_partial: list[Evidence] = dataclasses.field(default_factory=list)
+    """A memcg OOM report cut before its kill line (usage at the limit, the memcg call trace)."""
+    oom_invoked: list[Evidence] = dataclasses.field(default_factory=list)
+    """"invoked oom-killer" lines (the scope is given by the lines after it)."""
+    orchestrator_oom: list[Evidence] = dataclasses.field(default_factory=list)
+    """Kubernetes OOMKilled, docker events' "container oom", Slurm's OUT_OF_MEMORY."""
+    oomd: list[Evidence] = dataclasses.field(default_factory=list)
     victims: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     memcg_limits: list[tuple[Evidence, int]] = dataclasses.field(default_factory=list)
-    cuda: list[tuple[Evidence, CudaOom]] = dataclasses.field(default_factory=list)
-    trt: list[Evidence] = dataclasses.field(default_factory=list)
+    memcg_usage: list[tuple[Evidence, int, int]] = dataclasses.field(default_factory=list)
+    """(evidence, usage, limit) of each "memory: usage U, limit L" line."""
+    gpu: list[GpuHit] = dataclasses.field(default_factory=list)
+    """GPU out-of-memory lines that were not handled, in file order."""
+    gpu_handled: list[Evidence] = dataclasses.field(default_factory=list)
+    """GPU out-of-memory lines the program handled (a retry, or a passing summary after it)."""
+    trt_context: list[Evidence] = dataclasses.field(default_factory=list)
+    """TensorRT's "Engine building failed" (what followed its OOM)."""
     trt_warnings: list[Evidence] = dataclasses.field(default_factory=list)
     kills: list[Evidence] = dataclasses.field(default_factory=list)
     kill_signal: str | None = None
+    killed: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """What a shell or a compiler said was killed (pid and command when given)."""
     timeouts: list[Evidence] = dataclasses.field(default_factory=list)
     crashes: list[Evidence] = dataclasses.field(default_factory=list)
     test_failures: list[Evidence] = dataclasses.field(default_factory=list)
+    test_error_lines: list[Evidence] = dataclasses.field(default_factory=list)
+    """pytest "E   AssertionError" lines (a failure with no summary line)."""
     parity: list[Evidence] = dataclasses.field(default_factory=list)
     infra: list[Evidence] = dataclasses.field(default_factory=list)
     passed: list[Evidence] = dataclasses.field(default_factory=list)
@@ -55,54 +89,149 @@ class Bag:
     budgets: list[tuple[Evidence, dict[str, Any]]] = dataclasses.field(default_factory=list)
     audit_oom_kills: int | None = None
 
+    @property
+    def cuda(self) -> list[tuple[Evidence, CudaOom]]:
+        """PyTorch's allocator messages (CUDA, HIP, XPU) among the GPU hits."""
+        return [(hit.evidence, hit.oom) for hit in self.gpu if hit.oom is not None]
+
+    @property
+    def host_oom(self) -> list[Evidence]:
+        """Every line proving a kernel, cgroup or orchestrator OOM kill."""
+        return self.memcg_oom + self.global_oom + self.orchestrator_oom + self.oomd
+
 
 def _audit_evidence(key: str, value: Any) -> Evidence:
     return Evidence.of(contract.AUDIT, None, f"{key} = {value}", "audit")
 
 
+_OOM_FRAME = re.compile(r"mem_cgroup_(?:oom|out_of_memory)")
+_MEMCG_MARKS = ("kernel_memcg_trace", "kernel_task_in", "kernel_memcg_usage")
+
+
 def _kernel(scan: ScanResult, bag: Bag) -> None:
-    invoked_memcg = bool(scan.of_kind("kernel_memcg_trace"))
+    """Kernel reports. Before 4.19 "Kill process P ... or sacrifice child" (the selection) and
+    "Killed process P" (the kill) are one event: the bare kill takes the scope of the selection
+    before it, else memcg when the report shows a memcg (trace, "Task in", usage), else global."""
+    memcg_marked = bool(scan.of_kind(*_MEMCG_MARKS))
+    invoked = bool(scan.of_kind("kernel_invoked"))
+    selected: str | None = None
     for found in scan.signals:
-        kind, fields = found.signal.kind, found.signal.fields
+        kind, fields, evidence = found.signal.kind, found.signal.fields, found.evidence
         scope = fields.get("scope")
+        if kind == "kernel_select":
+            selected = scope
+        elif kind in ("kernel_killed", "kernel_no_killable") and scope in (None, "unknown"):
+            scope = selected or ("memcg" if memcg_marked else "global")
+        elif kind == "kernel_task_in":
+            scope = "memcg"
         if kind == "kernel_killed":
-            bag.victims.append({**fields, "evidence": found.evidence})
+            bag.victims.append({**fields, "scope": scope, "evidence": evidence})
         if kind == "kernel_memcg_usage":
-            bag.memcg_limits.append((found.evidence, int(fields["limit_bytes"])))
-        if kind in _MEMCG_KINDS and (scope == "memcg" or kind == "kernel_task_in"):
-            bag.memcg_oom.append(found.evidence)
-        elif kind in _MEMCG_KINDS and scope == "global":
-            bag.global_oom.append(found.evidence)
-        elif kind == "kernel_killed" and scope == "unknown":
-            # Pre-4.x bare "Killed process": a memcg kill if "Task in ... limit of" or a memcg
-            # call trace came with it, else the global killer.
-            target = bag.memcg_oom if invoked_memcg or scan.of_kind("kernel_task_in") else None
-            (target if target is not None else bag.global_oom).append(found.evidence)
-        elif kind == "kernel_no_killable" and invoked_memcg:
-            bag.memcg_oom.append(found.evidence)
+            usage, limit = int(fields["usage_bytes"]), int(fields["limit_bytes"])
+            bag.memcg_limits.append((evidence, limit))
+            bag.memcg_usage.append((evidence, usage, limit))
+            bag.memcg_partial.append(evidence)
+        elif kind == "kernel_memcg_trace" and (invoked or _OOM_FRAME.search(evidence.text)):
+            # A charge frame alone is any allocation's stack; with the OOM killer invoked, or
+            # mem_cgroup_oom / mem_cgroup_out_of_memory, it is a memcg OOM.
+            bag.memcg_partial.append(evidence)
+        elif kind == "kernel_invoked":
+            bag.oom_invoked.append(evidence)
+        elif kind == "oomd_kill":
+            bag.oomd.append(evidence)
+        elif kind.startswith("kernel_") and scope in ("memcg", "global"):
+            (bag.memcg_oom if scope == "memcg" else bag.global_oom).append(evidence)
+
+
+_GPU_KINDS = {"trt_oom": "engine", "gpu_oom": "engine", "gpu_budget": "budget"}
+_FAILURE_KINDS = ("test_failed", "pytest_summary", "xdist_crash")
 
 
 def _console(scan: ScanResult, bag: Bag) -> None:
+    gpu: list[GpuHit] = [GpuHit(e, "torch", oom=oom) for e, oom in scan.cuda_ooms]
     for found in scan.signals:
-        kind, evidence = found.signal.kind, found.evidence
+        kind, evidence, fields = found.signal.kind, found.evidence, found.signal.fields
         if kind == "exit_code":
-            name = signal_name(found.signal.fields["code"])
+            name = signal_name(fields["code"])
             if name in KILL_SIGNALS:
                 bag.kills.append(evidence)
                 bag.kill_signal = bag.kill_signal or name
-        elif kind in ("shell_killed", "runner_shutdown", "canceled"):
+            elif name in CRASH_SIGNALS:
+                bag.crashes.append(evidence)
+        elif kind == "shell_killed":
+            bag.kills.append(evidence)
+            bag.kill_signal = bag.kill_signal or "SIGKILL"
+            bag.killed.append(dict(fields))
+        elif kind in ("runner_shutdown", "canceled", "agent_lost"):
             bag.kills.append(evidence)
         elif kind == "timeout":
             bag.timeouts.append(evidence)
-        elif kind in ("xdist_crash", "xdist_node_down"):
+        elif kind in ("xdist_crash", "xdist_node_down", "shell_crash"):
             bag.crashes.append(evidence)
         elif kind in ("test_failed", "pytest_summary"):
             bag.test_failures.append(evidence)
-        elif kind in ("trt_oom", "trt_build_failed"):
-            bag.trt.append(evidence)
+        elif kind == "test_error_line":
+            bag.test_error_lines.append(evidence)
+        elif kind in _GPU_KINDS:
+            gpu.append(GpuHit(evidence, _GPU_KINDS[kind], fields=dict(fields)))
+        elif kind == "gpu_oom_handled":
+            bag.gpu_handled.append(evidence)
+        elif kind == "trt_build_failed":
+            bag.trt_context.append(evidence)
         elif kind == "trt_oom_warning":
             bag.trt_warnings.append(evidence)
-    bag.cuda.extend(scan.cuda_ooms)
+        elif kind in ("k8s_oomkilled", "docker_event_oom", "slurm_oom"):
+            bag.orchestrator_oom.append(evidence)
+    gpu.sort(key=lambda hit: hit.evidence.line or 0)
+    _handled(scan, _tensorrt_context(scan, gpu), bag)
+
+
+_TRT_ENGINES = ("tensorrt", "onnxruntime-tensorrt")
+
+
+def _tensorrt_context(scan: ScanResult, gpu: list[GpuHit]) -> list[GpuHit]:
+    """TensorRT prints one OOM over several lines: "Error Code 1: Cuda Runtime (out of memory)"
+    names no stage, the "Error Code 2" line after it does (executionContext, safeDeserialize,
+    globWriter), and the size is in the "Requested amount" warning between them. Each TensorRT
+    hit of the log gets the stage of the first that names one, and the size of a warning within
+    three lines of it."""
+    trt = [hit for hit in gpu if hit.fields.get("engine") in _TRT_ENGINES]
+    stage = next((hit.fields["stage"] for hit in trt if hit.fields.get("stage")), None)
+    warnings = [
+        (s.evidence.line or 0, s.signal.fields["requested_bytes"])
+        for s in scan.of_kind("trt_oom_warning")
+    ]
+    out = []
+    for found in gpu:
+        hit = found
+        if hit.fields.get("engine") in _TRT_ENGINES:
+            fields = dict(hit.fields)
+            if stage and not fields.get("stage"):
+                fields["stage"] = stage
+            line = hit.evidence.line or 0
+            near = [size for at, size in warnings if abs(at - line) <= 3]
+            if near and "requested_bytes" not in fields:
+                fields["requested_bytes"] = near[0]
+            hit = dataclasses.replace(hit, fields=fields)
+        out.append(hit)
+    return out
+
+
+def _handled(scan: ScanResult, gpu: list[GpuHit], bag: Bag) -> None:
+    """A GPU OOM followed in the same log by a passing pytest summary (and by no failure) was
+    caught by the program (a test of the OOM path, a retry): it is not what ended the run."""
+    passes = [s.evidence.line or 0 for s in scan.of_kind("pytest_passed")]
+    failures = [s.evidence.line or 0 for s in scan.of_kind(*_FAILURE_KINDS)]
+    last_pass = max(passes, default=0)
+    for hit in gpu:
+        line = hit.evidence.line or 0
+        if line < last_pass and not any(line <= failure for failure in failures):
+            bag.gpu_handled.append(hit.evidence)
+        else:
+            bag.gpu.append(hit)
+    if passes and not failures:
+        last = scan.of_kind("pytest_passed")[-1]
+        bag.passed.append(last.evidence)
 
 
 def _docker(state: DockerState, bag: Bag) -> None:
@@ -166,7 +295,7 @@ def _run_event(event: dict[str, Any], bag: Bag) -> None:
         parsed = parse_cuda_oom(event["message"])
         if parsed is not None:
             evidence = Evidence.of(contract.EVENTS, None, event["message"], "cuda_oom")
-            bag.cuda.append((evidence, parsed))
+            bag.gpu.append(GpuHit(evidence, "torch", oom=parsed))
     if kind == contract.SESSION_FINISH and event.get("exitstatus") == 0:
         bag.passed.append(Evidence.of(contract.EVENTS, None, "pytest exitstatus 0", "session"))
 

@@ -50,6 +50,13 @@ class Mount:
     """The cgroup path the mount shows as its root (non-"/" inside cgroup namespaces)."""
     fstype: str
     super_options: tuple[str, ...]
+    options: tuple[str, ...] = ()
+    """Per-mount options (``ro`` or ``rw`` first): a container's cgroup mount is often ``ro``."""
+
+    @property
+    def read_only(self) -> bool:
+        """Mounted read-only, per mount or per superblock: nothing in it can be created."""
+        return "ro" in self.options or "ro" in self.super_options
 
 
 def parse_mountinfo(data: bytes) -> list[Mount]:
@@ -61,7 +68,15 @@ def parse_mountinfo(data: bytes) -> list[Mount]:
         if len(fields) < 5 or len(tail) < 3 or tail[0] not in ("cgroup", "cgroup2"):
             continue
         mount_point = fields[4].replace("\\040", " ")
-        mounts.append(Mount(mount_point, fields[3], tail[0], tuple(tail[2].split(","))))
+        mounts.append(
+            Mount(
+                mount_point,
+                fields[3],
+                tail[0],
+                tuple(tail[2].split(",")),
+                tuple(fields[5].split(",")) if len(fields) > 5 else (),
+            )
+        )
     return mounts
 
 

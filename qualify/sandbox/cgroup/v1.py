@@ -101,6 +101,8 @@ class CgroupV1Sandbox:
         self.reclaimed = sorted(
             {name for parent in parents if parent for name in common.reclaim_orphans(parent)}
         )
+        self.reason: str | None = None
+        """Why this backend was chosen (the action's decision), the first note of the audit."""
 
     def _dirs(self) -> list[Path]:
         return [d for d in (self.memory_dir, self.pids_dir) if d is not None]
@@ -128,7 +130,10 @@ class CgroupV1Sandbox:
             capped=True,
             cgroup=self.cgroup_path,
             in_effect=self._read_back(),
-            notes=tuple(f"reclaimed orphaned cgroup {name}" for name in self.reclaimed),
+            notes=(
+                *([self.reason] if self.reason else []),
+                *(f"reclaimed orphaned cgroup {name}" for name in self.reclaimed),
+            ),
         )
 
     def _read_back(self) -> Limits:

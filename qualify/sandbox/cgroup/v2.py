@@ -105,6 +105,10 @@ class CgroupV2Sandbox:
     run_id: str
     mount_point: Path | None = None
     """The cgroup2 mount: ancestors up to it are read for the limit in effect."""
+    reason: str | None = None
+    """Why this backend was chosen (the action's decision), the first note of the audit."""
+    moved_to_leaf: bool = False
+    """qualify moved itself into SUPERVISOR_LEAF to hand memory and pids to its children."""
     name = "cgroup-v2"
 
     @property
@@ -133,6 +137,7 @@ class CgroupV2Sandbox:
             common.write_file(leaf / "cgroup.procs", str(os.getpid()))
             try:
                 common.write_file(control, request)
+                self.moved_to_leaf = True
                 return
             except SandboxError as exc:
                 first_error = exc
@@ -159,7 +164,13 @@ class CgroupV2Sandbox:
         common.write_file(self.directory / "memory.oom.group", "1")
         if requested.pids_max is not None:
             common.write_file(self.directory / "pids.max", str(requested.pids_max))
-        notes = [f"reclaimed orphaned cgroup {name}" for name in reclaimed]
+        notes = [self.reason] if self.reason else []
+        if self.moved_to_leaf:
+            notes.append(
+                f"qualify moved itself into {self.parent_path.rstrip('/')}/{SUPERVISOR_LEAF} "
+                f"so that {self.parent_path} could enable memory and pids for the run's cgroup"
+            )
+        notes += [f"reclaimed orphaned cgroup {name}" for name in reclaimed]
         if not (self.directory / "memory.peak").exists():
             notes.append("memory.peak is missing (Linux < 5.19): peaks come from samples")
         return SandboxInfo(

@@ -9,4 +9,6 @@ def create(request: SandboxRequest) -> Sandbox:
     """The uncapped sandbox (the user asked for it explicitly)."""
     from qualify.sandbox.none.backend import NoSandbox
 
-    return NoSandbox()
+    sandbox = NoSandbox()
+    sandbox.reason = request.reason
+    return sandbox

@@ -77,6 +77,8 @@ class NoSandbox:
 
     def __init__(self) -> None:
         self._probe = TreeProbe()
+        self.reason: str | None = None
+        """Why this backend was chosen (the action's decision), the first note of the audit."""
 
     def prepare(self, requested: Limits) -> SandboxInfo:
         """Nothing is enforced; the report says so."""
@@ -85,7 +87,10 @@ class NoSandbox:
             capped=False,
             cgroup=None,
             in_effect=Limits(None, None, None),
-            notes=("UNCAPPED: --backend none enforces no memory limit",),
+            notes=(
+                *([self.reason] if self.reason else []),
+                "UNCAPPED: --backend none enforces no memory limit",
+            ),
         )
 
     def wrap(self, argv: Sequence[str]) -> list[str]:

@@ -1,0 +1,284 @@
+"""Overhead of `qualify run` on a real third-party suite, and its fixed cost per run.
+
+numpy's own test modules (about 3,560 short tests) run bare and under `qualify run --mem 2G`
+from a venv this benchmark builds from the package registry (numpy, pytest and hypothesis,
+cached between runs), alternating A/B in pairs (each pair's order alternates too, so drift and
+the other users of the machine hit both arms alike). Printed: min / median / max of the wall
+ratio and of the CPU ratio (user + system of everything each arm ran, qualify included), the
+E2E's own time under qualify against bare and qualify's time around it (start, judging,
+reports, publication), the monitor's own CPU as a share of one core; then the same for a
+one-test E2E, whose difference in seconds is qualify's fixed cost per run; then the monitor's
+CPU during a fork storm against the pids limit. Targets: suite median wall ratio at most 1.05,
+fixed cost at most 0.15 s. Nothing is asserted: the figures are printed.
+
+    .venv/bin/python benchmarks/bench_suite.py [--pairs 5] [--fixed-pairs 10]
+        [--storm-runs 3] [--venv DIR] [--only suite|fixed|storm]
+
+Needs root (a real cgroup cap) and the registry the first time (`pip install`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUIREMENTS = ("numpy", "pytest", "hypothesis")
+MODULES = tuple(
+    f"numpy.lib.tests.{name}"
+    for name in (
+        "test_function_base",
+        "test_twodim_base",
+        "test_arraypad",
+        "test_shape_base",
+        "test_nanfunctions",
+        "test_index_tricks",
+    )
+)
+ONE_TEST = "def test_one():\n    pass\n"
+STORM = """
+import subprocess, sys, time
+subprocess.Popen(["bash", "-c", "bomb() { bomb | bomb & }; bomb"], stderr=subprocess.DEVNULL)
+time.sleep(float(sys.argv[1]))
+"""
+
+
+def default_venv(requirements: Sequence[str]) -> Path:
+    """A cache directory keyed by the interpreter and the requirements."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    key = hashlib.sha256(f"{sys.version}|{'|'.join(requirements)}".encode()).hexdigest()[:12]
+    return cache / "qualify-bench" / f"suite-venv-{key}"
+
+
+def build_venv(venv: Path, requirements: Sequence[str]) -> Path:
+    """The venv's interpreter, the venv created and filled on first use."""
+    python = venv / "bin" / "python"
+    marker = venv / ".complete"
+    if not marker.exists():
+        print(f"building {venv} ({' '.join(requirements)})", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+             *requirements],
+            check=True,
+        )  # fmt: skip
+        marker.write_text("\n".join(requirements) + "\n")
+    return python
+
+
+def versions(python: Path) -> str:
+    code = "import numpy, pytest, hypothesis as h; print(numpy.__version__, pytest.__version__, "
+    code += "h.__version__)"
+    numpy, pytest, hypothesis = subprocess.run(
+        [str(python), "-c", code], check=True, capture_output=True, text=True
+    ).stdout.split()
+    return f"numpy {numpy}, pytest {pytest}, hypothesis {hypothesis}"
+
+
+def make_repo(directory: Path, python: Path) -> dict[str, list[str]]:
+    """A git repository with three families (the suite, one test, a fork storm); returns the
+    pytest families' commands (their bare argv)."""
+    commands = {
+        "suite": [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs",
+                  *MODULES],
+        "one": [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_one.py"],
+    }  # fmt: skip
+    for name, command in commands.items():
+        family = directory / "families" / name
+        family.mkdir(parents=True)
+        (family / "family.toml").write_text(
+            f'name = "{name}"\n[e2e]\ncommand = {json.dumps(command)}\ntimeout = "30m"\n'
+        )
+        (family / "pytest.ini").write_text("[pytest]\n")
+    (directory / "families" / "one" / "test_one.py").write_text(ONE_TEST)
+    storm = directory / "families" / "storm"
+    storm.mkdir()
+    (storm / "storm.py").write_text(STORM)
+    (storm / "family.toml").write_text(
+        'name = "storm"\n[e2e]\ncommand = ["python", "storm.py", "8"]\ntimeout = "60s"\n'
+    )
+    (directory / ".gitignore").write_text(".hypothesis/\n__pycache__/\n")
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=b", "-c", "user.email=b@x", "commit", "-q", "-m", "bench"],
+    ):
+        subprocess.run(["git", "-C", str(directory), *args], check=True)
+    return commands
+
+
+def bare_env() -> dict[str, str]:
+    """The caller's environment without anything of qualify's."""
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("QUALIFY_", "PYTEST_")) and name != "PYTHONPATH"
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    wall_s: float
+    cpu_s: float
+    """User + system time of the arm's processes (every process waited for)."""
+    monitor_cpu_s: float | None = None
+    e2e_s: float | None = None
+    """Under qualify: the E2E's own wall time (the audit's); the rest is qualify's start and end."""
+
+
+def timed(
+    argv: Sequence[str], cwd: Path, env: dict[str, str], codes: Sequence[int] = (0, 1)
+) -> tuple[Measured, str]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    completed = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if completed.returncode not in codes:
+        raise SystemExit(f"{argv[:4]} failed ({completed.returncode}):\n{completed.stderr}")
+    return Measured(wall, cpu), completed.stdout
+
+
+def bare(command: Sequence[str], family: Path) -> Measured:
+    return timed(command, family, bare_env())[0]
+
+
+def under_qualify(family: str, repo: Path, out: Path, mem: str) -> Measured:
+    measured, audit = qualify_run(family, repo, out, mem)
+    if audit["verdict"] != "PASSED":
+        raise SystemExit(f"qualify run: {audit['verdict']}: {audit['reason']}")
+    return measured
+
+
+def qualify_run(family: str, repo: Path, out: Path, mem: str) -> tuple[Measured, dict[str, Any]]:
+    argv = [sys.executable, "-m", "qualify", "run", "--family", family, "--repo", str(repo),
+            "--mem", mem, "--out", str(out)]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    measured, stdout = timed(argv, out.parent, env, codes=(0, 1, 3))  # 3: the storm's OOM
+    run_dir = out.parent / stdout.strip().splitlines()[-1]  # relative to qualify's cwd
+    audit = json.loads((run_dir / "audit.json").read_text())
+    monitor, e2e = audit["monitor"]["cpu_s"], audit["timings"]["wall_s"]
+    return dataclasses.replace(measured, monitor_cpu_s=monitor, e2e_s=e2e), audit
+
+
+Pairs = list[tuple[Measured, Measured]]
+
+
+def pairs(count: int, first: Callable[[], Measured], second: Callable[[], Measured]) -> Pairs:
+    """``count`` (bare, qualify) pairs, the order inside a pair alternating (ABBA...)."""
+    measured = []
+    for index in range(count):
+        if index % 2 == 0:
+            a = first()
+            b = second()
+        else:
+            b = second()
+            a = first()
+        measured.append((a, b))
+        print(
+            f"  pair {index + 1}: bare {a.wall_s:6.2f} s cpu {a.cpu_s:6.2f} s | qualify "
+            f"{b.wall_s:6.2f} s cpu {b.cpu_s:6.2f} s | wall ratio {b.wall_s / a.wall_s:.3f}",
+            file=sys.stderr,
+        )
+    return measured
+
+
+def spread(values: Sequence[float], fmt: str) -> str:
+    return " / ".join(
+        format(value, fmt) for value in (min(values), statistics.median(values), max(values))
+    )
+
+
+def suite(args: argparse.Namespace, command: list[str], repo: Path, out: Path) -> None:
+    # One untimed run first: the page cache, numpy's bytecode.
+    bare(command, repo / "families" / "suite")
+    rows = pairs(
+        args.pairs,
+        lambda: bare(command, repo / "families" / "suite"),
+        lambda: under_qualify("suite", repo, out, args.mem),
+    )
+    walls = [q.wall_s / b.wall_s for b, q in rows]
+    cpus = [q.cpu_s / b.cpu_s for b, q in rows]
+    monitor = [100 * (q.monitor_cpu_s or 0.0) / (q.e2e_s or q.wall_s) for _, q in rows]
+    inside = [(q.e2e_s or q.wall_s) / b.wall_s for b, q in rows]
+    outside = [q.wall_s - (q.e2e_s or q.wall_s) for _, q in rows]
+    print(f"numpy suite ({len(MODULES)} modules), {len(rows)} pairs, min / median / max:")
+    print(f"  bare wall      {spread([b.wall_s for b, _ in rows], '.2f')} s")
+    print(f"  qualify wall   {spread([q.wall_s for _, q in rows], '.2f')} s")
+    print(f"  wall ratio     {spread(walls, '.3f')}  (target: median <= 1.05)")
+    print(f"  cpu ratio      {spread(cpus, '.3f')}")
+    print(f"  E2E ratio      {spread(inside, '.3f')}  (the E2E under qualify / bare)")
+    print(f"  outside E2E    {spread(outside, '.2f')} s  (qualify's start and end)")
+    print(f"  monitor cpu    {spread(monitor, '.2f')} % of one core (target < 1%)")
+
+
+def fixed(args: argparse.Namespace, command: list[str], repo: Path, out: Path) -> None:
+    family = repo / "families" / "one"
+    bare(command, family)
+    rows = pairs(
+        args.fixed_pairs,
+        lambda: bare(command, family),
+        lambda: under_qualify("one", repo, out, args.mem),
+    )
+    extra = [q.wall_s - b.wall_s for b, q in rows]
+    inside = [(q.e2e_s or q.wall_s) - b.wall_s for b, q in rows]
+    print(f"one-test E2E, {len(rows)} pairs, min / median / max:")
+    print(f"  bare wall      {spread([b.wall_s for b, _ in rows], '.3f')} s")
+    print(f"  qualify wall   {spread([q.wall_s for _, q in rows], '.3f')} s")
+    print(f"  fixed cost     {spread(extra, '.3f')} s  (target: median <= 0.15 s)")
+    print(f"  of it in E2E   {spread(inside, '.3f')} s  (sandbox, harness, junit)")
+    print(f"  cpu added      {spread([q.cpu_s - b.cpu_s for b, q in rows], '.3f')} s")
+
+
+def storm(args: argparse.Namespace, repo: Path, out: Path) -> None:
+    shares, refused, killed = [], [], []
+    for _ in range(args.storm_runs):
+        _, audit = qualify_run("storm", repo, out, args.mem)
+        shares.append(100 * audit["monitor"]["cpu_s"] / audit["timings"]["wall_s"])
+        refused.append(audit["processes"]["pids_refused"] or 0)
+        killed.append(audit["processes"]["killed_at_end_count"] or 0)
+    print(f"fork storm (bash fork bomb against the pids limit, 8 s), {len(shares)} runs:")
+    print(f"  forks refused  {spread(refused, '.0f')}")
+    print(f"  left to kill   {spread(killed, '.0f')} processes at the end")
+    print(f"  monitor cpu    {spread(shares, '.2f')} % of one core (target < 1%)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=5, help="suite pairs (default 5)")
+    parser.add_argument("--fixed-pairs", type=int, default=10, help="one-test pairs")
+    parser.add_argument("--storm-runs", type=int, default=3, help="fork storms (8 s each)")
+    parser.add_argument("--venv", type=Path, default=None, help="the suite's venv (cached)")
+    parser.add_argument("--mem", default="2G")
+    parser.add_argument("--only", choices=("suite", "fixed", "storm"), default=None)
+    args = parser.parse_args()
+    python = build_venv(args.venv or default_venv(REQUIREMENTS), REQUIREMENTS)
+    print(f"{os.cpu_count()} cores, Linux {os.uname().release}; {versions(python)}")
+    with tempfile.TemporaryDirectory(prefix="qualify-bench-") as scratch:
+        repo = Path(scratch) / "repo"
+        commands = make_repo(repo, python)
+        out = Path(scratch) / "reports"
+        if args.only in (None, "suite"):
+            suite(args, commands["suite"], repo, out)
+        if args.only in (None, "fixed"):
+            fixed(args, commands["one"], repo, out)
+        if args.only in (None, "storm"):
+            storm(args, repo, out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

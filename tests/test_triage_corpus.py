@@ -1,0 +1,72 @@
+"""The labelled corpus (tests/data/triage/SOURCES.md): real artifacts, classes decided beforehand.
+
+Every artifact is triaged as ``qualify triage FILE`` triages it (its kind detected from its
+content); the class must be the expected one and the deciding line one of the lines the triage
+cites (its evidence, or a finding's: a handled OOM decides nothing but is cited). The accuracy
+is printed (``pytest -s`` shows it; it is also shown when the test fails).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from qualify.triage import Sources, Triage, triage
+
+CORPUS = Path(__file__).parent / "data" / "triage"
+_CELL = re.compile(r"(?<!\\)\|")
+
+
+def rows() -> list[tuple[str, str, str, int]]:
+    """(file, source, expected class, deciding line) of each SOURCES.md table row."""
+    found = []
+    for line in (CORPUS / "SOURCES.md").read_text().splitlines():
+        cells = [c.strip() for c in _CELL.split(line.strip())[1:-1]]
+        if len(cells) == 7 and cells[0].endswith(".txt"):
+            found.append((cells[0], cells[1], cells[3], int(cells[4])))
+    return found
+
+
+ROWS = rows()
+
+
+def cited_lines(result: Triage) -> set[int | None]:
+    lines = {e.line for e in result.decided_by}
+    lines |= {e.line for finding in result.findings for e in finding.evidence}
+    return lines
+
+
+def verdict(row: tuple[str, str, str, int]) -> tuple[bool, str]:
+    name, _, expected, line = row
+    result = triage(Sources(paths=(CORPUS / name,)))
+    got = result.triage_class.value
+    ok = got == expected and line in cited_lines(result)
+    cited = sorted(cited_lines(result), key=str)
+    return ok, f"{name}: expected {expected} (line {line}), got {got} {cited}"
+
+
+def test_corpus_is_complete_and_sourced() -> None:
+    files = {p.name for p in CORPUS.glob("*.txt")}
+    listed = [name for name, _, _, _ in ROWS]
+    assert len(listed) == len(set(listed)) >= 80
+    assert set(listed) == files
+    for name, source, _, line in ROWS:
+        assert source.startswith("https://"), name  # a repository and thread, never an index id
+        assert 1 <= line <= len((CORPUS / name).read_text(errors="replace").splitlines()), name
+    prefixes = Counter(name.split("-")[0] for name in listed)
+    assert set(prefixes) == {"gpu", "kill", "kernel", "pytest"}
+
+
+def test_every_artifact(capsys: pytest.CaptureFixture[str]) -> None:
+    results = [verdict(row) for row in ROWS]
+    right = sum(ok for ok, _ in results)
+    by_class = Counter(row[2] for row in ROWS)
+    with capsys.disabled():
+        print(
+            f"\ntriage corpus: {right}/{len(ROWS)} right ({100 * right / len(ROWS):.1f}%); "
+            + ", ".join(f"{name} {count}" for name, count in by_class.most_common())
+        )
+    assert [why for ok, why in results if not ok] == []
