@@ -320,3 +320,17 @@ def test_report_cut_before_the_kill_line_is_a_cgroup_oom_with_low_confidence() -
     result = triage(Sources(paths=(one(CORPUS, "kernel-v2-syslog-report-cut"),)))
     assert (result.triage_class, result.confidence) == (TriageClass.CGROUP_OOM, "low")
     assert json.loads(render_json(result))["confidence"] == "low"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        # Captured from the suite's own Slurm cluster (tests/data/samples/slurm/SOURCES.md).
+        ("output-cancelled.txt", TriageClass.EXTERNAL_KILL),  # scancel of a running job
+        ("output-timeout.txt", TriageClass.TIMEOUT),  # the same words, DUE TO TIME LIMIT
+    ],
+)
+def test_slurm_cancel_and_time_limit(name: str, expected: TriageClass) -> None:
+    found = triage(Sources(logs=(SAMPLES / "slurm" / name,)))
+    assert found.triage_class is expected
+    assert any("CANCELLED AT" in evidence.text for evidence in found.decided_by)

@@ -96,6 +96,8 @@ _SUMMARY = re.compile(r"=+ (.*?\b(\d+) (failed|errors?)\b.*?) in [\d.]+s")
 _PASSED_SUMMARY = re.compile(r"=+ ((?:\d+ \w+(?:, )?)*?\b\d+ passed\b.*?) in [\d.]+s")
 _E_LINE = re.compile(r"^(?:\S+Z )?E {3,}(\w[\w.]*(?:Error|Exception)\b.*|assert\b.*)")
 _E_LOCATION = re.compile(r"^\S+\.py:\d+: (\w+(?:Error|Exception))$")
+_SLURM_CANCEL = re.compile(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+.* \*\*\*")
+"""Slurm's own cancel line (``slurmstepd-<host>: error: *** JOB 5 ON n1 CANCELLED AT ... ***``)."""
 _TIMEOUT = re.compile(
     r"\+{3,} Timeout \+{3,}|(?<![*'\"])Failed: Timeout >[\d.]+s|~{3,} Stack of .+? \(\d+\) ~{3,}"
     r"|has exceeded the maximum execution time|execution took longer than|DUE TO TIME LIMIT"
@@ -232,6 +234,8 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
         return LineSignal("runner_shutdown")
     if "the operation was canceled" in low:
         return LineSignal("canceled")
+    if "cancelled at" in low and "due to time limit" not in low and _SLURM_CANCEL.search(line):
+        return LineSignal("canceled")  # scancel, preemption, a node failure: not a time limit
     if _timeout_words(low) and _TIMEOUT.search(line):
         nodeid = _TIMEOUT_NODEID.search(line)
         return LineSignal("timeout", {"nodeid": nodeid[1]} if nodeid else {})
