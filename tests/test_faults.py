@@ -170,14 +170,17 @@ def test_fork_and_memory_storm_is_judged_from_the_cgroup(
         {"storm.py": STORM},
     )
     started = time.monotonic()
-    completed = run_qualify("run", "--family", "storm", "--repo", str(repo), "--mem", "512M")
+    # 2 GiB: the shells take about 200 KiB each (at 512 MiB they alone filled the cap at about
+    # 2,500), so 4,096 of them (the pids limit) fit and the fork storm meets the pids limit
+    # before the memory storm meets the cap.
+    completed = run_qualify("run", "--family", "storm", "--repo", str(repo), "--mem", "2G")
     wall = time.monotonic() - started
     assert completed.returncode == 3, completed.stdout + completed.stderr
     audit, _ = assert_reports(completed)
     assert audit["verdict"] == "OOM_KILLED"
     assert audit["reason"].startswith("the memory cap was hit")
     assert audit["oom"]["kills"] >= 1
-    assert audit["memory"]["peak_bytes"] >= 0.98 * 512 * MIB
+    assert audit["memory"]["peak_bytes"] >= 0.98 * 2048 * MIB
     assert audit["exit"]["signal"] == "SIGKILL"
     assert audit["processes"]["pids_refused"] > 0
     assert "the pids limit (4096) refused" in audit["reason"]
