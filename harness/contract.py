@@ -26,6 +26,7 @@ file                       writer    what it holds
 ``LIMITS_MARKER``          harness   taken by the first process that reads the limits inside
 ``GITHUB_MARKER``          host      the GitHub channels were written once for this run
 ``HARNESS_DIR``            host      a copy of this package: all the sandbox's PYTHONPATH holds
+``TOKENIZER_AUDIT``        E2E       a tokenizer export's audit (``qualify tokenizer export``)
 =========================  ========  ==========================================================
 
 Every JSON-lines file is written one line per ``write()`` and may end in a truncated line after
@@ -57,6 +58,8 @@ PHASE_ACK = ".phase-ack"
 LIMITS_MARKER = ".sandbox-limits"
 GITHUB_MARKER = ".github-published"
 HARNESS_DIR = ".harness"
+TOKENIZER_AUDIT = "tokenizer-audit.json"
+"""Also the audit's name inside an export directory (``qualify.tokenizer.export``)."""
 
 INTERNAL_FILES = frozenset({PUBLIC_DIR, PUBLICATION, SANITIZE_MAP, DEBUG_LOG})
 """Never copied into the public bundle, whatever its level."""

@@ -17,8 +17,11 @@ def _umask() -> int:
     return 0o022
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write to a temp file in the same directory, fsync, rename over ``path``, fsync the dir."""
+def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write to a temp file in the same directory and rename it over ``path``: a reader sees the
+    old file or the new one, whole, even if the writer is killed (the page cache belongs to the
+    kernel). ``durable`` also fsyncs the file and the directory, so that the new file survives
+    a crash of the machine: for the run's own records, not for what is derived from them."""
     descriptor, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         # mkstemp creates 0600; reports are meant to be read like any other file.
@@ -26,11 +29,14 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(temp_name, path)
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
         raise
+    if not durable:
+        return
     directory = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(directory)

@@ -296,10 +296,131 @@ def _submit_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     submit.add_argument("--pvc", help="kubernetes: claim mounted at /reports for the reports")
 
 
+def _positive(text: str) -> int:
+    """A whole number >= 1."""
+    value = _count(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not valid (valid: a whole number >= 1)")
+    return value
+
+
+def _experiment_common(parser: argparse.ArgumentParser) -> None:
+    """What every run of an experiment is given alike (as ``qualify run`` takes it)."""
+    parser.add_argument(
+        "--family", required=True, help="family name (a directory with family.toml)"
+    )
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a family option given to every run (repeatable)",
+    )
+    parser.add_argument("--families-dir", action="append", type=Path, default=[])
+    parser.add_argument("--repo", type=Path, help="the repo whose head is qualified (default: .)")
+    parser.add_argument("--out", type=_directory, default=Path("reports"), help="output root")
+    parser.add_argument("--timeout", help="E2E timeout of each run (default: the family's)")
+    parser.add_argument("--backend", default="auto", choices=BACKENDS)
+    parser.add_argument("--image", help="docker image every run uses")
+
+
+def _experiment_parsers(commands: argparse._SubParsersAction[_Parser]) -> None:
+    ab = commands.add_parser(
+        "ab", help="A/B of a runtime policy: n full runs per arm, everything else pinned"
+    )
+    _experiment_common(ab)
+    ab.add_argument("--a", dest="arm_a", required=True, metavar="NAME=VALUE[,...]")
+    ab.add_argument("--b", dest="arm_b", required=True, metavar="NAME=VALUE[,...]")
+    ab.add_argument("--n", type=_positive, default=8, help="runs per arm and level (default 8)")
+    cap = ab.add_mutually_exclusive_group()
+    cap.add_argument("--mem", help="memory cap of every run: 850M, 48G")
+    cap.add_argument("--profile", help="resource profile of every run")
+    ab.add_argument("--sweep", metavar="mem=SIZE,... | NAME=V,...", help="levels, both arms each")
+    ab.add_argument("--order", choices=("interleaved", "random"), default="interleaved")
+    ab.add_argument("--seed", type=int, help="seed of --order random (default: drawn, recorded)")
+    ab.add_argument("--metrics", metavar="NAME,...", help="metrics to report (default: all)")
+    ab.add_argument("--host", help="name of this host in the record (default: the machine's)")
+    headroom = commands.add_parser(
+        "headroom", help="smallest passing cap by bisection, and the headroom per profile"
+    )
+    _experiment_common(headroom)
+    headroom.add_argument("--lo", help="a cap expected to fail (default 64M)")
+    headroom.add_argument("--hi", help="a cap expected to pass (default: the family's memory)")
+    headroom.add_argument("--resolution", default="2%", help="2%% of the cap, or a size (16M)")
+    headroom.add_argument("--repeat", type=_positive, default=3, help="runs at each boundary cap")
+
+
+def _experiment(args: argparse.Namespace, arguments: Sequence[str]) -> int:
+    common = {
+        "family_name": args.family,
+        "sets": args.sets,
+        "families_dirs": args.families_dir,
+        "repo": args.repo,
+        "out": args.out,
+        "timeout": args.timeout,
+        "backend": args.backend,
+        "image": args.image,
+    }
+    if args.command == "ab":
+        from qualify.commands.ab import AbRequest, ab
+
+        return ab(
+            AbRequest(
+                **common,
+                arm_a=args.arm_a,
+                arm_b=args.arm_b,
+                n=args.n,
+                mem=args.mem,
+                profile=args.profile,
+                sweep=args.sweep,
+                order=args.order,
+                seed=args.seed,
+                metrics=args.metrics,
+                host=args.host,
+                command_line=["qualify", *arguments],
+            )
+        )
+    from qualify.commands.headroom import HeadroomRequest, headroom
+
+    return headroom(
+        HeadroomRequest(
+            **common, lo=args.lo, hi=args.hi, resolution=args.resolution, repeat=args.repeat
+        )
+    )
+
+
 def _sources(args: argparse.Namespace) -> SecretSources:
     from qualify.publish.bundle import SecretSources
 
     return SecretSources(tuple(args.secret_env), args.secrets_file)
+
+
+def _tokenizer_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
+    tokenizer = commands.add_parser(
+        "tokenizer", help="export a tokenizer for a benchmark client and verify it there"
+    )
+    actions = tokenizer.add_subparsers(
+        dest="tokenizer_command", required=True, parser_class=_Parser
+    )
+    export = actions.add_parser(
+        "export", help="save a standalone fast tokenizer, proven identical on reload"
+    )
+    source = export.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model-dir", type=_directory, help="a Hugging Face tokenizer directory")
+    source.add_argument("--family", help="a family's own tokenizer (tiny, phi4)")
+    export.add_argument("--output-dir", type=_directory, required=True, help="must not exist yet")
+    export.add_argument("--repo", type=Path, help="the repository whose families/ to search")
+    verify = actions.add_parser(
+        "verify", help="run the export's checks in the client's own environment"
+    )
+    verify.add_argument("export_dir", type=_directory, metavar="OUT", help="an export directory")
+    verify.add_argument(
+        "--client", default="aiperf", help="aiperf[==VERSION] (default: aiperf==0.13.0)"
+    )
+    verify.add_argument(
+        "--python", type=Path, help="the client's interpreter (default: a cached venv of its own)"
+    )
 
 
 def build_parser() -> _Parser:
@@ -329,6 +450,8 @@ def build_parser() -> _Parser:
     _shard_parsers(commands)
     _submit_parser(commands)
     _doctor_parser(commands)
+    _tokenizer_parser(commands)
+    _experiment_parsers(commands)
     return parser
 
 
@@ -368,6 +491,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 secrets_file=args.secrets_file,
             )
         )
+    if args.command in ("ab", "headroom"):
+        return _experiment(args, arguments)
     if args.command == "compare":
         from qualify.commands.compare import compare
 
@@ -475,6 +600,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 command_line=["qualify", *arguments],
             )
         )
+    if args.command == "tokenizer":
+        from qualify.commands import tokenizer
+
+        if args.tokenizer_command == "export":
+            return tokenizer.export(
+                model_dir=args.model_dir,
+                family=args.family,
+                output_dir=args.output_dir,
+                repo=args.repo,
+            )
+        return tokenizer.verify(export_dir=args.export_dir, client=args.client, python=args.python)
     from qualify.commands.profiles import profiles
 
     return profiles()

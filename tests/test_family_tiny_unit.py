@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -24,7 +25,6 @@ FAMILY_DIR = Path(__file__).resolve().parent.parent / "families" / "tiny"
 sys.path.insert(0, str(FAMILY_DIR))
 
 from tiny_engine import (  # noqa: E402
-    allocator,
     bundle,
     checkpoint,
     prompts,
@@ -123,21 +123,40 @@ def test_workspace_sweeps_only_abandoned_runs(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_pinned_mmap_threshold_returns_freed_tensors() -> None:
-    if not allocator.pin_mmap_threshold():
-        pytest.skip("not glibc")
-    before = _anon_bytes()
-    tensors = [torch.ones(1 << 18) for _ in range(64)]  # 64 x 1 MiB
-    assert _anon_bytes() - before > 48 << 20
-    del tensors
-    assert _anon_bytes() - before < 16 << 20
+_PINNED_CHILD = """
+import sys
+from pathlib import Path
+import torch
+from tiny_engine import allocator
 
-
-def _anon_bytes() -> int:
+def anon():
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("RssAnon:"):
             return int(line.split()[1]) * 1024
-    raise AssertionError("no RssAnon in /proc/self/status")
+
+if not allocator.pin_mmap_threshold():
+    sys.exit(3)
+before = anon()
+tensors = [torch.ones(1 << 18) for _ in range(64)]  # 64 x 1 MiB
+grown = anon() - before
+del tensors
+print(grown, anon() - before)
+"""
+
+
+def test_pinned_mmap_threshold_returns_freed_tensors() -> None:
+    # In a fresh interpreter: in this one, heap freed by earlier tests would hold the tensors
+    # without growing the process (and glibc's threshold may have moved already).
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, sys.path)))
+    child = subprocess.run(
+        [sys.executable, "-c", _PINNED_CHILD], check=False, env=env, capture_output=True, text=True
+    )
+    if child.returncode == 3:
+        pytest.skip("not glibc")
+    assert child.returncode == 0, child.stderr
+    grown, after_free = map(int, child.stdout.split())
+    assert grown > 48 << 20
+    assert after_free < 16 << 20
 
 
 def test_tokenizer_training_is_deterministic() -> None:

@@ -83,6 +83,9 @@ def test_the_wheel_carries_profiles_families_schema_and_harness(wheel: Path) -> 
     assert {f"qualify/_data/cgroup_profiles/{name}.toml" for name in PROFILES} <= names
     assert "qualify/_data/families/tiny/family.toml" in names
     assert "qualify/_data/families/tiny/tiny_engine/build.py" in names
+    # phi4 imports tiny_engine from its sibling directory: both ship.
+    assert "qualify/_data/families/phi4/family.toml" in names
+    assert "qualify/_data/families/phi4/phi4_engine/build.py" in names
     assert "qualify/rundir/audit.schema.json" in names
     assert "harness/_site/sitecustomize.py" in names
     assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
@@ -100,9 +103,11 @@ def test_installed_lists_profiles_and_families_from_anywhere(installed: Path) ->
     assert {line.split()[0] for line in profiles.stdout.splitlines()} == PROFILES
     families = _run([qualify, "families", "--format", "json"], Path("/"), env)
     assert families.returncode == 0, families.stderr
-    (tiny,) = json.loads(families.stdout)["families"]
-    assert (tiny["name"], tiny["origin"], tiny["error"]) == ("tiny", "bundled", None)
-    assert Path(tiny["directory"]).is_relative_to(installed)
+    listed = {family["name"]: family for family in json.loads(families.stdout)["families"]}
+    assert sorted(listed) == ["phi4", "tiny"]
+    for family in listed.values():
+        assert (family["origin"], family["error"]) == ("bundled", None), family
+        assert Path(family["directory"]).is_relative_to(installed)
 
 
 @pytest.mark.slow

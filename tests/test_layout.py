@@ -23,6 +23,10 @@ STAGES = (
     "triage",
     # handing the matrix to a scheduler (Slurm, Kubernetes), on top of the whole run
     "schedule",
+    # many runs of one family judged as a method (A/B, headroom), on top of the whole run
+    "experiment",
+    # a family's tokenizer exported for benchmark clients and verified in their environment
+    "tokenizer",
     # the command line on top
     "commands", "cli", "__main__", "__init__",
 )  # fmt: skip

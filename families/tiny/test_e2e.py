@@ -125,7 +125,26 @@ def _generate_all(
     elapsed = time.perf_counter() - started
     tokens = sum(len(result.token_ids) for result in results)
     harness.metric(f"{side}_tokens_per_s", tokens / elapsed, "tokens/s")
+    if side == "native":  # the serving engine; the reference recomputes and is not served
+        _serving_metrics(results)
     return results
+
+
+def _serving_metrics(results: list[generation.Generation]) -> None:
+    """Time to first token per request, inter-token latency per decode step, and decode
+    throughput (tokens after the first over their time), as a serving benchmark reports them."""
+    decode_tokens, decode_s = 0, 0.0
+    for result in results:
+        ttft = result.time_to_first_token_ms()
+        if ttft is not None:
+            harness.metric("ttft_ms", ttft, "ms")
+        steps = result.inter_token_ms()
+        for step_ms in steps:
+            harness.metric("itl_ms", step_ms, "ms")
+        decode_tokens += len(steps)
+        decode_s += sum(steps) / 1e3
+    if decode_s > 0:
+        harness.metric("decode_tokens_per_s", decode_tokens / decode_s, "tokens/s")
 
 
 def _check(results: list[generation.Generation], new_tokens: int, stop_ids: set[int]) -> None:

@@ -353,6 +353,17 @@ def merge(
 ) -> int:
     """Merge; exit 0 when every run passed, else the worst class code (missing = 4)."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    from qualify.experiment.merge import ab_inputs, merge_ab
+
+    if ab_inputs(inputs):  # A/B results (qualify ab) from several hosts: one table per level
+        given = (("--expect", expect), ("--matrix", matrix_file), ("--submitted", submitted))
+        return merge_ab(
+            inputs=inputs,
+            out=out,
+            stdout=stdout,
+            stderr=stderr,
+            run_flags=[flag for flag, value in given if value],
+        )
     try:
         shards = collect(inputs)
         expected = parse_expected(expect, matrix_file)

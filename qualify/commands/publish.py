@@ -99,6 +99,12 @@ def in_ci(environ: Mapping[str, str]) -> bool:
     )
 
 
+def wants_github(github: bool | None, environ: Mapping[str, str]) -> bool:
+    """Whether to write the GitHub channels: when asked (``--github``), or, unless refused
+    (``--no-github``), inside GitHub Actions (``GITHUB_ACTIONS=true``)."""
+    return github if github is not None else environ.get("GITHUB_ACTIONS") == "true"
+
+
 def publish_channels(
     run_dir: RunDir,
     *,
@@ -121,7 +127,7 @@ def publish_channels(
     sanitizer = run_sanitizer(run_dir.path, secrets, sources)
     bundle = publish_run(run_dir.path, level, sanitizer, sources=sources)
     github_result = None
-    if github or (github is None and environ.get("GITHUB_ACTIONS") == "true"):
+    if wants_github(github, environ):
         from qualify.publish.github import publish_github  # only inside Actions
 
         github_result = publish_github(run_dir, environ, stdout, sanitizer)

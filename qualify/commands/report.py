@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from qualify.commands.publish import terminal_text, write_report
+from qualify.commands.publish import terminal_text, wants_github, write_report
 from qualify.publish.bundle import SecretSources, run_sanitizer
 from qualify.publish.github import publish_github
 from qualify.rundir import RunDir
@@ -35,7 +35,7 @@ def report(
     path = write_report(directory)
     sanitizer = run_sanitizer(run_dir, environ, sources)
     code = 0
-    if github or (github is None and environ.get("GITHUB_ACTIONS") == "true"):
+    if wants_github(github, environ):
         result = publish_github(directory, environ, stdout, sanitizer)
         for reason in result.withheld.values():
             stderr.write(f"qualify report: publication failed: {reason}\n")

@@ -56,6 +56,11 @@ _REPORTER_PID = re.compile(r"\bpid[= ](\d+)\b")
 _HINT = re.compile(r"try setting (\S+?)(?:=(\S+))? to avoid")
 _HINT_VARIABLE = re.compile(r"\b(PYTORCH_\w*ALLOC_CONF)\b")
 _COMMENT = re.compile(r"^\s*#+ ?", re.MULTILINE)
+_NEXT_MESSAGE = " out of memory. Tried to allocate"
+REPORTER_REACH = 200
+"""How far before the message its log line's own pid is looked for ("pid=194255)": ...")."""
+LEGACY_REACH = 400
+"""How far after the head a legacy message's "(GPU 0; ...)" must end to be this message's."""
 
 
 KIB, MIB = 1 << 10, 1 << 20
@@ -262,17 +267,17 @@ def parse_cuda_oom(text: str, reporter_pid: int | None = None) -> CudaOom | None
     head = _HEAD.search(flat)
     if head is None:
         return None
-    rest = flat[head.end() :]
-    end = rest.find(" out of memory. Tried to allocate")
-    rest = rest if end < 0 else rest[:end]
+    rest = flat[head.end() :].partition(_NEXT_MESSAGE)[0]  # up to the next message, if any
     fields: dict[str, Any] = {
         "backend": head.group(1),
         "requested_bytes": size_bytes(head.group(2), head.group(3)),
     }
-    if reporter_pid is None and (pid := _REPORTER_PID.search(flat[: head.start()][-200:])):
+    if reporter_pid is None and (
+        pid := _REPORTER_PID.search(flat[: head.start()][-REPORTER_REACH:])
+    ):
         reporter_pid = int(pid.group(1))
     fields["reporter_pid"] = reporter_pid
-    legacy = _LEGACY.search(rest[:400])
+    legacy = _LEGACY.search(rest[:LEGACY_REACH])
     total = _TOTAL.search(rest)
     if total is not None:
         fields["format"] = "current" if total.group(2) == "capacity" else "capacty-typo"
@@ -288,6 +293,9 @@ def parse_cuda_oom(text: str, reporter_pid: int | None = None) -> CudaOom | None
     else:
         fields["format"] = "unknown"
     fields.update(_usage_fields(rest))
+    if legacy is None and (allowed := _ALLOWED.search(rest)):
+        fields["allowed_bytes"] = size_bytes(allowed.group(1), allowed.group(2))
+    fields.update(_hint_fields(rest))
     return CudaOom(**fields)
 
 
@@ -320,20 +328,22 @@ def _usage_fields(rest: str) -> dict[str, Any]:
     }
     if this := _THIS.search(rest):
         fields["this_process_bytes"] = size_bytes(this.group(1), this.group(2))
-    if (allowed := _ALLOWED.search(rest)) and not _LEGACY.search(rest[:400]):
-        fields["allowed_bytes"] = size_bytes(allowed.group(1), allowed.group(2))
     if usage := _OF_ALLOCATED.search(rest):
         groups = usage.groups()
         fields["allocated_bytes"] = size_bytes(groups[0], groups[1])
-        if groups[2] is not None:
-            fields["private_pool_bytes"] = size_bytes(groups[2], groups[3])
+        fields["private_pool_bytes"] = _sized(groups, 2)
         fields["reserved_unallocated_bytes"] = size_bytes(groups[4], groups[5])
-    if hint := _HINT.search(rest):
-        name, value = hint.group(1), hint.group(2)
-        if name.startswith("PYTORCH_"):
-            fields["hint_variable"], fields["hint_setting"] = name, value
-        else:
-            fields["hint_setting"] = name
-    if "hint_variable" not in fields and (variable := _HINT_VARIABLE.search(rest)):
-        fields["hint_variable"] = variable.group(1)
     return fields
+
+
+def _hint_fields(rest: str) -> dict[str, str | None]:
+    """The variable and setting the hint names: "try setting PYTORCH_CUDA_ALLOC_CONF=x to
+    avoid", or (torch 2.0) "try setting max_split_size_mb to avoid ... PYTORCH_CUDA_ALLOC_CONF"."""
+    hint = _HINT.search(rest)
+    if hint is not None and hint.group(1).startswith("PYTORCH_"):
+        return {"hint_variable": hint.group(1), "hint_setting": hint.group(2)}
+    variable = _HINT_VARIABLE.search(rest)
+    return {
+        "hint_variable": variable.group(1) if variable else None,
+        "hint_setting": hint.group(1) if hint else None,
+    }

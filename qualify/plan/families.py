@@ -16,6 +16,7 @@ from typing import Any
 
 from qualify.errors import UsageError
 from qualify.plan.data import FAMILIES_DIR as BUNDLED_FAMILIES
+from qualify.plan.option_schema import OptionRule, load_rules
 from qualify.plan.tomlfile import check_keys, get_table, get_typed, load_toml
 from qualify.sizes import parse_duration, parse_size
 
@@ -29,11 +30,14 @@ _TOP_KEYS = [
     "allocator",
     "parity",
     "requires",
+    "option_values",
+    "ab",
 ]
 _E2E_KEYS = ["command", "workdir", "timeout", "env"]
 _RESOURCE_KEYS = ["memory", "gpus"]
 _ALLOCATOR_KEYS = ["expandable_segments"]
 _REQUIRES_KEYS = ["modules", "install"]
+_AB_KEYS = ["coupled"]
 FAMILY_FILE = "family.toml"
 OptionValue = bool | int | float | str
 
@@ -64,6 +68,11 @@ class Family:
     command runs on qualify's own interpreter."""
     install_hint: str | None = None
     """How to install them (``[requires] install``), named when one is missing."""
+    option_values: Mapping[str, OptionRule] = dataclasses.field(default_factory=dict)
+    """The allowed values or range per option (``[option_values]``), checked on ``--set``."""
+    coupled: tuple[tuple[str, ...], ...] = ()
+    """Metrics reported only together (``[ab] coupled``): a latency pair such as TTFT and ITL,
+    where a gain in one half bought with the other is a trade, not a win."""
 
     @property
     def is_pytest(self) -> bool:
@@ -149,6 +158,10 @@ def load_family(directory: Path) -> Family:
     if not workdir.is_dir():
         raise UsageError(f"{where}: [e2e] workdir {workdir.name!r} is not a directory")
     memory = get_typed(resources, "memory", str, where, None)
+    options = _options(get_table(data, "options", where), f"{where} [options]")
+    option_values = load_rules(
+        get_table(data, "option_values", where), options, f"{where} [option_values]"
+    )
     parity = data.get("parity")
     if parity is not None:
         parity = _check_parity(parity, where)
@@ -160,14 +173,37 @@ def load_family(directory: Path) -> Family:
         workdir=workdir,
         timeout_s=parse_duration(get_typed(e2e, "timeout", str, where, "30m"), what="timeout"),
         env=_env(e2e, where),
-        options=_options(get_table(data, "options", where), f"{where} [options]"),
+        options=options,
+        option_values=option_values,
         memory_bytes=parse_size(memory, what=f"{where} memory") if memory else None,
         gpus=get_typed(resources, "gpus", int, where, 0),
         expandable_segments=get_typed(allocator, "expandable_segments", bool, where, False),
         parity=parity,
         requires=_modules(requires, where),
         install_hint=get_typed(requires, "install", str, where, None),
+        coupled=_coupled(get_table(data, "ab", where), where),
     )
+
+
+def _coupled(ab: Mapping[str, Any], where: str) -> tuple[tuple[str, ...], ...]:
+    """``[ab] coupled``: groups of two or more metric names, each name in one group only."""
+    check_keys(ab, _AB_KEYS, f"{where} [ab]")
+    groups = get_typed(ab, "coupled", list, where, [])
+    seen: set[str] = set()
+    for group in groups:
+        if (
+            not isinstance(group, list)
+            or len(group) < 2
+            or not all(isinstance(name, str) and name for name in group)
+            or seen & set(group)
+            or len(set(group)) != len(group)
+        ):
+            raise UsageError(
+                f"{where}: [ab] coupled: {group!r} is not valid (valid: a list of two or more "
+                "metric names, each name in one group only)"
+            )
+        seen.update(group)
+    return tuple(tuple(group) for group in groups)
 
 
 def _modules(requires: Mapping[str, Any], where: str) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ from qualify.plan.docker import DockerOptions
 from qualify.plan.families import Family, OptionValue
 from qualify.plan.limits import Limits
 from qualify.plan.mps import GpuBudgetPlan
+from qualify.plan.option_schema import check_value
 
 HARNESS_SOURCE = Path(harness.__file__).resolve().parent
 """The installed harness package, copied into each run directory (``stage_harness``)."""
@@ -108,6 +109,7 @@ def merge_options(family: Family, overrides: Mapping[str, str]) -> dict[str, Opt
         value = options[name]
         if isinstance(value, float) and not math.isfinite(value):
             raise UsageError(f"--set option {name}={raw!r} is not valid: expected a finite number")
+        check_value(name, value, family.option_values)
     return options
 
 

@@ -193,7 +193,8 @@ class _Writer:
         audit = relative == Path(contract.AUDIT)
         cleaned = self._audit(text) if audit else self._clean(name, text)
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_bytes_atomic(target, _encode(cleaned))
+        # Staged: the bundle is published whole (a rename) and can be made again from the run.
+        write_bytes_atomic(target, _encode(cleaned), durable=False)
         self.files.append(name)
 
     def _clean(self, name: str, text: str) -> str:
@@ -233,12 +234,21 @@ class _Writer:
         return dataclasses.replace(read.audit, publication=publication).to_bytes().decode()
 
 
+_RENDERED = frozenset({contract.JUNIT, contract.REPORT_HTML})
+"""qualify's own renderings of the other files (pytest's JUnit, the events, the audit): every
+string they hold is learnt where it comes from, and reading them again would double the
+harvest of a large suite."""
+
+
 def _texts(run_dir: Path) -> list[tuple[Path, str]]:
-    """Every text file of the run directory but public/ (what the sanitizer learns from)."""
+    """Every text file of the run directory but public/ and qualify's renderings (what the
+    sanitizer learns from)."""
     found = []
     for path in sorted(run_dir.rglob("*")):
         relative = path.relative_to(run_dir)
         if relative.parts[0] == contract.PUBLIC_DIR or relative.parts[0].startswith(".public"):
+            continue
+        if str(relative) in _RENDERED:
             continue
         if path.is_file() and not path.is_symlink():
             with contextlib.suppress(OSError):
@@ -248,10 +258,62 @@ def _texts(run_dir: Path) -> list[tuple[Path, str]]:
     return found
 
 
+_UNLEARNED_NUMBERS = frozenset({"t", "mono", "duration", "pid", "line"})
+"""Record fields that are times, durations, process ids and line numbers: a number there is
+never a secret, and every line has a new one (the harvest of a JSON-lines file is keyed by
+distinct fields)."""
+
+
+def _jsonl_fields(text: str) -> str:
+    """A JSON-lines file as the distinct ``{"key": value}`` pairs of its records (nested values
+    walked, list items paired with their key), one per line, and its undecodable lines whole.
+
+    The harvest reads this instead of the file: every string the file holds is seen, decoded
+    and next to its key (what the key-value rules read), once. An events file repeats each test
+    id on several lines whose times differ; its distinct fields are a tenth of its bytes."""
+    pairs: dict[tuple[str, object], None] = {}
+    garbled: list[str] = []
+
+    def walk(key: str, value: object) -> None:
+        if isinstance(value, dict):
+            for name, item in value.items():
+                walk(name, item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(key, item)
+        elif isinstance(value, str) or (
+            key not in _UNLEARNED_NUMBERS and value is not None and not isinstance(value, bool)
+        ):
+            pairs[key, value] = None
+
+    lines = [line for line in text.splitlines() if line.strip()]
+    try:
+        records = json.loads(f"[{','.join(lines)}]")  # one parse when every line is whole
+    except ValueError:
+        records = []
+        for line in lines:
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                garbled.append(line)  # a cut or garbled line is read as it stands
+    for record in records:  # the usual flat record without a call per field
+        if not isinstance(record, dict):
+            walk("", record)
+            continue
+        for key, value in record.items():
+            if value.__class__ is str:
+                pairs[key, value] = None
+            elif key not in _UNLEARNED_NUMBERS:
+                walk(key, value)
+    fields = [json.dumps({key: value}, ensure_ascii=False) for key, value in pairs]
+    return "\n".join([*fields, *garbled])
+
+
 def learn_from_run(run_dir: Path, sanitizer: Sanitizer) -> None:
     """Let ``sanitizer`` learn every value its rules find in the run's files and file names."""
-    for relative, text in _texts(run_dir):
+    for relative, content in _texts(run_dir):
         sanitizer.harvest(str(relative), "a file name")
+        text = _jsonl_fields(content) if relative.suffix == ".jsonl" else content
         sanitizer.harvest(text, str(relative))
 
 

@@ -71,8 +71,6 @@ class Rule:
     classes: int = 0
     """How many of upper case, lower case and digits the secret must mix (0: any): a cut
     token must still look random, ``hf_transfer`` is a package."""
-    keep_after: re.Pattern[str] | None = None
-    """A key the rule must not take as secret (``eos_token: </s>`` in a tokenizer config)."""
     lower: bool = False
     """Matched on the text with A-Z lowered (same positions): case-insensitive words without
     the cost of ``re.IGNORECASE`` on megabytes."""
@@ -90,13 +88,9 @@ class Rule:
             start, end = match.span()
         if self.classes and _classes(text[start:end]) < self.classes:
             return None
-        if self.keep_after is not None and self.keep_after.search(
-            text, max(0, match.start() - 12), match.start() + 24
-        ):
-            return None
         if self.accept is not None and not self.accept(text, match):
             return None
-        return (start, end) if end > start else None
+        return start, end
 
 
 _LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
@@ -105,12 +99,15 @@ _TOKEN_PREFIXES = (
     "access", "auth", "api", "refresh", "id", "bearer", "oauth", "session", "csrf", "bot",
     "app", "job", "deploy", "personal_access", "personal-access",
 )  # fmt: skip
+_NOT_SECRET_TOKENS = ("eos_", "bos_", "pad_", "unk_", "sep_", "cls_", "mask_", "num_")
+"""A tokenizer's special tokens and counts (``EOS_TOKEN = '</s>'``, ``NUM_TOKEN=4096``)."""
 
 
 def _key_accepted(text: str, match: re.Match[str]) -> bool:
     """Whether the key word of a ``key: value`` match names a secret in its context: ``key``
     only as ``api_key``, ``private-key``...; ``token`` as a word of its own, after an auth word
-    or in an upper-case variable name (``CI_JOB_TOKEN``), not ``native_token``; ``pass`` not
+    or in an upper-case variable name (``CI_JOB_TOKEN``), not ``native_token`` nor a tokenizer's
+    ``EOS_TOKEN``; the prefix is looked for in the 20 characters before the key; ``pass`` not
     inside a word (``bypass``); ``pwd`` only as ``MYSQL_PWD`` (``PWD`` is the directory)."""
     word, start = match.group("word"), match.start("word")
     before = text[max(0, start - 20) : start].translate(_LOWER)
@@ -118,15 +115,17 @@ def _key_accepted(text: str, match: re.Match[str]) -> bool:
     if word == "key":
         return bare.endswith(_KEY_PREFIXES)
     if word == "token":
+        if before.endswith(_NOT_SECRET_TOKENS):
+            return False
         if not before or not (before[-1].isalnum() or before[-1] == "_"):
             return True
-        if bare.endswith(_TOKEN_PREFIXES) and (len(bare) == len(before) or before[-1] in "-_"):
+        if bare.endswith(_TOKEN_PREFIXES):  # glued (authtoken) or after "-"/"_" (auth_token)
             return True
         return text[start : start + 5] == "TOKEN" and text[start - 1] == "_"
     if word == "pass":
         return not before or not before[-1].isalpha()
     if word == "pwd":
-        return bool(before) and before[-1] in "-_."
+        return before.endswith(("-", "_", "."))
     return True
 
 
@@ -204,7 +203,6 @@ TOKEN_RULES: dict[str, Rule] = {
     ),
     "secret-assignment": Rule(
         re.compile(_KEY + r"[\"']?\s*(?:=>|:=|[:=])\s*" + _VALUE.replace("REDACTED", "redacted")),
-        keep_after=re.compile(r"(?i)(?:eos|bos|pad|unk|sep|cls|mask)_token|num_tokens?"),
         lower=True,
         accept=_key_accepted,
     ),
@@ -238,7 +236,8 @@ _IPV6 = re.compile(r"(?<![\w:])f[cde][0-9a-f]{2}:[0-9a-f:]*[0-9a-f](?![\w:])", r
 _VERSION_BEFORE = re.compile(
     r"(?i)(?:(?:\b(?:v|version|ver|release|rev|build)|==|>=|<=|~=|!=)\s*[:=]?\s*|@v|[A-Za-z][-_])$"
 )
-_WORD_BEFORE = re.compile(r"([A-Za-z][\w.+]*)[ \t]+$")
+_WORD_BEFORE = re.compile(r"([A-Za-z][\w.+]*?)\.*[ \t]+$")
+"""The word before a dotted quad, without the dots that end a sentence (``eth0. 10.0.0.1``)."""
 PRODUCT_WORDS = frozenset(
     {"tensorrt", "trt", "cuda", "cudnn", "cublas", "nccl", "driver", "libnvinfer", "torch",
      "python", "onnxruntime", "openvino", "rocm", "triton", "vllm", "jetpack", "firmware"}
@@ -271,12 +270,14 @@ class Identities:
     users: frozenset[str] = frozenset()
     homes: frozenset[str] = frozenset()
 
+    HOSTNAME_FILE = Path("/etc/hostname")
+
     @classmethod
     def current(cls, environ: Mapping[str, str]) -> Identities:
         """Read from this machine: hostname, /etc/hostname, FQDN, uid's passwd entry, env."""
         hosts = {socket.gethostname(), socket.getfqdn()}
         with contextlib.suppress(OSError):
-            hosts.add(Path("/etc/hostname").read_text(encoding="utf-8").strip())
+            hosts.add(cls.HOSTNAME_FILE.read_bytes().decode().strip())
         hosts |= {host.split(".")[0] for host in hosts}
         users = {environ.get("USER", ""), environ.get("LOGNAME", "")}
         homes = {environ.get("HOME", "")}
@@ -289,14 +290,12 @@ class Identities:
         return cls(
             hostnames=frozenset(h for h in hosts if len(h) >= 3 and h.lower() not in GENERIC_HOSTS),
             users=frozenset(u for u in users if len(u) >= 3 and u not in GENERIC_USERS),
-            homes=frozenset(
-                h.rstrip("/") for h in homes if len(h.rstrip("/")) >= 2 and h.rstrip("/") != "/"
-            ),
+            homes=frozenset(h.rstrip("/") for h in homes if len(h.rstrip("/")) >= 2),
         )
 
 
 def _alternation(values: Iterable[str]) -> str | None:
-    ordered = sorted(set(values), key=len, reverse=True)
+    ordered = sorted(set(values), reverse=True)  # a name before its own prefixes
     return "|".join(re.escape(value) for value in ordered) or None
 
 
@@ -398,13 +397,12 @@ class Sanitizer:
         """Add known values (found elsewhere in the run); a value already known is kept with
         its first origin."""
         values = {secret.value for secret in self.known}
-        added = []
+        added: dict[str, KnownSecret] = {}
         for secret in secrets:
             if secret.value not in values:
-                values.add(secret.value)
-                added.append(secret)
+                added.setdefault(secret.value, secret)
         if added:
-            self.known += added
+            self.known += added.values()
             self._index = None
             self._memo.clear()
 
@@ -470,8 +468,7 @@ class Sanitizer:
                 ]
             for rule, view_start, view_end in found:
                 start, end = view.span(view_start, view_end) if view else (view_start, view_end)
-                if end > start:
-                    spans.append((start, end, rule))
+                spans.append((start, end, rule))
         return spans
 
     def redact(self, text: str, marker: str = "[REDACTED:{rule}]") -> str:
@@ -506,10 +503,10 @@ class Sanitizer:
         return text
 
     def _swap(self, match: re.Match[str], kind: str) -> str:
-        whole, start, end = match.group(), match.start(1), match.end(1)
-        offset = match.start()
-        name = self._pseudonym(kind, match.group(1))
-        return whole[: start - offset] + name + whole[end - offset :]
+        # Every name pattern ends with its name (only lookarounds after it); what stands before
+        # it in the match (``user=``, a syslog line's date) is kept.
+        kept = match.group()[: match.start(1) - match.start()]
+        return kept + self._pseudonym(kind, match.group(1))
 
     def _ip(self, match: re.Match[str]) -> str:
         value = match.group()
@@ -531,14 +528,13 @@ class Sanitizer:
         a word with a capital inside or a digit, or a known lower-case name), never after a
         network word (``connect to 10.0.0.1``) or an ordinary one (``then 10.2.3.4``)."""
         text = match.string
-        line_start = text.rfind("\n", 0, match.start()) + 1
-        before = text[max(line_start, match.start() - 40) : match.start()]
+        before = text[max(0, match.start() - 40) : match.start()].rpartition("\n")[2]
         if _VERSION_BEFORE.search(before):
             return True
         word = _WORD_BEFORE.search(before)
         if word is None or match.group(1) != "10":
             return False
-        name = word.group(1).rstrip(".:")
+        name = word.group(1)
         if name.lower() in NETWORK_WORDS:
             return False
         return (

@@ -77,7 +77,7 @@ def final_scan(data: bytes, index: SecretIndex, channel: Channel, where: str) ->
     """Every known secret in ``data`` as ``channel`` shows it (one leak per origin and line)."""
     if not index:
         return []
-    text = data.decode("utf-8", errors="replace")
+    text = data.decode(errors="replace")
     variants = [text]
     unescaped = channel.unescape(text)
     if unescaped != text:

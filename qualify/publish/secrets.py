@@ -59,7 +59,7 @@ OWN_PREFIX = "QUALIFY_"
 the audit) are not secret by name; ``--secret-env`` still makes one secret."""
 
 
-def is_secret_name(name: str, value: str = "") -> bool:
+def is_secret_name(name: str, value: str) -> bool:
     """Whether an environment variable's name says its value is secret."""
     upper = name.upper()
     if upper in NOT_SECRET_NAMES or upper.startswith(OWN_PREFIX):
@@ -67,7 +67,7 @@ def is_secret_name(name: str, value: str = "") -> bool:
     words = [word for word in re.split(r"[^A-Z0-9]+", upper) if word]
     if any(word in SECRET_WORDS or word.endswith(SECRET_SUFFIXES) for word in words):
         return True
-    if upper in SECRET_URL_NAMES or upper.endswith(("DATABASE_URL", "_DSN")):
+    if upper in SECRET_URL_NAMES or upper.endswith("DATABASE_URL"):  # *_DSN: a secret word
         return True
     return upper.endswith(_URL_SUFFIX) and bool(_URL_CREDENTIALS.search(value))
 
@@ -103,7 +103,7 @@ def read_secrets_file(path: Path) -> list[KnownSecret]:
         raise UsageError(
             f"--secrets-file {str(path)!r} cannot be read ({exc.strerror or exc})"
         ) from None
-    text = data.decode("utf-8", errors="surrogateescape")
+    text = data.decode(errors="surrogateescape")
     return [
         KnownSecret(line, f"secrets file line {number}")
         for number, line in enumerate(text.splitlines(), 1)
@@ -116,12 +116,11 @@ def _base64_forms(value: bytes) -> set[str]:
     alignments, standard and URL-safe alphabets."""
     found = set()
     for offset in range(3):
-        encoded = base64.b64encode(b"\0" * offset + value).decode().rstrip("=")
+        encoded = base64.b64encode(b"\0" * offset + value).decode()
         start = (0, 2, 3)[offset]
-        end = (8 * (offset + len(value))) // 6
+        end = (8 * (offset + len(value))) // 6  # the last character whose bits are all value's
         fixed = encoded[start:end]
-        if len(fixed) >= MIN_SECRET_LENGTH:
-            found |= {fixed, fixed.translate(str.maketrans("+/", "-_"))}
+        found |= {fixed, fixed.translate(str.maketrans("+/", "-_"))}
     return found
 
 
@@ -129,12 +128,14 @@ def forms(value: str) -> set[str]:
     """``value`` as it may appear in a file: raw, base64 (three alignments, both alphabets), URL
     (single and double, ``+`` for spaces), JSON, HTML and XML escaped, hex, reversed; a
     multi-line value (a PEM key) also line by line."""
-    raw = value.encode("utf-8", errors="surrogateescape")
+    raw = value.encode(errors="surrogateescape")
     found = {value, value.strip(), value[::-1]}
     found |= {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
-    found |= {html.escape(value), html.escape(value, quote=False), xml_escape(value)}
-    single = urllib.parse.quote(value, safe="")
-    found |= {single, urllib.parse.quote_plus(value), urllib.parse.quote(single, safe="")}
+    found |= {html.escape(value), xml_escape(value)}  # xml_escape: html.escape(quote=False)
+    # A value read from a file that is not UTF-8 keeps its bytes (surrogateescape) in every form.
+    single = urllib.parse.quote(value, safe="", errors="surrogateescape")
+    plus = urllib.parse.quote_plus(value, errors="surrogateescape")
+    found |= {single, plus, urllib.parse.quote(single)}  # single holds no "/" left to keep
     found |= {raw.hex(), raw.hex().upper()}
     found |= _base64_forms(raw)
     found |= {line.strip() for line in value.splitlines()}
@@ -145,28 +146,26 @@ _Trie = dict[str, "_Trie"]
 
 
 def _trie_pattern(words: Iterable[str]) -> str:
-    """One regular expression matching any of ``words``, as a trie (fast on thousands)."""
+    """One regular expression matching any of ``words``, as a trie (fast on thousands). The
+    words are of one length (the chunks): none is a prefix of another, every word ends at a
+    leaf."""
     root: _Trie = {}
     for word in words:
         node = root
         for char in word:
             node = node.setdefault(char, {})
-        node[""] = {}
     return _trie_node(root)
 
 
 def _trie_node(node: _Trie) -> str:
     out = []
-    while True:
-        keys = sorted(key for key in node if key)
-        if len(keys) == 1 and "" not in node:
-            out.append(re.escape(keys[0]))
-            node = node[keys[0]]
-            continue
-        if keys:
-            branches = "|".join(re.escape(key) + _trie_node(node[key]) for key in keys)
-            out.append(f"(?:{branches})" + ("?" if "" in node else ""))
-        return "".join(out)
+    while len(node) == 1:
+        ((char, node),) = node.items()
+        out.append(re.escape(char))
+    if node:
+        branches = "|".join(re.escape(char) + _trie_node(node[char]) for char in sorted(node))
+        out.append(f"(?:{branches})")
+    return "".join(out)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,9 +195,7 @@ class SecretIndex:
                 for offset in range(0, len(form) - _CHUNK + 1, _CHUNK):
                     chunk = form[offset : offset + _CHUNK]
                     self._chunks.setdefault(chunk, []).append((form, offset, secret))
-        self._pattern = (
-            re.compile(f"(?=({_trie_pattern(self._chunks)}))", re.DOTALL) if self._chunks else None
-        )
+        self._pattern = re.compile(f"(?=({_trie_pattern(self._chunks)}))") if self._chunks else None
 
     def __bool__(self) -> bool:
         return bool(self.secrets)
@@ -207,7 +204,7 @@ class SecretIndex:
         """Every maximal run of ``text`` equal to a known form or to 12+ characters of one."""
         if self._pattern is None:
             return []
-        hits: dict[tuple[int, int], Hit] = {}
+        hits: dict[tuple[int, int], Hit] = {}  # (start, length) -> the hit, whole if one is
         for match in self._pattern.finditer(text):
             position = match.start()
             for form, offset, secret in self._chunks[match.group(1)]:
@@ -228,7 +225,7 @@ class SecretIndex:
                 length = left + right
                 if length >= min(FRAGMENT, len(form)):
                     start = position - left
-                    key = (start, start + length)
+                    key = (start, length)
                     if key not in hits or length == len(form):
                         hits[key] = Hit(start, start + length, secret, length == len(form))
         return sorted(hits.values(), key=lambda hit: (hit.start, -hit.end))

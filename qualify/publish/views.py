@@ -12,6 +12,7 @@ through every layer.
 from __future__ import annotations
 
 import bisect
+import functools
 import html
 import re
 import urllib.parse
@@ -32,6 +33,8 @@ _ESCAPES = re.compile(
     r"|(?P<ansi>\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\))"
     r")"
 )
+
+
 _TRIGGERS = ("%", "\\", "&", "\x1b")
 
 
@@ -65,29 +68,28 @@ class View:
     ):
         self.parent = parent
         self._source, self._pattern, self._replace = source, pattern, replace
-        self.text, count = pattern.subn(replace, source)
-        self.changed = count > 0
-        # The way back, built only when a span is asked for (a match in a view is rare).
-        self._view_starts: list[int] = []
-        self._pieces: list[tuple[int, int, int, int]] = []
-        self._mapped = False
+        self.text = pattern.sub(replace, source)
+        self.changed = self.text != source  # (an unknown entity, "&foo;", is kept as it is)
 
-    def _map(self) -> None:
-        """Replaced pieces, in order: view start, view end, original start, original end."""
-        length = position = 0
+    @functools.cached_property
+    def _pieces(self) -> list[tuple[int, int, int, int]]:
+        """Replaced pieces, in order: view start, view end, original start, original end (the
+        way back, built only when a span is asked for: a match in a view is rare)."""
+        pieces = []
+        shift = 0  # view position minus original position after the pieces so far
         replace = self._replace
         for match in self._pattern.finditer(self._source):
             replacement = replace if isinstance(replace, str) else replace(match)
-            view_start = length + match.start() - position
-            length = view_start + len(replacement)
-            self._view_starts.append(view_start)
-            self._pieces.append((view_start, length, match.start(), match.end()))
-            position = match.end()
-        self._mapped = True
+            view_start = match.start() + shift
+            pieces.append((view_start, view_start + len(replacement), match.start(), match.end()))
+            shift += len(replacement) - len(match.group())
+        return pieces
+
+    @functools.cached_property
+    def _view_starts(self) -> list[int]:
+        return [piece[0] for piece in self._pieces]
 
     def _start(self, index: int) -> int:
-        if not self._mapped:
-            self._map()
         at = bisect.bisect_right(self._view_starts, index) - 1
         if at < 0:
             return index
@@ -97,11 +99,7 @@ class View:
         return original_end + (index - view_end)
 
     def _end(self, index: int) -> int:
-        """Original end (exclusive) of a view span ending (exclusive) at ``index``."""
-        if index <= 0:
-            return self._start(0)
-        if not self._mapped:
-            self._map()
+        """Original end (exclusive) of a non-empty view span ending (exclusive) at ``index``."""
         last = index - 1
         at = bisect.bisect_right(self._view_starts, last) - 1
         if at >= 0:
@@ -128,22 +126,22 @@ def decoded(text: str, parent: View | None = None) -> View:
 
 def views(text: str) -> list[tuple[str, View | None]]:
     """Every view worth scanning: the text itself, collapsed, decoded (twice: a value URL-encoded
-    twice, or JSON inside HTML) and decoded then collapsed; only those that differ."""
+    twice, or JSON inside HTML) and decoded then collapsed; only those that differ. (Breaks
+    written as character references are collapsed in the decoded views, where they are real.)"""
     found: list[tuple[str, View | None]] = [(text, None)]
-    if "\n" in text or "\\n" in text or "&#1" in text or "&#x" in text.lower():
+    if "\n" in text or "\\n" in text:
         view = collapsed(text)
         if view.changed:
             found.append((view.text, view))
-    if any(trigger in text for trigger in _TRIGGERS):
-        layer = decoded(text)
-        for _ in range(2):
-            if not layer.changed:
-                break
-            found.append((layer.text, layer))
-            flat = collapsed(layer.text, layer)
-            if flat.changed:
-                found.append((flat.text, flat))
-            if not any(trigger in layer.text for trigger in _TRIGGERS):
-                break
-            layer = decoded(layer.text, layer)
+    if not any(trigger in text for trigger in _TRIGGERS):
+        return found  # no escape starts without one of them: one scan each, not a decoding
+    layer = decoded(text)
+    for _ in range(2):
+        if not layer.changed:
+            break
+        found.append((layer.text, layer))
+        flat = collapsed(layer.text, layer)
+        if flat.changed:
+            found.append((flat.text, flat))
+        layer = decoded(layer.text, layer)
     return found

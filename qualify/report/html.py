@@ -84,7 +84,7 @@ def build_timeline(run_dir: RunDir, audit: Audit) -> Timeline:
         if p.start is not None
     )
     markers = [Marker("OOM kill", t, "oom") for t in kills]
-    for event in run_dir.events():
+    for event in run_dir.events(containing=contract.CUDA_OOM.encode()):
         if event.get("event") == contract.CUDA_OOM and isinstance(event.get("t"), int | float):
             markers.append(Marker("CUDA OOM", event["t"] - (origin or 0.0), "cuda-oom"))
     peak = None
@@ -166,5 +166,6 @@ def render_html(run_dir: RunDir, triage: Mapping[str, Any] | None = None) -> str
 def write_html_report(run_dir: RunDir, triage: Mapping[str, Any] | None = None) -> Path:
     """Write the run's report page atomically and return its path."""
     path = run_dir.report_path
-    write_bytes_atomic(path, render_html(run_dir, triage).encode("utf-8"))
+    # Derived from the run directory (``qualify report`` writes it again): no fsync.
+    write_bytes_atomic(path, render_html(run_dir, triage).encode("utf-8"), durable=False)
     return path

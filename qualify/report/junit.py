@@ -58,13 +58,16 @@ def testsuite(
     cases: Iterable[TestCase],
     properties: Mapping[str, str],
     timestamp: str | None = None,
+    *,
+    owned: bool = False,
 ) -> TestSuite:
-    """One ``<testsuite>``: properties first, then ``cases`` (copied, never moved)."""
+    """One ``<testsuite>``: properties first, then ``cases``: copied, never moved, unless the
+    caller made them for this suite alone (``owned``)."""
     suite = TestSuite(xml_safe(name))
     for key, value in properties.items():
         suite.add_property(xml_safe(key), xml_safe(value, 2000))
     # One statistics pass at the end: add_testcase would recount the suite for every case.
-    suite.extend(copy.deepcopy(case) for case in cases)
+    suite.extend(cases if owned else (copy.deepcopy(case) for case in cases))
     suite.update_statistics()
     if timestamp is not None:
         suite.timestamp = timestamp
@@ -101,7 +104,7 @@ def render_junit(
 ) -> bytes:
     """A run's JUnit file: one suite holding ``cases`` and the run's properties."""
     elements = [testcase(case, with_location) for case in cases]
-    return render([testsuite(suite_name, elements, properties, timestamp)])
+    return render([testsuite(suite_name, elements, properties, timestamp, owned=True)])
 
 
 def write_junit(

@@ -96,9 +96,10 @@ class RunDir:
         """The audit, or the problem that prevents reading it."""
         return read_audit(self.audit_path)
 
-    def events(self) -> Iterator[dict[str, Any]]:
-        """The harness's events in file order (a truncated last line skipped)."""
-        return read_jsonl(self.events_path)
+    def events(self, containing: bytes | None = None) -> Iterator[dict[str, Any]]:
+        """The harness's events in file order (a truncated last line skipped); with
+        ``containing``, only those whose line holds those bytes (e.g. an event's name)."""
+        return read_jsonl(self.events_path, containing)
 
     def timeline(self) -> Iterator[TimelineSample]:
         """The monitor's samples in time order."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +24,19 @@ class Generation:
     token_ids: list[int] = field(default_factory=list)
     top_logprobs: list[list[tuple[int, float, str]]] = field(default_factory=list)
     eos: bool = False
+    started: float = 0.0
+    """``time.perf_counter()`` when the request arrived, before its prefill."""
+    token_times: list[float] = field(default_factory=list)
+    """``time.perf_counter()`` when each token was picked (the serving latencies)."""
+
+    def time_to_first_token_ms(self) -> float | None:
+        """From the request to the first token (prefill included), in milliseconds."""
+        return (self.token_times[0] - self.started) * 1e3 if self.token_times else None
+
+    def inter_token_ms(self) -> list[float]:
+        """The time between consecutive tokens (one decode step each), in milliseconds."""
+        times = self.token_times
+        return [(later - earlier) * 1e3 for earlier, later in itertools.pairwise(times)]
 
 
 def greedy(
@@ -33,16 +48,20 @@ def greedy(
     new_tokens: int,
     stop_ids: set[int],
     tokenizer: Any,
+    started: float | None = None,
 ) -> Generation:
     """Pick the argmax ``new_tokens`` times (or until a stop token), keeping the top-k.
 
     ``first_logits`` are the prompt's last-position logits; ``next_logits(token)`` appends
     ``token`` and returns the logits after it (the runtime decides how: cache or recompute).
+    ``started`` is when the request arrived (before ``first_logits`` were computed).
     """
     result = Generation(case_id=case_id, prompt=prompt)
+    result.started = time.perf_counter() if started is None else started
     logits = first_logits
     for step in range(new_tokens):
         token = record_step(result, logits, tokenizer)
+        result.token_times.append(time.perf_counter())
         if token in stop_ids:
             result.eos = True
             break

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import torch
@@ -30,6 +31,7 @@ class NativeRuntime:
     @torch.inference_mode()
     def generate(self, prompt: Prompt, new_tokens: int) -> Generation:
         """Greedy continuation of ``prompt``: the cache grows by one position per token."""
+        started = time.perf_counter()
         logits, keys, values = self.prefill(torch.tensor([prompt.input_ids]))
 
         def after(token: int) -> torch.Tensor:
@@ -45,4 +47,5 @@ class NativeRuntime:
             new_tokens=new_tokens,
             stop_ids=self.stop_ids,
             tokenizer=self.tokenizer,
+            started=started,
         )

@@ -1,0 +1,225 @@
+"""The family's Hugging Face checkpoint: synthesized once per size into a cache, or a real one.
+
+A synthesized checkpoint is a genuine ``save_pretrained`` directory of transformers'
+``Phi4MultimodalForCausalLM`` (``config.json`` with every key set, ``model.safetensors``,
+``generation_config.json``) with the real Phi-4 tokenizer (``phi4_engine.tokenizer``) next to
+it. It is always loaded back through ``from_pretrained``: the path a real local checkpoint
+(``--set checkpoint=DIR``) takes too, after ``check_checkpoint`` has read its ``config.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from tiny_engine.durable import fsync_dir, fsync_tree
+
+from phi4_engine import corpus, fit, sizes, tokenizer
+
+ENV_CACHE_DIR = "PHI4_CACHE_DIR"
+MODEL_TYPES = {
+    "phi4_multimodal": "Phi-4-multimodal (transformers' Phi4MultimodalForCausalLM)",
+}
+
+
+class CheckpointError(ValueError):
+    """A checkpoint this family cannot build: the message is one line naming what is valid."""
+
+
+def cache_root() -> Path:
+    """Where checkpoints live: ``$PHI4_CACHE_DIR`` or ``~/.cache/qualify/phi4``."""
+    configured = os.environ.get(ENV_CACHE_DIR)
+    return Path(configured) if configured else Path.home() / ".cache" / "qualify" / "phi4"
+
+
+def tokenizer_dir(root: Path | None = None) -> Path:
+    """The cached Phi-4 tokenizer directory (named by its content)."""
+    root = cache_root() if root is None else root
+    return root / f"tokenizer-{tokenizer.content_digest()[:16]}"
+
+
+def checkpoint_dir(size: str, root: Path | None = None) -> Path:
+    """The cache directory of ``size``'s checkpoint (whether it exists yet or not)."""
+    root = cache_root() if root is None else root
+    return root / sizes.cache_key(size, content=_content_digest())
+
+
+def ensure_checkpoint(size: str, root: Path | None = None) -> Path:
+    """The checkpoint directory of ``size``, created first (in a child process) if not cached.
+
+    The child keeps what creation leaves in the allocator (the fit, the tokenizer conversion)
+    out of every later phase's memory.
+    """
+    target = checkpoint_dir(size, root)
+    if not target.is_dir():
+        command = [sys.executable, "-m", "phi4_engine.checkpoint", size, str(target)]
+        subprocess.run(command, check=True, env=_child_env())
+    return target
+
+
+def create_checkpoint(size: str, target: Path) -> None:
+    """Write the checkpoint into a temporary sibling of ``target`` and rename it into place;
+    when two processes race, the first rename wins."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        staging.chmod(0o755)
+        write_checkpoint(size, staging, tokenizer_dir(target.parent))
+        fsync_tree(staging)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not target.is_dir():
+                raise
+        fsync_dir(target.parent)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def write_checkpoint(size: str, directory: Path, tokenizer_source: Path) -> None:
+    """Build the seeded model, fit it to the corpus, save it with the tokenizer."""
+    from transformers import (
+        GenerationConfig,
+        Phi4MultimodalConfig,
+        Phi4MultimodalForCausalLM,
+    )
+
+    _quiet_transformers()
+    phi4_tokenizer = tokenizer.load_tokenizer(tokenizer.build_tokenizer(tokenizer_source))
+    config = Phi4MultimodalConfig(**sizes.config_kwargs(size))
+    config.architectures = ["Phi4MultimodalForCausalLM"]
+    torch.manual_seed(sizes.SEED)
+    model = Phi4MultimodalForCausalLM(config)
+    _eager(model)
+    losses = fit.fit(model, fit.sequences(phi4_tokenizer))
+    model.save_pretrained(directory)
+    GenerationConfig(
+        bos_token_id=sizes.ENDOFTEXT_ID,
+        eos_token_id=[sizes.ENDOFTEXT_ID, sizes.END_ID],
+        pad_token_id=sizes.ENDOFTEXT_ID,
+        do_sample=False,
+    ).save_pretrained(directory)
+    phi4_tokenizer.save_pretrained(directory)
+    record = {"steps": len(losses), "first_loss": losses[0], "final_loss": losses[-1]}
+    (directory / "fit.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
+def check_checkpoint(directory: Path, *, trust_remote_code: bool) -> str:
+    """Read ``directory/config.json`` before anything is built; its ``model_type``.
+
+    Raises :class:`CheckpointError` (one line) for a missing directory or config, a model type
+    this family does not build, or a checkpoint that needs its own Python code
+    (``auto_map``) when ``trust_remote_code`` is off.
+    """
+    config_path = directory / "config.json"
+    if not config_path.is_file():
+        raise CheckpointError(f"checkpoint={directory}: no config.json there")
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    model_type = config.get("model_type")
+    if config.get("auto_map") and not trust_remote_code:
+        raise CheckpointError(
+            f"checkpoint={directory}: model_type {model_type!r} ships its own code (auto_map); "
+            "it runs only with --set trust_remote_code=true"
+        )
+    if model_type not in MODEL_TYPES:
+        valid = ", ".join(f"{name} ({what})" for name, what in MODEL_TYPES.items())
+        raise CheckpointError(
+            f"checkpoint={directory}: model_type {model_type!r} is not one of: {valid}"
+        )
+    return str(model_type)
+
+
+def load_model(directory: Path, dtype: torch.dtype, *, trust_remote_code: bool = False) -> Any:
+    """``AutoModelForCausalLM.from_pretrained`` in ``dtype`` with eager attention, eval mode.
+
+    Eager everywhere: transformers' SDPA path runs the vision encoder's attention as causal
+    when no patch is padded (``Phi4MultimodalVisionAttention.is_causal``, transformers 5.24),
+    eager runs it bidirectional, as SigLIP is.
+    """
+    from transformers import AutoModelForCausalLM
+
+    _quiet_transformers()
+    model = AutoModelForCausalLM.from_pretrained(
+        directory, dtype=dtype, attn_implementation="eager", trust_remote_code=trust_remote_code
+    )
+    return model.eval()
+
+
+def load_tokenizer(directory: Path) -> Any:
+    """``AutoTokenizer.from_pretrained``: the tokenizer saved with the checkpoint."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(directory)
+
+
+def stop_token_ids(directory: Path) -> list[int]:
+    """Token ids that end a generation, from the checkpoint's ``generation_config.json``."""
+    from transformers import GenerationConfig
+
+    eos = GenerationConfig.from_pretrained(directory).eos_token_id
+    return [eos] if isinstance(eos, int) else list(eos or [])
+
+
+def _eager(model: Any) -> None:
+    # The fit runs eager attention too, for the reason load_model gives.
+    model.set_attn_implementation("eager")
+
+
+def _child_env() -> dict[str, str]:
+    """This environment, with the directories holding ``phi4_engine`` and ``tiny_engine``
+    first on PYTHONPATH (the child is not started by pytest, which sets them from pytest.ini)."""
+    env = dict(os.environ)
+    family = Path(__file__).resolve().parent.parent
+    paths = [str(family), str(family.parent / "tiny"), env.get("PYTHONPATH")]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
+    return env
+
+
+def _content_digest() -> str:
+    """Hash of what shapes the weights besides the size: corpus, images, fit and tokenizer."""
+    payload = {
+        "documents": corpus.DOCUMENTS,
+        "chats": corpus.CHAT_SAMPLES,
+        "image_chats": [[c.image.name, c.messages] for c in corpus.image_chats()],
+        "images": [repr(c.image) for c in corpus.image_chats()],
+        "fit": [fit.LEARNING_RATE, fit.STEPS],
+        "tokenizer": tokenizer.content_digest(),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def _quiet_transformers() -> None:
+    # transformers 5 draws a progress bar per load and save; the E2E's logs need none.
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+
+
+def main(argv: list[str]) -> int:
+    """``python -m phi4_engine.checkpoint SIZE [TARGET]``: create one checkpoint.
+
+    Without TARGET it fills the cache (ahead of a capped run) and prints the directory.
+    """
+    if len(argv) == 2:
+        create_checkpoint(argv[0], Path(argv[1]))
+        return 0
+    if len(argv) != 1:
+        print("usage: python -m phi4_engine.checkpoint SIZE [TARGET]", file=sys.stderr)
+        return 2
+    target = checkpoint_dir(argv[0])
+    if not target.is_dir():
+        create_checkpoint(argv[0], target)
+    print(target)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

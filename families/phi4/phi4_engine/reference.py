@@ -1,0 +1,62 @@
+"""The FP32 eager reference: transformers' own Phi4MultimodalForCausalLM and its own KV cache.
+
+The prompt (image included) runs once through the model, which returns transformers'
+``DynamicCache``; every later token runs against that cache. Nothing of the engine is shared:
+not its networks, its plans, its cache layout or its HD layout code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from tiny_engine.generation import Generation, greedy
+
+from phi4_engine import checkpoint
+from phi4_engine.prompts import Prompt
+
+
+class ReferenceRuntime:
+    """``Phi4MultimodalForCausalLM`` in fp32 with eager attention, loaded from the checkpoint."""
+
+    def __init__(self, checkpoint_dir: Path, *, trust_remote_code: bool = False) -> None:
+        self.tokenizer = checkpoint.load_tokenizer(checkpoint_dir)
+        self.model = checkpoint.load_model(
+            checkpoint_dir, torch.float32, trust_remote_code=trust_remote_code
+        )
+        self.stop_ids = set(checkpoint.stop_token_ids(checkpoint_dir))
+
+    @torch.inference_mode()
+    def generate(self, prompt: Prompt, new_tokens: int) -> Generation:
+        """Greedy continuation of ``prompt``: the prompt once, then one token per step."""
+        image: dict[str, Any] = {}
+        if prompt.image is not None:
+            image = {
+                "image_pixel_values": prompt.image.pixel_values,
+                "image_sizes": prompt.image.image_sizes,
+                "image_attention_mask": prompt.image.attention_mask,
+            }
+        output = self.model(
+            input_ids=torch.tensor([prompt.input_ids]), use_cache=True, logits_to_keep=1, **image
+        )
+        cache = output.cache
+
+        def after(token: int) -> torch.Tensor:
+            nonlocal cache
+            step = self.model(
+                input_ids=torch.tensor([[token]]), cache=cache, use_cache=True, logits_to_keep=1
+            )
+            cache = step.cache
+            logits: torch.Tensor = step.logits[0, -1]
+            return logits
+
+        return greedy(
+            prompt.case_id,
+            prompt.text,
+            output.logits[0, -1],
+            after,
+            new_tokens=new_tokens,
+            stop_ids=self.stop_ids,
+            tokenizer=self.tokenizer,
+        )

@@ -1,0 +1,243 @@
+"""``qualify ab``: an A/B of a runtime policy, n full runs per arm, everything else pinned.
+
+The runs are interleaved (or shuffled with a recorded seed) so that drift hits both arms
+alike; each is a whole ``qualify run`` in its own process with its own run directory below
+``reports/<head>/<family>/ab/<id>/runs/``. After each run its pins (commit, tree, image,
+limits, environment fingerprint) are compared with the first run's: a difference refuses the
+experiment (exit 2) rather than comparing two things that are not one difference apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from qualify.errors import UsageError
+from qualify.experiment.pins import differences, limit_pins, pins
+from qualify.experiment.plan import AbPlan, Slot, build_plan, parse_sets
+from qualify.experiment.record import RUNS_DIR, AbRecord, write_record
+from qualify.experiment.repetition import Repetition, from_run_dir, run_once
+from qualify.experiment.tables import show_spread, show_verdicts
+from qualify.judge.judgement import display_path
+from qualify.plan.commit import commit_info, record_sha, repo_root
+from qualify.plan.families import default_family_dirs, find_family
+from qualify.plan.output import check_output_dir
+from qualify.plan.spec import new_run_id
+from qualify.sizes import format_bytes, parse_duration
+from qualify.verdict import EXIT_ERROR, EXIT_USAGE
+
+MARGIN_S = 120.0
+"""How long past the family's timeout a repetition may take (set-up, reports) before the
+experiment gives up on it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AbRequest:
+    """``qualify ab`` as typed."""
+
+    family_name: str
+    arm_a: str
+    arm_b: str
+    n: int = 8
+    mem: str | None = None
+    profile: str | None = None
+    sweep: str | None = None
+    order: str = "interleaved"
+    seed: int | None = None
+    sets: Sequence[str] = ()
+    metrics: str | None = None
+    families_dirs: Sequence[Path] = ()
+    repo: Path | None = None
+    out: Path = Path("reports")
+    timeout: str | None = None
+    backend: str = "auto"
+    image: str | None = None
+    host: str | None = None
+    command_line: Sequence[str] = ()
+
+
+def _metrics(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    if not names:
+        raise UsageError(f"--metrics {text!r} is empty: give comma-separated metric names")
+    return names
+
+
+def _run_args(request: AbRequest, plan: AbPlan, root: Path, runs: Path, slot: Slot) -> list[str]:
+    """The ``qualify run`` arguments of one slot: the same for every run but the arm's options
+    (and the sweep level's)."""
+    level = plan.levels[slot.level]
+    args = ["--family", plan.family.name, "--repo", str(root), "--out", str(runs)]
+    args += ["--backend", request.backend]
+    for directory in request.families_dirs:
+        args += ["--families-dir", str(directory.resolve())]
+    options = {**plan.common, **plan.arms[slot.arm], **level.sets}
+    for name, value in options.items():
+        args += ["--set", f"{name}={value}"]
+    if level.mem is not None:
+        args += ["--mem", level.mem]
+    if request.profile is not None:
+        args += ["--profile", request.profile]
+    for flag, given in (("--image", request.image), ("--timeout", request.timeout)):
+        if given is not None:
+            args += [flag, given]
+    return args
+
+
+def _cap(request: AbRequest, plan: AbPlan) -> str:
+    if request.sweep is not None and plan.levels[0].mem is not None:
+        return f"swept: {', '.join(level.label for level in plan.levels)}"
+    if request.mem is not None:
+        return request.mem
+    if request.profile is not None:
+        return f"profile {request.profile}"
+    memory = plan.family.memory_bytes
+    return f"family default ({format_bytes(memory)})" if memory else "qualify's default"
+
+
+def _progress(stderr: TextIO, done: int, total: int, run: Repetition) -> None:
+    level = f" {run.level}" if run.level else ""
+    wall = f"{run.wall_s:.1f}s" if run.wall_s is not None else "-"
+    stderr.write(
+        f"qualify ab: [{done}/{total}]{level} arm {run.arm}: {run.verdict}, "
+        f"peak {format_bytes(run.peak_bytes)}, {wall}\n"
+    )
+
+
+def _refusal(first: dict[str, Any], audit_pins: dict[str, Any], run: Repetition) -> str | None:
+    lines = differences(first, audit_pins)
+    if not lines:
+        return None
+    return f"run {run.index + 1} ({run.run_id}) differs from the first in " + "; ".join(lines)
+
+
+def ab(request: AbRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+    """Run the experiment; 0 when done (whatever the verdicts: they are the data), 2 when
+    refused, 4 when a run could not be made or qualify could not judge one (ERROR)."""
+    started = time.monotonic()
+    try:
+        root = repo_root(request.repo if request.repo is not None else Path.cwd())
+        search = list(request.families_dirs) or default_family_dirs(root)
+        family = find_family(request.family_name, search)
+        plan = build_plan(
+            family=family,
+            arm_a=request.arm_a,
+            arm_b=request.arm_b,
+            sets=parse_sets(request.sets),
+            n=request.n,
+            mem=request.mem,
+            sweep=request.sweep,
+            order=request.order,
+            seed=request.seed,
+            metrics=_metrics(request.metrics),
+        )
+        timeout_s = (
+            parse_duration(request.timeout, what="--timeout")
+            if request.timeout
+            else family.timeout_s
+        )
+        head = record_sha(commit_info(root, None, os.environ))
+        directory = (request.out / head / family.name / "ab" / new_run_id()).resolve()
+        check_output_dir(request.out, "--out", below=directory)
+    except UsageError as exc:
+        stderr.write(f"qualify ab: error: {exc}\n")
+        return EXIT_USAGE
+    directory.mkdir(parents=True)
+    record = AbRecord(
+        id=directory.name,
+        family=family.name,
+        head=head,
+        host=request.host or platform.node() or "unknown",
+        created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        command=list(request.command_line),
+        arms={arm: dict(options) for arm, options in plan.arms.items()},
+        differing={
+            name: {arm: plan.resolved[arm][name] for arm in plan.resolved}
+            for name in plan.differing
+        },
+        common=dict(plan.common),
+        n=plan.n,
+        order=plan.order,
+        seed=plan.seed,
+        cap=_cap(request, plan),
+        levels=[level.label for level in plan.levels],
+        coupled=[list(group) for group in family.coupled],
+        metrics_asked=list(plan.metrics) if plan.metrics is not None else None,
+        repetitions=[],
+    )
+    code, made = _run_all(request, plan, root, directory, record, timeout_s, stderr)
+    made = dataclasses.replace(made, wall_s=round(time.monotonic() - started, 3))
+    write_record(directory, made)
+    _print_summary(made, stdout)
+    stdout.write(f"{display_path(directory)}\n")
+    return code
+
+
+def _run_all(
+    request: AbRequest,
+    plan: AbPlan,
+    root: Path,
+    directory: Path,
+    record: AbRecord,
+    timeout_s: float,
+    stderr: TextIO,
+) -> tuple[int, AbRecord]:
+    """Make every run in order; stop at the first refusal or failure to make one."""
+    runs: list[Repetition] = []
+    first: dict[str, Any] | None = None
+    first_limits: dict[int, dict[str, Any]] = {}
+    schedule = plan.schedule()
+    for index, slot in enumerate(schedule):
+        args = _run_args(request, plan, root, directory / RUNS_DIR, slot)
+        try:
+            run_dir = run_once(args, cwd=Path.cwd(), timeout_s=timeout_s + MARGIN_S)
+        except UsageError as exc:
+            stderr.write(f"qualify ab: error: run {index + 1} refused: {exc}\n")
+            return EXIT_USAGE, dataclasses.replace(record, repetitions=runs, refused=str(exc))
+        except (RuntimeError, OSError) as exc:
+            stderr.write(f"qualify ab: error: run {index + 1} could not be made: {exc}\n")
+            failed = f"run {index + 1} could not be made: {exc}"
+            return EXIT_ERROR, dataclasses.replace(record, repetitions=runs, refused=failed)
+        except KeyboardInterrupt:
+            stderr.write(f"qualify ab: interrupted during run {index + 1}\n")
+            stopped = f"interrupted during run {index + 1} of {len(schedule)}"
+            return EXIT_ERROR, dataclasses.replace(record, repetitions=runs, refused=stopped)
+        label = plan.levels[slot.level].label
+        run, audit = from_run_dir(
+            run_dir, arm=slot.arm, level=label, index=index, relative_to=directory
+        )
+        runs.append(run)
+        _progress(stderr, index + 1, len(schedule), run)
+        found = pins(audit, varied=plan.varied)
+        first = first if first is not None else found
+        limits = first_limits.setdefault(slot.level, limit_pins(audit))
+        refusal = _refusal({**first, **limits}, {**found, **limit_pins(audit)}, run)
+        if refusal is not None:
+            stderr.write(f"qualify ab: error: refused: {refusal}\n")
+            return EXIT_USAGE, dataclasses.replace(record, repetitions=runs, refused=refusal)
+    # A run qualify itself could not judge (ERROR) says nothing about the policy: exit 4.
+    errors = any(run.verdict == "ERROR" for run in runs)
+    return (EXIT_ERROR if errors else 0), dataclasses.replace(record, repetitions=runs)
+
+
+def _print_summary(record: AbRecord, stdout: TextIO) -> None:
+    labels = record.arm_labels()
+    for level in record.summaries():
+        prefix = f"{level.label}: " if level.label else ""
+        for name, arm in level.arms.items():
+            stdout.write(
+                f"{prefix}{labels[name]}: {show_verdicts(arm)}; "
+                f"peak {show_spread(arm.peak, 'bytes')}\n"
+            )
+        for group, judgement in level.groups:
+            stdout.write(f"{prefix}{' + '.join(group)}: {judgement}\n")
+    if record.refused:
+        stdout.write(f"refused: {record.refused}\n")

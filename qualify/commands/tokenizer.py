@@ -1,0 +1,106 @@
+"""``qualify tokenizer export`` and ``qualify tokenizer verify``: a family's tokenizer as a
+standalone directory for a benchmark client, and proof that the client reads it identically."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from qualify.errors import UsageError
+from qualify.tokenizer.checks import Check
+from qualify.verdict import EXIT_FAILED, EXIT_PASSED, EXIT_USAGE
+
+
+def export(
+    *,
+    model_dir: Path | None,
+    family: str | None,
+    output_dir: Path,
+    repo: Path | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Export a tokenizer directory or a family's tokenizer; 0 when every check passed, 1 on
+    the first mismatch (nothing written), 2 for bad input."""
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    try:
+        source_dir = _source(model_dir, family, repo)
+        if output_dir.exists():
+            raise UsageError(f"--output-dir {output_dir} exists (valid: a path not taken yet)")
+        from qualify.tokenizer.export import export_tokenizer
+
+        result = export_tokenizer(source_dir, output_dir)
+    except UsageError as exc:
+        stderr.write(f"qualify tokenizer export: error: {exc}\n")
+        return EXIT_USAGE
+    _print_checks(result.checks, stdout)
+    if not result:
+        stderr.write(f"qualify tokenizer export: FAILED: {result.first_mismatch}\n")
+        return EXIT_FAILED
+    stdout.write(f"exported {source_dir} -> {output_dir}\n")
+    return EXIT_PASSED
+
+
+def verify(
+    *,
+    export_dir: Path,
+    client: str,
+    python: Path | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Run the export's checks in the client's own environment; 1 on any difference."""
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    from qualify.tokenizer import clientenv
+    from qualify.tokenizer.verify import load_export, offline_note, verify_export
+
+    try:
+        pinned = clientenv.parse_client(client)
+        load_export(export_dir)
+        if python is not None and not python.is_file():
+            raise UsageError(f"--python {python}: no such interpreter")
+        if python is None and not clientenv.is_ready(pinned):
+            stderr.write(
+                f"qualify tokenizer verify: installing {pinned.requirement} into "
+                f"{clientenv.venv_dir(pinned)} (first use; takes minutes)\n"
+            )
+        interpreter = python if python is not None else clientenv.ensure_venv(pinned)
+        result = verify_export(export_dir, pinned, interpreter)
+    except UsageError as exc:
+        stderr.write(f"qualify tokenizer verify: error: {exc}\n")
+        return EXIT_USAGE
+    versions = ", ".join(
+        f"{name} {version}" for name, version in result.versions.items() if version
+    )
+    stdout.write(f"client {result.client} ({interpreter}): {versions}\n")
+    _print_checks(result.checks, stdout)
+    stdout.write(offline_note(result, export_dir) + "\n")
+    if not result:
+        first = next(check.mismatch for check in result.checks if not check)
+        stderr.write(f"qualify tokenizer verify: FAILED: {first}\n")
+        return EXIT_FAILED
+    return EXIT_PASSED
+
+
+def _source(model_dir: Path | None, family: str | None, repo: Path | None) -> Path:
+    from qualify.tokenizer.source import check_source, family_tokenizer
+
+    if (model_dir is None) == (family is None):
+        raise UsageError("give exactly one of --model-dir DIR and --family NAME")
+    if family is not None:
+        from qualify.plan.commit import find_repo
+        from qualify.plan.families import default_family_dirs
+
+        root = find_repo(repo if repo is not None else Path.cwd(), required=repo is not None)
+        model_dir = family_tokenizer(family, default_family_dirs(root))
+    source_dir = Path(model_dir or "")
+    check_source(source_dir)
+    return source_dir
+
+
+def _print_checks(results: list[Check], stdout: TextIO) -> None:
+    for check in results:
+        state = "ok  " if check else "FAIL"
+        detail = f"  {check.mismatch}" if check.mismatch else ""
+        stdout.write(f"{state} {check.name:<15} {check.count:>8}{detail}\n")

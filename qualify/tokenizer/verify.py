@@ -1,0 +1,143 @@
+"""Verify an export inside the benchmark client's own environment, through its own loader.
+
+The client's interpreter runs ``observe.py`` (standard library only) on the export directory;
+its record is compared with the source's, which the export stored. The loader is run twice:
+with the offline variables removed (the environment that works) and with ``HF_HUB_OFFLINE=1``,
+because AIPerf 0.13.0 refuses a local tokenizer path in offline mode: it treats any non-empty
+``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` (even ``0``) as offline and then resolves the
+name with ``huggingface_hub.snapshot_download(..., local_files_only=True)``, which rejects a path
+as a repo id (aiperf/common/tokenizer.py, ``_load_from_hub`` -> ``_from_pretrained_local``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import contract
+from qualify.errors import UsageError
+from qualify.tokenizer import checks
+from qualify.tokenizer.checks import Check, Probes
+from qualify.tokenizer.clientenv import Client
+from qualify.tokenizer.export import EXPECTED_FILE
+
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+OBSERVE_SCRIPT = Path(__file__).resolve().parent / "observe.py"
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """Every check run in the client's environment, and what the offline trap did."""
+
+    client: str
+    checks: list[Check]
+    versions: dict[str, Any] = field(default_factory=dict)
+    """Package versions inside the client's environment."""
+    offline_error: str | None = None
+    """How the client failed with HF_HUB_OFFLINE=1 (None: it loaded)."""
+
+    def __bool__(self) -> bool:
+        return all(self.checks)
+
+
+def load_export(directory: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the audit, the expected record) of an export directory; exit 2 when it is not one."""
+    audit_path = directory / contract.TOKENIZER_AUDIT
+    expected_path = directory / EXPECTED_FILE
+    if not audit_path.is_file() or not expected_path.is_file():
+        raise UsageError(
+            f"{directory}: not a tokenizer export (no {contract.TOKENIZER_AUDIT} and "
+            f"{EXPECTED_FILE}; make one with `qualify tokenizer export`)"
+        )
+    audit = json.loads(audit_path.read_text(encoding="utf-8"))
+    expected = json.loads(expected_path.read_text(encoding="utf-8"))
+    return audit, expected
+
+
+def verify_export(directory: Path, client: Client, python: Path) -> VerifyResult:
+    """Run the checks of ``directory`` with ``python`` (the client's interpreter)."""
+    audit, expected = load_export(directory)
+    probe_set = Probes.from_dict(expected["probes"])
+    file_check = files(directory, audit)
+    working = working_environment()
+    observed = run_observer(python, client.name, directory, probe_set, working)
+    results = [file_check, *checks.compare(expected["record"], observed, probe_set)]
+    offline = run_observer(
+        python, client.name, directory, probe_set, {**working, "HF_HUB_OFFLINE": "1"}
+    )
+    return VerifyResult(
+        client=client.requirement,
+        checks=results,
+        versions=observed.get("versions", {}),
+        offline_error=offline.get("load_error"),
+    )
+
+
+def files(directory: Path, audit: dict[str, Any]) -> Check:
+    """Every file the audit lists, with the sha256 it recorded."""
+    listed: dict[str, dict[str, Any]] = audit.get("files", {})
+    for name, entry in sorted(listed.items()):
+        path = directory / name
+        if not path.is_file():
+            return Check("files", len(listed), f"files: {name} is missing")
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest != entry["sha256"]:
+            return Check(
+                "files", len(listed), f"files: {name} has sha256 {digest[:16]}..., not the audit's"
+            )
+    return Check("files", len(listed))
+
+
+def working_environment() -> dict[str, str]:
+    """This environment without the offline variables that make AIPerf refuse a local path."""
+    return {key: value for key, value in os.environ.items() if key not in OFFLINE_VARIABLES}
+
+
+def run_observer(
+    python: Path, loader: str, directory: Path, probe_set: Probes, env: dict[str, str]
+) -> dict[str, Any]:
+    """``observe.py`` under ``python`` with ``env``; its record (a load error is recorded)."""
+    with tempfile.TemporaryDirectory(prefix="qualify-tokenizer-") as scratch:
+        probes_path = Path(scratch) / "probes.json"
+        output = Path(scratch) / "record.json"
+        probes_path.write_text(json.dumps(probe_set.to_dict()), encoding="utf-8")
+        command = [
+            str(python), str(OBSERVE_SCRIPT), "--loader", loader,
+            "--probes", str(probes_path), "--output", str(output), str(directory.resolve()),
+        ]  # fmt: skip
+        result = subprocess.run(
+            command, env=env, capture_output=True, text=True, check=False,
+            stdin=subprocess.DEVNULL, cwd=scratch,
+        )  # fmt: skip
+        if result.returncode != 0 or not output.is_file():
+            tail = (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
+            return {"load_error": f"the client's interpreter failed: {tail}", "versions": {}}
+        record: dict[str, Any] = json.loads(output.read_text(encoding="utf-8"))
+        return record
+
+
+def offline_note(result: VerifyResult, directory: Path) -> str:
+    """What the offline trap did, and the command line that works."""
+    works = (
+        f"env -u HF_HUB_OFFLINE -u TRANSFORMERS_OFFLINE aiperf profile --tokenizer "
+        f"{directory.resolve()} ..."
+    )
+    if result.offline_error is None:
+        return f"offline: {result.client} loads the export with HF_HUB_OFFLINE=1 too"
+    reason = _first_line(result.offline_error)
+    return (
+        f"offline: {result.client} refuses a local tokenizer path when HF_HUB_OFFLINE=1 "
+        f"(or TRANSFORMERS_OFFLINE, any non-empty value) is set ({reason}); the checks above "
+        f"ran without them, which needs no network for a local path: {works}"
+    )
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else text
+    return line if len(line) <= 200 else line[:200] + "..."

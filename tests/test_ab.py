@@ -1,0 +1,323 @@
+"""``qualify ab``: the method's numbers from real runs under a real cap, its refusals, and the
+merge of results from two hosts.
+
+The tiny A/B's cap is measured (families/tiny/README.md; checked again before choosing it): at
+size small the build's anonymous memory peaks at about 718 MiB with one plan resident and 911
+MiB with both, so under 850M every retaining run is OOM-killed and every staged run passes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from qualify.errors import UsageError
+from qualify.experiment.plan import ARMS, check_metrics
+from qualify.experiment.stats import Spread, is_real, spread
+from qualify.experiment.summary import compare, judge_group
+from tests.conftest import ROOT, RunQualify, git
+
+HOST_A, HOST_B = "runner-a", "runner-b"
+
+
+def _record(stdout: str, cwd: Path) -> tuple[Path, dict[str, Any]]:
+    directory = cwd / stdout.strip().splitlines()[-1]
+    return directory, json.loads((directory / "ab.json").read_text())
+
+
+# --- the rules, on numbers chosen by hand
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "real"),
+    [
+        ([10.0, 11.0, 12.0], [12.5, 13.0], True),
+        ([10.0, 11.0, 12.0], [12.0, 13.0], False),  # touching ranges overlap
+        ([10.0, 20.0], [14.0, 15.0], False),  # one inside the other
+        ([5.0], [5.0], False),
+    ],
+)
+def test_real_only_when_ranges_do_not_overlap(a: list[float], b: list[float], real: bool) -> None:
+    assert is_real(spread(a), spread(b)) is real
+    assert is_real(spread(b), spread(a)) is real
+
+
+def test_spread_and_relative_difference() -> None:
+    found = spread([3.0, 1.0, 2.0, 10.0])
+    assert found == Spread(4, 1.0, 2.5, 10.0, 4.0, pytest.approx(4.0825, abs=1e-4))
+    latency = compare("ttft_ms", "ms", spread([100.0, 110.0]), spread([80.0, 90.0]))
+    assert latency.real and latency.better == "b" and latency.relative == pytest.approx(-20 / 105)
+    rate = compare("tokens_per_s", "tokens/s", spread([100.0, 110.0]), spread([80.0, 90.0]))
+    assert rate.real and rate.better == "a"
+
+
+def test_a_gain_bought_with_the_other_half_is_a_trade() -> None:
+    ttft = compare("ttft_ms", "ms", spread([100.0, 110.0]), spread([60.0, 70.0]))
+    itl = compare("itl_ms", "ms", spread([10.0, 11.0]), spread([14.0, 15.0]))
+    assert judge_group([ttft, itl]) == "trade, not a win: ttft_ms better in b, itl_ms better in a"
+    same = compare("itl_ms", "ms", spread([10.0, 11.0]), spread([10.5, 12.0]))
+    assert judge_group([ttft, same]) == "b better in ttft_ms (no real difference in itl_ms)"
+
+
+def test_one_half_of_a_coupled_pair_alone_is_refused() -> None:
+    pairs = [("ttft_ms", "itl_ms")]
+    with pytest.raises(UsageError, match="ttft_ms is coupled with itl_ms"):
+        check_metrics(["ttft_ms", "native_tokens_per_s"], pairs)
+    check_metrics(["itl_ms", "ttft_ms"], pairs)
+    check_metrics(["native_tokens_per_s"], pairs)
+    check_metrics(None, pairs)
+
+
+# --- refusals before any run (exit 2, one line naming the value)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--a", "mem=800M", "--b", "first_mib=64"), "--a mem: not an option of family hog"),
+        (("--a", "image=x:1", "--b", "first_mib=64"), "--a image: not an option of family hog"),
+        (("--a", "first_mib=64", "--b", "first_mib=64"), "resolve to the same options"),
+        (("--a", "first_mib=8", "--b", "second_mib=8", "--set", "first_mib=1"), "--set first_mib"),
+        (("--a", "first_mib=8", "--b", "first_mib=9", "--sweep", "mem=1G", "--mem", "2G"), "both"),
+        (("--a", "first_mib=8", "--b", "first_mib=x"), "first_mib"),
+    ],
+)
+def test_arms_differing_in_anything_else_are_refused(
+    repo: Path, run_qualify: RunQualify, args: tuple[str, ...], message: str
+) -> None:
+    result = run_qualify("ab", "--family", "hog", "--repo", str(repo), "--n", "1", *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("qualify ab: error: ") and message in lines[0]
+    assert not list(repo.parent.glob("reports/*/hog/ab/*/runs/*")), "a run was made"
+
+
+def test_asking_for_one_half_of_tinys_pair_is_refused(run_qualify: RunQualify) -> None:
+    result = run_qualify(
+        "ab", "--family", "tiny", "--repo", str(ROOT), "--a", "retain_plans=true",
+        "--b", "retain_plans=false", "--metrics", "itl_ms",
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "itl_ms is coupled with ttft_ms" in result.stderr
+    assert "--metrics itl_ms,ttft_ms" in result.stderr
+
+
+DRIFT_TEST = """
+from pathlib import Path
+
+import harness
+
+
+def test_maybe_edit_the_tree():
+    name = harness.option("touch", "")
+    if name:  # the run edits the working tree it is qualified from
+        (Path(__file__).parent / name).write_text("edited during the experiment\\n")
+"""
+
+
+@pytest.mark.privileged
+def test_a_tree_edited_between_runs_refuses_the_experiment(
+    tmp_path: Path, run_qualify: RunQualify
+) -> None:
+    root = tmp_path / "repo"
+    family = root / "families" / "drift"
+    family.mkdir(parents=True)
+    (family / "family.toml").write_text(
+        'name = "drift"\n[e2e]\ncommand = ["python", "-m", "pytest", "test_drift.py", "-q"]\n'
+        '[options]\ntouch = ""\nlabel = "x"\n'
+    )
+    (family / "test_drift.py").write_text(DRIFT_TEST)
+    (family / "pytest.ini").write_text("[pytest]\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "drift family")
+    result = run_qualify(
+        "ab", "--family", "drift", "--repo", str(root), "--mem", "256M", "--n", "2",
+        "--a", "touch=edited.txt", "--b", "label=y",
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "refused: run 2" in result.stderr and "tree:" in result.stderr
+    _, record = _record(result.stdout, tmp_path)
+    assert len(record["repetitions"]) == 2  # stopped at the first run that differed
+    assert "tree:" in record["refused"] and record["summary"] == []
+
+
+# --- real runs
+
+
+@pytest.mark.privileged
+@pytest.mark.slow
+def test_merge_of_two_hosts_keeps_them_apart(
+    repo: Path, tmp_path: Path, run_qualify: RunQualify
+) -> None:
+    arms = ("--a", "second_mib=100", "--b", "second_mib=300", "--n", "2", "--mem", "256M")
+    made = []
+    for host in (HOST_A, HOST_B):
+        common = ("ab", "--family", "hog", "--repo", str(repo), "--host", host)
+        result = run_qualify(*common, *arms, "--out", f"out-{host}")
+        assert result.returncode == 0, result.stdout + result.stderr
+        made.append(_record(result.stdout, tmp_path))
+    for _, record in made:
+        arm_a, arm_b = (record["summary"][0]["arms"][arm] for arm in ARMS)
+        assert arm_a["availability"] == "2/2" and arm_b["verdicts"] == ["OOM_KILLED"] * 2
+    shutil.copytree(made[1][0], tmp_path / "downloaded" / made[1][0].name)  # as an artifact
+    merged = run_qualify("merge", str(made[0][0]), str(tmp_path / "downloaded"), "--out", "merged")
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    document = json.loads((tmp_path / "merged" / "ab-merged.json").read_text())
+    assert document["hosts"] == [HOST_A, HOST_B]
+    markdown = (tmp_path / "merged" / "ab.md").read_text()
+    rows = [line for line in markdown.splitlines() if "| a (second_mib=100) | 2/2" in line]
+    assert [row.split("|")[1].strip() for row in rows] == [HOST_A, HOST_B]
+    assert all("| 2/2: PASSED, PASSED |" in row for row in rows)  # per host, never 4/4
+    assert "peak_bytes: reproduced on all 2 hosts (a better)" in markdown
+    assert "<td>runner-b</td>" in (tmp_path / "merged" / "ab.html").read_text()
+
+
+@pytest.mark.privileged
+@pytest.mark.slow
+def test_a_sweep_of_the_cap_runs_both_arms_at_each_level(
+    repo: Path, tmp_path: Path, run_qualify: RunQualify
+) -> None:
+    # hog holds 64 MiB then 100 or 300 MiB over an interpreter running pytest: at 256M only
+    # the smaller arm fits, at 512M both do.
+    result = run_qualify(
+        "ab", "--family", "hog", "--repo", str(repo), "--n", "1", "--order", "random",
+        "--seed", "7", "--a", "second_mib=100", "--b", "second_mib=300",
+        "--sweep", "mem=256M,512M",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    _, record = _record(result.stdout, tmp_path)
+    assert record["levels"] == ["256M", "512M"] and record["seed"] == 7
+    assert [run["level"] for run in record["repetitions"]] == ["256M", "256M", "512M", "512M"]
+    verdicts = {
+        (level["level"], arm): level["arms"][arm]["verdicts"]
+        for level in record["summary"]
+        for arm in ARMS
+    }
+    assert verdicts == {
+        ("256M", "a"): ["PASSED"],
+        ("256M", "b"): ["OOM_KILLED"],
+        ("512M", "a"): ["PASSED"],
+        ("512M", "b"): ["PASSED"],
+    }
+    limits = {run["level"]: run["limit_bytes"] for run in record["repetitions"]}
+    assert limits == {"256M": 256 * 2**20, "512M": 512 * 2**20}
+
+
+@pytest.fixture
+def tiny_repo(tmp_path: Path) -> Path:
+    """This repository's families in a repository of their own: other work in the checkout
+    while the experiment runs must not change the tree the runs are pinned to."""
+    root = tmp_path / "repo"
+    shutil.copytree(
+        ROOT / "families", root / "families", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "families")
+    return root
+
+
+CAP = "850M"
+N = 2
+
+
+@pytest.mark.family
+@pytest.mark.privileged
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.usefixtures("small_checkpoint")
+def test_tiny_retained_plans_against_staged_plans(
+    tiny_repo: Path, tmp_path: Path, run_qualify: RunQualify
+) -> None:
+    result = run_qualify(
+        "ab", "--family", "tiny", "--repo", str(tiny_repo), "--mem", CAP, "--n", str(N),
+        "--a", "retain_plans=true", "--b", "retain_plans=false",
+        "--set", "size=small", "--set", "new_tokens=6",
+        timeout=840,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    directory, record = _record(result.stdout, tmp_path)
+    runs = record["repetitions"]
+    assert [run["arm"] for run in runs] == ["a", "b", "b", "a"]  # interleaved, alternating
+    assert len({run["run_dir"] for run in runs}) == 2 * N
+    for run in runs:
+        assert (directory / run["run_dir"] / "audit.json").is_file()
+        assert run["limit_bytes"] == 850 * 2**20
+    level = record["summary"][0]
+    retained, staged = level["arms"]["a"], level["arms"]["b"]
+    assert retained["availability"] == f"0/{N}" and set(retained["verdicts"]) == {"OOM_KILLED"}
+    assert staged["availability"] == f"{N}/{N}" and set(staged["verdicts"]) == {"PASSED"}
+    for arm in (retained, staged):
+        peak = arm["peak_bytes"]
+        assert peak["count"] == N and peak["min"] <= peak["median"] <= peak["max"]
+        assert peak["stdev"] >= 0 and peak["max"] <= 850 * 2**20
+        assert "build:decode" in arm["phases"]
+    assert "native" in staged["phases"] and "native" not in retained["phases"]
+    metrics = staged["metrics"]
+    assert metrics["ttft_ms"]["count"] == N and metrics["ttft_ms"]["min"] > 0
+    assert metrics["itl_ms"]["count"] == N and metrics["itl_ms"]["unit"] == "ms"
+    for run in runs:
+        if run["arm"] == "b":  # 10 prompts; new_tokens=6: 10 TTFTs, up to 50 steps
+            samples = run["metrics"]
+            assert len(samples["ttft_ms"]["values"]) == 10
+            assert 0 < len(samples["itl_ms"]["values"]) <= 50
+    names = [c["name"] for c in level["comparisons"]]
+    assert names[names.index("ttft_ms") + 1] == "itl_ms"  # the pair, together
+    assert level["coupled"] == [
+        {
+            "metrics": ["ttft_ms", "itl_ms"],
+            "judgement": "not comparable: ttft_ms, itl_ms not recorded by both arms",
+        }
+    ]
+    markdown = (directory / "ab.md").read_text()
+    rows = [line for line in markdown.splitlines() if "(coupled: ttft_ms + itl_ms)" in line]
+    assert [row.split("|")[2].strip().split()[0] for row in rows] == ["ttft_ms", "itl_ms"]
+    assert "| 0/2: OOM_KILLED, OOM_KILLED |" in markdown
+    assert "| 2/2: PASSED, PASSED |" in markdown
+    assert "retain_plans: a=true vs b=false" in markdown
+
+
+@pytest.mark.parametrize(
+    "coupled",
+    ['[["ttft_ms"]]', '[["ttft_ms", "itl_ms"], ["itl_ms", "tpot_ms"]]', '["ttft_ms"]'],
+)
+def test_a_coupled_group_that_cannot_be_quoted_together_is_refused(
+    tmp_path: Path, coupled: str
+) -> None:
+    from qualify.plan.families import load_family
+
+    family = tmp_path / "lat"
+    family.mkdir()
+    (family / "family.toml").write_text(
+        f'name = "lat"\n[e2e]\ncommand = ["true"]\n[ab]\ncoupled = {coupled}\n'
+    )
+    with pytest.raises(UsageError, match=r"\[ab\] coupled: .* is not valid"):
+        load_family(family)
+    (family / "family.toml").write_text(
+        'name = "lat"\n[e2e]\ncommand = ["true"]\n[ab]\ncoupled = [["ttft_ms", "itl_ms"]]\n'
+    )
+    assert load_family(family).coupled == (("ttft_ms", "itl_ms"),)
+
+
+@pytest.mark.foreign_audit
+def test_merging_ab_results_with_run_directories_is_refused(tmp_path: Path) -> None:
+    from qualify.commands.merge import merge
+
+    record = tmp_path / "results" / "ab" / "x"
+    record.mkdir(parents=True)
+    (record / "ab.json").write_text('{"kind": "qualify-ab"}')
+    loose = tmp_path / "results" / "run"
+    loose.mkdir()
+    (loose / "audit.json").write_text("{}")
+    errors = io.StringIO()
+    assert merge(inputs=[tmp_path / "results"], stdout=io.StringIO(), stderr=errors) == 2
+    assert "run directories outside any A/B record" in errors.getvalue()
+    errors = io.StringIO()
+    code = merge(inputs=[record], expect="hog:custom", stdout=io.StringIO(), stderr=errors)
+    assert code == 2 and "--expect applies to run directories" in errors.getvalue()

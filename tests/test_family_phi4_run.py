@@ -1,0 +1,109 @@
+"""The phi4 family under `qualify run`: the design's headline command at the standard 48 GiB
+cap and profile, and the retain_plans bug under a real cap.
+
+The cap for the retain_plans pair is measured (families/phi4/README.md): at size ci the E2E's
+anonymous memory peaks at about 1.63 GiB in build:prefill with staged plans (baseline plus one
+317 MiB plan and the export's transients) and near 1.95 GiB in build:decode with the prefill plan
+retained. Under cgroup v1 the staged E2E passed at 1750M, 1850M (and 48G); the retaining one was
+OOM_KILLED in build:decode at 1850M and 1950M. 1850M sits in the middle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.conftest import ROOT, RunQualify
+
+pytestmark = [pytest.mark.family, pytest.mark.privileged, pytest.mark.slow]
+
+FAMILY_DIR = ROOT / "families" / "phi4"
+PHASES = ("checkpoint", "build:vision", "build:prefill", "build:decode", "native", "reference")
+CAP = "1850M"
+SHORT = ("--set", "new_tokens=8")  # the build is under test in the pair, not 30 tokens of decoding
+REPO = str(ROOT)
+
+
+@pytest.fixture(scope="module")
+def ci_checkpoint() -> None:
+    """The ci checkpoint, created uncapped before the capped runs (creation fits the model:
+    minutes, not what the runs measure); later runs load it from the cache."""
+    env = dict(os.environ)
+    paths = [str(FAMILY_DIR), str(FAMILY_DIR.parent / "tiny"), env.get("PYTHONPATH")]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
+    subprocess.run(
+        [sys.executable, "-m", "phi4_engine.checkpoint", "ci"],
+        cwd=FAMILY_DIR, check=True, capture_output=True, timeout=1800, env=env,
+    )  # fmt: skip
+
+
+def _check_passed(result: object, audit: dict[str, object]) -> None:
+    assert audit["verdict"] == "PASSED"
+    parity = audit["parity"]
+    assert isinstance(parity, dict)
+    assert parity["cases"] == 10 and parity["exact"] >= 9 and parity["passed"] is True
+    memory = audit["memory"]
+    assert isinstance(memory, dict)
+    phases = {p["name"]: p for p in memory["phases"]}
+    for name in PHASES:
+        assert phases[name]["peak_bytes"] > 0, name
+    # The engine that ran names its own phase inside `native`; on a CPU host, torch.
+    assert "native:torch" in phases
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.usefixtures("ci_checkpoint")
+def test_headline_passes_at_48g_with_parity_phases_and_engine(run_qualify: RunQualify) -> None:
+    result = run_qualify("run", "--family", "phi4", "--repo", REPO, "--mem", "48G", timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    audit = result.audit()
+    _check_passed(result, audit)
+    assert audit["limits"]["requested"]["memory_bytes"] == 48 * 2**30
+    assert "parity: 10/10" in result.stdout or "parity: 9/10" in result.stdout
+    assert result.run_dir is not None
+    recorded = [
+        json.loads(line) for line in (result.run_dir / "parity.jsonl").read_text().splitlines()
+    ]
+    sides = [case["side"] for case in recorded]
+    assert sides.count("native") == 10 and sides.count("reference") == 10
+    images = {case["case_id"] for case in recorded if case["case_id"].startswith("image-")}
+    assert len(images) >= 3
+    cases = list(ET.parse(result.run_dir / "junit.xml").getroot().iter("testcase"))
+    assert len([c for c in cases if c.get("classname") == "phi4.parity"]) >= 10
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.usefixtures("ci_checkpoint")
+def test_standard_profile_passes(run_qualify: RunQualify) -> None:
+    result = run_qualify(
+        "run", "--family", "phi4", "--repo", REPO, "--profile", "standard", *SHORT, timeout=900
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    audit = result.audit()
+    _check_passed(result, audit)
+    assert audit["profile"] == "standard"
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.usefixtures("ci_checkpoint")
+def test_retained_plans_oom_in_build_where_staged_plans_pass(run_qualify: RunQualify) -> None:
+    common = ("run", "--family", "phi4", "--repo", REPO, "--mem", CAP, *SHORT)
+    retained = run_qualify(*common, "--set", "retain_plans=true", timeout=900)
+    assert retained.returncode == 3, retained.stdout + retained.stderr
+    audit = retained.audit()
+    assert audit["verdict"] == "OOM_KILLED"
+    assert audit["memory"]["phase_at_end"].startswith("build:")
+    assert audit["tests"]["running_at_end"] == "test_e2e.py::test_build_engine"
+    staged = run_qualify(*common, timeout=900)
+    assert staged.returncode == 0, staged.stdout + staged.stderr
+    staged_audit = staged.audit()
+    assert staged_audit["verdict"] == "PASSED"
+    phases = {p["name"]: p["peak_bytes"] for p in staged_audit["memory"]["phases"]}
+    # Staged: decode's build peak stays near prefill's (one plan at a time), under the cap.
+    assert abs(phases["build:decode"] - phases["build:prefill"]) < 96 * 2**20
+    assert max(phases.values()) <= 1850 * 2**20

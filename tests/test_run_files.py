@@ -1,0 +1,85 @@
+"""Reading the run's JSON-lines files fast without reading them differently.
+
+``read_jsonl`` decodes whole chunks of lines in one parse and falls back to line by line where a
+line is cut or garbled; the sanitizer's harvest reads a JSON-lines file as its distinct fields.
+Each test states the records (or values) a line-by-line reading gives, and checks the fast path
+gives exactly those.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from qualify.publish.bundle import learn_from_run
+from qualify.publish.sanitize import Identities, Sanitizer
+from qualify.rundir.events import read_jsonl
+
+# A GitHub token shape (not a real one), built so that no scanner reads this file as a leak.
+TOKEN = "ghp_" + "Zq7Lk2Wm9Xr4Tn6Vb1Hs8Jd3Fc5Gp0Ya2Ue7"
+
+
+def test_garbled_blank_and_cut_lines_are_skipped_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(
+        b'{"event": "a", "n": 1}\n'
+        b"[1, 2]\n"  # valid JSON, not a record
+        b'{"event": "b", \n'  # garbled
+        b"\n"
+        b'{"event": "c", "n": 3}\n'
+        b'{"event": "d", "n"'  # the cut last line of a killed writer
+    )
+    assert [record["event"] for record in read_jsonl(path)] == ["a", "c"]
+
+
+def test_a_garbled_line_deep_in_a_long_file_costs_only_itself(tmp_path: Path) -> None:
+    lines = [json.dumps({"event": "test_phase", "i": i}) for i in range(20_000)]
+    lines[12_345] = '{"event": "test_phase", "i": '
+    (tmp_path / "events.jsonl").write_text("\n".join(lines) + "\n")
+    indices = [record["i"] for record in read_jsonl(tmp_path / "events.jsonl")]
+    assert indices == [i for i in range(20_000) if i != 12_345]
+
+
+def test_containing_decodes_only_the_lines_that_hold_the_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text(
+        '{"event": "test_phase", "nodeid": "t::a"}\n'
+        '{"event": "cuda_oom", "t": 3.0}\n'
+        '{"event": "cuda_oom", \n'  # garbled: still skipped
+        '{"event": "test_phase", "nodeid": "t::cuda_oom_case"}\n'
+    )
+    found = list(read_jsonl(path, containing=b"cuda_oom"))
+    assert found == [
+        {"event": "cuda_oom", "t": 3.0},
+        {"event": "test_phase", "nodeid": "t::cuda_oom_case"},
+    ]
+    assert list(read_jsonl(tmp_path / "missing.jsonl")) == []
+
+
+def _learnt(tmp_path: Path, events: str) -> set[str]:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "events.jsonl").write_text(events)
+    sanitizer = Sanitizer({}, Identities())
+    learn_from_run(run_dir, sanitizer)
+    return {secret.value for secret in sanitizer.known}
+
+
+def test_a_token_in_an_escaped_test_id_is_learnt_decoded(tmp_path: Path) -> None:
+    escaped = TOKEN.replace("Z", "\\u005a", 1)  # JSON's escape of its first "Z"
+    events = "".join(
+        f'{{"event": "test_phase", "nodeid": "t::test_x[{escaped}]", "t": {t}}}\n'
+        for t in (1.5, 2.5, 3.5)
+    )
+    assert TOKEN in _learnt(tmp_path, events)
+
+
+def test_a_token_in_a_cut_line_is_learnt(tmp_path: Path) -> None:
+    events = '{"event": "a"}\n{"event": "test_phase", "nodeid": "t::x[' + TOKEN + "]"
+    assert TOKEN in _learnt(tmp_path, events)
+
+
+def test_a_key_value_secret_split_over_fields_keeps_its_key(tmp_path: Path) -> None:
+    # The key-value rules read the key before the value: the field keeps both.
+    events = '{"event": "case", "password": "Xk2-rT9-wQ4-zL7"}\n'
+    assert "Xk2-rT9-wQ4-zL7" in _learnt(tmp_path, events)

@@ -1,0 +1,320 @@
+"""``qualify tokenizer export`` and ``verify``: real family tokenizers, a real AIPerf venv.
+
+The families' tokenizers are built the way the families build them, into caches private to this
+module. Corruptions are made where they would happen: in the files of the saved directory
+(between save and reload for the export's own check, in the published directory for verify).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import contract
+from qualify.cli import main
+from qualify.verdict import EXIT_FAILED, EXIT_USAGE
+from tests.conftest import require
+
+transformers = require("transformers")
+
+from qualify.tokenizer import clientenv, export  # noqa: E402
+
+pytestmark = [pytest.mark.family, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parent.parent
+Corruption = Callable[[Path], str]
+
+
+@pytest.fixture(scope="module")
+def caches(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The families' caches, private to this module."""
+    root = tmp_path_factory.mktemp("family-caches")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TINY_CACHE_DIR", str(root / "tiny"))
+        patch.setenv("PHI4_CACHE_DIR", str(root / "phi4"))
+        yield root
+
+
+def _export(family: str, out: Path) -> int:
+    return main(
+        ["tokenizer", "export", "--family", family, "--repo", str(ROOT), "--output-dir", str(out)]
+    )
+
+
+@pytest.fixture(scope="module")
+def exports(caches: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """tiny's and phi4's tokenizers exported once for the module."""
+    root = tmp_path_factory.mktemp("exports")
+    for family in ("tiny", "phi4"):
+        assert _export(family, root / family) == 0, family
+    return {family: root / family for family in ("tiny", "phi4")}
+
+
+@pytest.fixture(scope="module")
+def tiny_source(caches: Path) -> Path:
+    """tiny's checkpoint directory (its tokenizer files among the weights)."""
+    from qualify.plan.families import default_family_dirs
+    from qualify.tokenizer.source import family_tokenizer
+
+    return family_tokenizer("tiny", default_family_dirs(ROOT))
+
+
+def _audit(directory: Path) -> dict[str, Any]:
+    return json.loads((directory / contract.TOKENIZER_AUDIT).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("family", ["tiny", "phi4"])
+def test_export_is_a_standalone_fast_tokenizer(family: str, exports: dict[str, Path]) -> None:
+    directory = exports[family]
+    names = sorted(path.name for path in directory.iterdir())
+    assert names == sorted(
+        [
+            "special_tokens_map.json",
+            "tokenizer.json",
+            "tokenizer_config.json",
+            contract.TOKENIZER_AUDIT,
+            export.EXPECTED_FILE,
+        ]
+    )
+    audit = _audit(directory)
+    assert audit["passed"] is True
+    assert set(audit["files"]) == set(names) - {contract.TOKENIZER_AUDIT}
+    checks = {check["name"]: check for check in audit["checks"]}
+    assert all(check["passed"] for check in checks.values())
+    assert checks["probes"]["count"] >= 16 and checks["chats"]["count"] >= 2
+    config = json.loads((directory / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert "{% for message in messages %}" in config["chat_template"]
+    loaded = transformers.AutoTokenizer.from_pretrained(directory)
+    assert loaded.is_fast
+    if family == "phi4":
+        assert checks["vocabulary"]["count"] == 200012
+        assert loaded.convert_tokens_to_ids("<|endoftext|>") == 199999
+        assert loaded.encode("Hello, world!") == [13225, 11, 2375, 0]
+        assert audit["vocabulary"] == {"entries": 200012, "length": 200012}
+
+
+def _set_merge(directory: Path) -> str:
+    document = json.loads((directory / "tokenizer.json").read_text(encoding="utf-8"))
+    merges = document["model"]["merges"]
+    index = 7
+    merges[index], merges[index + 1] = merges[index + 1], merges[index]
+    (directory / "tokenizer.json").write_text(json.dumps(document), encoding="utf-8")
+    text = [" ".join(merge) if isinstance(merge, list) else merge for merge in merges]
+    return f"merges: merge {index} is {text[index]!r}, expected {text[index + 1]!r}"
+
+
+def _drop_template(directory: Path) -> str:
+    path = directory / "tokenizer_config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    length = len(config.pop("chat_template"))
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return f"chat template: missing, expected {length} characters"
+
+
+def _move_special(directory: Path) -> str:
+    path = directory / "tokenizer.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    vocab = document["model"]["vocab"]
+    old = vocab["<|end|>"]
+    new = max(vocab.values()) + 1
+    vocab["<|end|>"] = new
+    for token in document["added_tokens"]:
+        if token["content"] == "<|end|>":
+            token["id"] = new
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return f"vocabulary: '<|end|>' has id {new}, expected {old}"
+
+
+CORRUPTIONS: dict[str, Corruption] = {
+    "one merge changed": _set_merge,
+    "chat template dropped": _drop_template,
+    "special token id moved": _move_special,
+}
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+def test_export_catches_a_corrupted_save(
+    corruption: str,
+    tiny_source: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    expected: list[str] = []
+    real_save = export.save
+
+    def corrupting_save(tokenizer: Any, directory: Path) -> None:
+        real_save(tokenizer, directory)
+        expected.append(CORRUPTIONS[corruption](directory))
+
+    monkeypatch.setattr(export, "save", corrupting_save)
+    out = tmp_path / "out" / "tokenizer"
+    code = main(["tokenizer", "export", "--model-dir", str(tiny_source), "--output-dir", str(out)])
+    stderr = capsys.readouterr().err
+    assert code == EXIT_FAILED
+    assert stderr == f"qualify tokenizer export: FAILED: {expected[0]}\n"
+    # Nothing half-written: neither the directory nor its staging sibling.
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def _bad_inputs(tiny_source: Path, root: Path) -> dict[str, tuple[Path, str]]:
+    empty = root / "no-tokenizer"
+    empty.mkdir()
+    (empty / "config.json").write_text('{"model_type": "phi3"}', encoding="utf-8")
+    slow = root / "slow-only"
+    slow.mkdir()
+    document = json.loads((tiny_source / "tokenizer.json").read_text(encoding="utf-8"))
+    (slow / "vocab.json").write_text(json.dumps(document["model"]["vocab"]), encoding="utf-8")
+    merges = [" ".join(m) if isinstance(m, list) else m for m in document["model"]["merges"]]
+    (slow / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n", encoding="utf-8")
+    (slow / "tokenizer_config.json").write_text(
+        '{"tokenizer_class": "GPT2Tokenizer"}', encoding="utf-8"
+    )
+    remote = root / "remote-code"
+    shutil.copytree(tiny_source, remote)
+    config = json.loads((remote / "tokenizer_config.json").read_text(encoding="utf-8"))
+    config["auto_map"] = {"AutoTokenizer": ["tokenization_custom.CustomTokenizer", None]}
+    (remote / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    (remote / "tokenization_custom.py").write_text("raise SystemExit('never run')\n")
+    broken = root / "broken"
+    broken.mkdir()
+    (broken / "tokenizer.json").write_text('{"model": ', encoding="utf-8")
+    return {
+        "unreadable tokenizer.json": (
+            broken,
+            f"--model-dir {broken}: transformers cannot load it: Expecting value: line 1",
+        ),
+        "no tokenizer": (
+            empty,
+            f"--model-dir {empty}: no tokenizer (valid: a directory with tokenizer.json)",
+        ),
+        "slow-only": (slow, f"--model-dir {slow}: only a slow tokenizer (vocab.json, merges.txt)"),
+        "remote code": (
+            remote,
+            f"--model-dir {remote}: the tokenizer needs the model's remote code",
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "case", ["no tokenizer", "slow-only", "remote code", "unreadable tokenizer.json"]
+)
+def test_bad_input_is_one_line_and_exit_2(
+    case: str, tiny_source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source, expected = _bad_inputs(tiny_source, tmp_path)[case]
+    out = tmp_path / "out"
+    code = main(["tokenizer", "export", "--model-dir", str(source), "--output-dir", str(out)])
+    stderr = capsys.readouterr().err
+    assert code == EXIT_USAGE
+    assert stderr.count("\n") == 1
+    assert stderr.startswith(f"qualify tokenizer export: error: {expected}")
+    assert not out.exists()
+
+
+def test_existing_output_dir_is_refused(
+    tiny_source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["tokenizer", "export", "--model-dir", str(tiny_source), "--output-dir", str(tmp_path)]
+    )
+    assert code == EXIT_USAGE
+    assert capsys.readouterr().err == (
+        f"qualify tokenizer export: error: --output-dir {tmp_path} exists "
+        "(valid: a path not taken yet)\n"
+    )
+
+
+def test_unknown_family_and_client_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _export("nope", tmp_path / "out") == EXIT_USAGE
+    assert "--family 'nope' has no tokenizer recipe (valid: phi4, tiny)" in capsys.readouterr().err
+    assert main(["tokenizer", "verify", str(tmp_path), "--client", "vllm"]) == EXIT_USAGE
+    assert "--client 'vllm' is not valid (valid: aiperf[==VERSION])" in capsys.readouterr().err
+    assert main(["tokenizer", "verify", str(tmp_path)]) == EXIT_USAGE
+    assert "not a tokenizer export" in capsys.readouterr().err
+
+
+# --- the real client: AIPerf pip-installed into its own venv (cached across runs)
+
+
+@pytest.fixture(scope="module")
+def aiperf_python() -> Path:
+    """AIPerf 0.13.0's venv, created on demand under the user cache directory (or reused)."""
+    return clientenv.ensure_venv(clientenv.parse_client("aiperf==0.13.0"))
+
+
+def _verify(
+    directory: Path, python: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
+    code = main(
+        [
+            "tokenizer",
+            "verify",
+            str(directory),
+            "--client",
+            "aiperf==0.13.0",
+            "--python",
+            str(python),
+        ]
+    )
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("family", ["tiny", "phi4"])
+def test_verify_passes_in_aiperf(
+    family: str,
+    exports: dict[str, Path],
+    aiperf_python: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The family's E2E environment sets HF_HUB_OFFLINE=1: verify must still check the export.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, out, err = _verify(exports[family], aiperf_python, capsys)
+    assert (code, err) == (0, ""), out
+    lines = out.splitlines()
+    assert lines[0].startswith(f"client aiperf==0.13.0 ({aiperf_python}): ")
+    assert "aiperf 0.13.0" in lines[0]
+    # AIPerf pins huggingface-hub<2 in its own venv, whatever the family stack runs.
+    hub = next(part for part in lines[0].split(", ") if part.startswith("huggingface-hub "))
+    assert int(hub.split()[1].split(".")[0]) < 2
+    names = [line.split()[1] for line in lines[1:-1]]
+    assert names == [
+        "files", "vocabulary", "merges", "pipeline", "added", "special", "probes", "decode",
+        "chat", "chats", "client",
+    ]  # fmt: skip
+    assert all(line.startswith("ok ") for line in lines[1:-1])
+    # The trap of AIPerf 0.13.0, live: a local path is refused with HF_HUB_OFFLINE=1.
+    assert lines[-1].startswith(
+        "offline: aiperf==0.13.0 refuses a local tokenizer path when HF_HUB_OFFLINE=1"
+    )
+    assert "HFValidationError" in lines[-1]
+    works = "env -u HF_HUB_OFFLINE -u TRANSFORMERS_OFFLINE aiperf profile --tokenizer"
+    assert f"{works} {exports[family]} ..." in lines[-1]
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+def test_verify_names_the_corruption(
+    corruption: str,
+    exports: dict[str, Path],
+    aiperf_python: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    directory = tmp_path / "tiny"
+    shutil.copytree(exports["tiny"], directory)
+    expected = CORRUPTIONS[corruption](directory)
+    code, out, err = _verify(directory, aiperf_python, capsys)
+    assert code == EXIT_FAILED
+    assert err.startswith("qualify tokenizer verify: FAILED: files: ")
+    failed = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert f"  {expected}" in failed[1], failed
