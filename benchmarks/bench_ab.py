@@ -30,6 +30,7 @@ def _snapshot(root: Path) -> None:
     shutil.copytree(
         ROOT / "families", root / "families", ignore=shutil.ignore_patterns("__pycache__")
     )
+    (root / ".gitignore").write_text("__pycache__/\n")  # the runs' bytecode: not the tree's
     identity = ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "families"]):
         subprocess.run(["git", *identity, "-C", str(root), *args], check=True)

@@ -115,6 +115,10 @@ def git(repo: Path, *args: str) -> str:
     ).stdout.strip()
 
 
+IGNORED = "__pycache__/\n"
+"""The ``.gitignore`` of the tests' repositories, as a real one has: a run's bytecode (pytest's
+rewritten tests among it) is not part of the tree the run is pinned to."""
+
 HOG_TEST = """
 import time
 import harness
@@ -168,6 +172,7 @@ def repo(tmp_path: Path) -> Path:
     )
     (family / "test_hog.py").write_text(HOG_TEST)
     (family / "pytest.ini").write_text("[pytest]\n")
+    (root / ".gitignore").write_text(IGNORED)
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "hog family")

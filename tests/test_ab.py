@@ -20,7 +20,7 @@ from qualify.errors import UsageError
 from qualify.experiment.plan import ARMS, check_metrics
 from qualify.experiment.stats import Spread, is_real, spread
 from qualify.experiment.summary import compare, judge_group
-from tests.conftest import ROOT, RunQualify, git
+from tests.conftest import IGNORED, ROOT, RunQualify, git
 
 HOST_A, HOST_B = "runner-a", "runner-b"
 
@@ -133,6 +133,7 @@ def test_a_tree_edited_between_runs_refuses_the_experiment(
     )
     (family / "test_drift.py").write_text(DRIFT_TEST)
     (family / "pytest.ini").write_text("[pytest]\n")
+    (root / ".gitignore").write_text(IGNORED)
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "drift family")
@@ -217,6 +218,7 @@ def tiny_repo(tmp_path: Path) -> Path:
     shutil.copytree(
         ROOT / "families", root / "families", ignore=shutil.ignore_patterns("__pycache__")
     )
+    (root / ".gitignore").write_text(IGNORED)
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "families")

@@ -21,7 +21,7 @@ from qualify.plan.families import content_hash
 from qualify.run.processes import start_time
 from qualify.run.registry import registry_dir
 from qualify.sandbox.cgroup.layout import current_layout
-from tests.conftest import Completed, RunQualify, git, qualify_argv
+from tests.conftest import IGNORED, Completed, RunQualify, git, qualify_argv
 
 pytestmark = [pytest.mark.privileged, pytest.mark.slow]
 MIB = 2**20
@@ -37,6 +37,7 @@ def family_repo(root: Path, name: str, toml: str, files: dict[str, str]) -> Path
     for relative, text in files.items():
         (family / relative).write_text(textwrap.dedent(text))
     (family / "pytest.ini").write_text("[pytest]\n")
+    (root / ".gitignore").write_text(IGNORED)
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", name)
