@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tiny_engine.checkpoint import load_tokenizer, stop_token_ids  # noqa: F401 (tiny's, reused)
 from tiny_engine.durable import fsync_dir, fsync_tree
 
 from phi4_engine import corpus, fit, sizes, tokenizer
@@ -151,21 +152,6 @@ def load_model(directory: Path, dtype: torch.dtype, *, trust_remote_code: bool =
         directory, dtype=dtype, attn_implementation="eager", trust_remote_code=trust_remote_code
     )
     return model.eval()
-
-
-def load_tokenizer(directory: Path) -> Any:
-    """``AutoTokenizer.from_pretrained``: the tokenizer saved with the checkpoint."""
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(directory)
-
-
-def stop_token_ids(directory: Path) -> list[int]:
-    """Token ids that end a generation, from the checkpoint's ``generation_config.json``."""
-    from transformers import GenerationConfig
-
-    eos = GenerationConfig.from_pretrained(directory).eos_token_id
-    return [eos] if isinstance(eos, int) else list(eos or [])
 
 
 def _eager(model: Any) -> None:

@@ -95,27 +95,6 @@ class _Phi4Network(_Network):
         rotated = torch.cat((-second, first), dim=-1)
         return torch.cat((rotary * cos + rotated * sin, passthrough), dim=-1)
 
-    def _layers(
-        self,
-        hidden: torch.Tensor,
-        positions: torch.Tensor,
-        cache: tuple[torch.Tensor, torch.Tensor] | None,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        keys, values = [], []
-        for layer in range(self.shape.layers):
-            prefix = f"model.layers.{layer}."
-            past = None if cache is None else (cache[0][layer], cache[1][layer])
-            normed = self._rms_norm(hidden, prefix + "input_layernorm.weight")
-            attended, key, value = self._attention(normed, layer, positions, past)
-            hidden = hidden + attended
-            normed = self._rms_norm(hidden, prefix + "post_attention_layernorm.weight")
-            hidden = hidden + self._mlp(normed, layer)
-            keys.append(key)
-            values.append(value)
-        last = self._rms_norm(hidden[:, -1, :], "model.norm.weight")
-        logits = functional.linear(last, self._weight("lm_head.weight")).float()
-        return logits, torch.stack(keys), torch.stack(values)
-
 
 class PrefillNetwork(_Phi4Network):
     """Prompt ``[1, length]`` and image features ``[1, length, hidden]`` (used where

@@ -132,6 +132,16 @@ class _Network(nn.Module):
         cache: tuple[torch.Tensor, torch.Tensor] | None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         hidden = functional.embedding(input_ids, self._weight("model.embed_tokens.weight"))
+        return self._layers(hidden, positions, cache)
+
+    def _layers(
+        self,
+        hidden: torch.Tensor,
+        positions: torch.Tensor,
+        cache: tuple[torch.Tensor, torch.Tensor] | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The decoder layers over embedded ``hidden``: last position's fp32 logits and the
+        KV cache (a family that embeds its own way, images merged in, starts here)."""
         keys, values = [], []
         for layer in range(self.shape.layers):
             prefix = f"model.layers.{layer}."
