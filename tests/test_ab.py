@@ -11,6 +11,10 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +24,7 @@ from qualify.errors import UsageError
 from qualify.experiment.plan import ARMS, check_metrics
 from qualify.experiment.stats import Spread, is_real, spread
 from qualify.experiment.summary import compare, judge_group
-from tests.conftest import IGNORED, ROOT, RunQualify, git
+from tests.conftest import IGNORED, ROOT, RunQualify, git, qualify_argv
 
 HOST_A, HOST_B = "runner-a", "runner-b"
 
@@ -146,6 +150,88 @@ def test_a_tree_edited_between_runs_refuses_the_experiment(
     _, record = _record(result.stdout, tmp_path)
     assert len(record["repetitions"]) == 2  # stopped at the first run that differed
     assert "tree:" in record["refused"] and record["summary"] == []
+
+
+WAIT_TEST = """
+import time
+from pathlib import Path
+
+import harness
+
+
+def test_wait_for_release():
+    name = harness.option("wait_for", "")
+    deadline = time.monotonic() + 120
+    while name and not Path(name).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+"""
+
+
+@pytest.mark.privileged
+def test_a_killed_experiment_leaves_the_runs_it_made_on_record(tmp_path: Path) -> None:
+    """SIGKILL of ``qualify ab`` while its second run is under way: ``ab.json`` already holds
+    the first run, marked incomplete (no summary), and the pages agree."""
+    root = tmp_path / "repo"
+    family = root / "families" / "wait"
+    family.mkdir(parents=True)
+    (family / "family.toml").write_text(
+        'name = "wait"\n[e2e]\ncommand = ["python", "-m", "pytest", "test_wait.py", "-q"]\n'
+        '[options]\nwait_for = ""\n'
+    )
+    (family / "test_wait.py").write_text(WAIT_TEST)
+    (family / "pytest.ini").write_text("[pytest]\n")
+    (root / ".gitignore").write_text(IGNORED)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "wait family")
+    release = tmp_path / "release"
+    out = tmp_path / "out"
+    process = subprocess.Popen(
+        qualify_argv(
+            "ab", "--family", "wait", "--repo", str(root), "--mem", "256M", "--n", "1",
+            "--a", "wait_for=", "--b", f"wait_for={release}", "--out", str(out),
+        ),
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        record_path = _wait_for(lambda: _incomplete_with(out, 1), timeout=120)
+        _wait_for(lambda: len(list(record_path.parent.glob("runs/*/*/*/*"))) == 2, timeout=60)
+        process.kill()
+        assert process.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        release.touch()  # the second run (an orphan now) finishes on its own
+        process.kill()
+        process.wait(timeout=30)
+    record = json.loads(record_path.read_text())
+    assert [r["arm"] for r in record["repetitions"]] == ["a"]
+    assert record["repetitions"][0]["verdict"] == "PASSED"
+    assert record["refused"] == "incomplete: 1 of 2 runs recorded (qualify ab did not finish)"
+    assert record["summary"] == []
+    assert "incomplete: 1 of 2 runs recorded" in (record_path.parent / "ab.md").read_text()
+    _wait_for(
+        lambda: len(list(record_path.parent.glob("runs/*/*/*/*/audit.json"))) == 2, timeout=120
+    )
+
+
+def _incomplete_with(out: Path, runs: int) -> Path | None:
+    for path in out.glob("*/wait/ab/*/ab.json"):
+        try:
+            record = json.loads(path.read_text())
+        except ValueError:
+            return None
+        if len(record["repetitions"]) == runs and record["refused"].startswith("incomplete"):
+            return path
+    return None
+
+
+def _wait_for(condition: Callable[[], Any], timeout: float) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"not reached within {timeout} s: {condition}")
 
 
 # --- real runs

@@ -33,13 +33,17 @@ REPO = str(ROOT)
 def ci_checkpoint() -> None:
     """The ci checkpoint, created uncapped before the capped runs (creation fits the model:
     minutes, not what the runs measure); later runs load it from the cache."""
+    subprocess.run(
+        [sys.executable, "-m", "phi4_engine.checkpoint", "ci"],
+        cwd=FAMILY_DIR, check=True, capture_output=True, timeout=1800, env=_family_env(),
+    )  # fmt: skip
+
+
+def _family_env() -> dict[str, str]:
     env = dict(os.environ)
     paths = [str(FAMILY_DIR), str(FAMILY_DIR.parent / "tiny"), env.get("PYTHONPATH")]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
-    subprocess.run(
-        [sys.executable, "-m", "phi4_engine.checkpoint", "ci"],
-        cwd=FAMILY_DIR, check=True, capture_output=True, timeout=1800, env=env,
-    )  # fmt: skip
+    return env
 
 
 def _check_passed(result: object, audit: dict[str, object]) -> None:
@@ -75,6 +79,36 @@ def test_headline_passes_at_48g_with_parity_phases_and_engine(run_qualify: RunQu
     assert len(images) >= 3
     cases = list(ET.parse(result.run_dir / "junit.xml").getroot().iter("testcase"))
     assert len([c for c in cases if c.get("classname") == "phi4.parity"]) >= 10
+
+
+@pytest.mark.timeout(1800)
+def test_phi4_mini_checkpoint_passes_text_only(
+    run_qualify: RunQualify, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A Phi-4-mini checkpoint (``phi3``, no vision encoder) through ``--set checkpoint=DIR``:
+    checked, loaded with from_pretrained, built without a vision plan and judged on ten text
+    cases."""
+    directory = tmp_path_factory.mktemp("phi4-mini") / "checkpoint"
+    subprocess.run(
+        [sys.executable, "-m", "phi4_engine.checkpoint", "ci", str(directory), "--model=mini"],
+        cwd=FAMILY_DIR, check=True, capture_output=True, timeout=1200, env=_family_env(),
+    )  # fmt: skip
+    assert json.loads((directory / "config.json").read_text())["model_type"] == "phi3"
+    result = run_qualify(
+        "run", "--family", "phi4", "--repo", REPO, "--mem", "48G",
+        "--set", f"checkpoint={directory}", timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    audit = result.audit()
+    assert audit["verdict"] == "PASSED"
+    parity = audit["parity"]
+    assert parity["cases"] == 10 and parity["exact"] >= 9 and parity["passed"] is True
+    phases = {p["name"] for p in audit["memory"]["phases"]}
+    assert {"checkpoint", "build:prefill", "build:decode", "native:torch", "reference"} <= phases
+    assert "build:vision" not in phases
+    assert result.run_dir is not None
+    recorded = (result.run_dir / "parity.jsonl").read_text().splitlines()
+    assert not any(json.loads(line)["case_id"].startswith("image-") for line in recorded)
 
 
 @pytest.mark.timeout(1800)

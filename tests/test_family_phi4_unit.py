@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import require
+from tests.conftest import ROOT, require
 
 torch = require("torch")
 transformers = require("transformers")
@@ -27,7 +27,7 @@ for _path in (FAMILY_DIR, FAMILY_DIR.parent / "tiny"):
         sys.path.insert(0, str(_path))
 
 from phi4_engine import checkpoint, engine, images, network, prompts, sizes  # noqa: E402
-from phi4_engine.build import NETWORKS, build_engine  # noqa: E402
+from phi4_engine.build import NETWORKS, TEXT_NETWORKS, build_engine  # noqa: E402
 from phi4_engine.options import FamilyOptions  # noqa: E402
 from tiny_engine import bundle  # noqa: E402
 from tiny_engine.network import NetworkShape  # noqa: E402
@@ -344,4 +344,77 @@ def test_checkpoint_module_usage_is_one_line() -> None:
         cwd=FAMILY_DIR, capture_output=True, text=True, env=checkpoint._child_env(), check=False,
     )  # fmt: skip
     assert result.returncode == 2
-    assert result.stderr.strip() == "usage: python -m phi4_engine.checkpoint SIZE [TARGET]"
+    assert result.stderr.strip() == checkpoint.USAGE
+    assert checkpoint.USAGE.startswith("usage: python -m phi4_engine.checkpoint SIZE [TARGET]")
+    bad_model = subprocess.run(
+        [sys.executable, "-m", "phi4_engine.checkpoint", "ci", "--model=phi3"],
+        cwd=FAMILY_DIR, capture_output=True, text=True, env=checkpoint._child_env(), check=False,
+    )  # fmt: skip
+    assert bad_model.returncode == 2 and bad_model.stderr.strip() == checkpoint.USAGE
+
+
+# microsoft/Phi-4-mini-instruct's published config.json (tests/data/samples/SOURCES.md).
+PHI4_MINI_CONFIG = ROOT / "tests/data/samples/model_configs/phi-4-mini-instruct-config.json"
+
+
+def test_real_phi4_mini_config_is_accepted_and_read_natively(tmp_path: Path) -> None:
+    """Phi-4-mini-instruct ships an auto_map for a model type transformers builds itself:
+    no remote code is needed, and its numbers are the family's Phi-4-mini at size full."""
+    directory = tmp_path / "phi-4-mini"
+    directory.mkdir()
+    (directory / "config.json").write_bytes(PHI4_MINI_CONFIG.read_bytes())
+    assert checkpoint.check_checkpoint(directory, trust_remote_code=False) == "phi3"
+    assert checkpoint.is_multimodal(directory) is False
+    config = transformers.AutoConfig.from_pretrained(directory, trust_remote_code=False)
+    assert type(config) is transformers.Phi3Config
+    ours = transformers.Phi3Config(**sizes.config_kwargs("full", "mini"))
+    assert NetworkShape.from_config(config) == NetworkShape.from_config(ours)
+    assert network.LongRope.from_config(config) == network.LongRope.from_config(ours)
+    assert config.tie_word_embeddings is True and ours.tie_word_embeddings is True
+
+
+def test_phi3_with_phi3s_vocabulary_is_not_phi4_mini(tmp_path: Path) -> None:
+    config = json.loads(PHI4_MINI_CONFIG.read_text())
+    config["vocab_size"] = 32064  # Phi-3-mini's
+    directory = _write_config(tmp_path / "phi-3-mini", **config)
+    with pytest.raises(checkpoint.CheckpointError, match="is Phi-3, not Phi-4-mini"):
+        checkpoint.check_checkpoint(directory, trust_remote_code=False)
+
+
+def test_mini_config_is_the_text_decoder_alone() -> None:
+    multimodal, mini = sizes.config_kwargs("ci"), sizes.config_kwargs("ci", "mini")
+    assert "vision_config" not in mini and "audio_config" not in mini
+    assert {k: v for k, v in multimodal.items() if k in mini} == mini
+    assert sizes.cache_key("ci", model="mini").startswith("ci-mini-")
+    assert sizes.cache_key("ci", model="mini") != sizes.cache_key("ci")
+    with pytest.raises(ValueError, match="model 'phi3' is not one of multimodal, mini"):
+        sizes.config_kwargs("ci", "phi3")
+
+
+def test_text_only_prompts_are_ten_without_images() -> None:
+    cases = prompts.parity_prompts(_Tokenizer(), 10, images=False)
+    assert len(cases) == 10 and all(case.image is None for case in cases)
+    assert sizes.IMAGE_TOKEN_ID not in {i for case in cases for i in case.input_ids}
+    assert len({case.case_id for case in cases}) == 10
+    with pytest.raises(ValueError, match="between 1 and 10"):
+        prompts.parity_prompts(_Tokenizer(), 11, images=False)
+
+
+def test_mini_build_stages_prefill_and_decode_only(tmp_path: Path) -> None:
+    kwargs = sizes.config_kwargs("ci", "mini")
+    kwargs.update(hidden_size=256, num_attention_heads=2, num_key_value_heads=1)
+    config = transformers.Phi3Config(**kwargs)
+    config.architectures = ["Phi3ForCausalLM"]
+    torch.manual_seed(7)
+    directory = tmp_path / "mini"
+    transformers.Phi3ForCausalLM(config).save_pretrained(directory)
+    transformers.GenerationConfig(eos_token_id=[199999, 200020]).save_pretrained(directory)
+    staged: list[str] = []
+    published = build_engine(
+        directory,
+        tmp_path / "engine",
+        engine=engine.choose_engine("torch"),
+        on_staged=lambda plan: staged.append(plan.network),
+    )
+    assert staged == list(TEXT_NETWORKS) == ["prefill", "decode"]
+    assert bundle.read_manifest(published)["networks"] == ["prefill", "decode"]

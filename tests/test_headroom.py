@@ -19,6 +19,7 @@ from qualify.commands.headroom import parse_resolution
 from qualify.errors import UsageError
 from qualify.experiment.bisect import Resolution, bisect
 from qualify.experiment.repetition import Repetition
+from qualify.sizes import format_bytes
 from tests.conftest import Completed, RunQualify
 
 MIB = 2**20
@@ -72,7 +73,12 @@ def test_finds_the_boundary_within_the_resolution(repo: Path, run_qualify: RunQu
     assert at == {passing: ["PASSED", "PASSED"], failing: ["OOM_KILLED", "OOM_KILLED"]}
     standard = next(row for row in found["profiles"] if row["profile"] == "standard")
     assert standard["cap_bytes"] == 48 * 2**30 and standard["needs_bytes"] == passing
-    assert "standard: 48 GiB cap, needs" in result.stdout
+    needs = f"| standard | 48 GiB | {format_bytes(passing)} |"
+    assert needs in result.stdout
+    assert result.run_dir is not None
+    page = (result.run_dir / "headroom.html").read_text()
+    assert page.count("<tr>") == len(probes) + len(found["profiles"]) + 2  # two header rows
+    assert f"<td>{format_bytes(passing)}</td>" in page and "script" not in page
 
 
 @pytest.mark.privileged

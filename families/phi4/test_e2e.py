@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import pytest
 from phi4_engine import checkpoint, engine, prompts
-from phi4_engine.build import NETWORKS, build_engine
+from phi4_engine.build import NETWORKS, TEXT_NETWORKS, build_engine
 from phi4_engine.native import NativeRuntime
 from phi4_engine.options import FamilyOptions
 from phi4_engine.reference import ReferenceRuntime
@@ -38,6 +38,7 @@ class Run:
     bundle_dir: Path | None = None
     engine: engine.EngineChoice | None = None
     cases: list[prompts.Prompt] = field(default_factory=list)
+    multimodal: bool = True
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +64,9 @@ def _collect_garbage() -> Iterator[None]:
 
 
 def test_checkpoint(run: Run) -> None:
-    """The checkpoint (synthesized on first use, or checkpoint=DIR) passes its check and
-    loads through from_pretrained, with the real Phi-4 tokenizer."""
+    """The checkpoint (synthesized on first use, or checkpoint=DIR: Phi-4-multimodal or
+    Phi-4-mini) passes its check and loads through from_pretrained, with the real Phi-4
+    tokenizer."""
     from transformers import AutoConfig
 
     options = run.options
@@ -76,16 +78,19 @@ def test_checkpoint(run: Run) -> None:
             path = checkpoint.ensure_checkpoint(options.size)
         tokenizer = checkpoint.load_tokenizer(path)
     config = AutoConfig.from_pretrained(path, trust_remote_code=options.trust_remote_code)
-    assert config.model_type == "phi4_multimodal"
+    assert config.model_type in checkpoint.MODEL_TYPES
+    print(f"model: {config.model_type} ({checkpoint.MODEL_TYPES[config.model_type]})")
     assert config.tie_word_embeddings is True
     assert config.rope_parameters["rope_type"] == "longrope"
     assert tokenizer.convert_tokens_to_ids("<|endoftext|>") == 199999
-    run.cases = prompts.parity_prompts(tokenizer, options.prompts)
+    run.multimodal = checkpoint.is_multimodal(path)
+    run.cases = prompts.parity_prompts(tokenizer, options.prompts, images=run.multimodal)
     run.checkpoint_dir = path
 
 
 def test_build_engine(run: Run, engine_root: Path) -> None:
-    """One plan per network (prefill, decode, vision), published as a complete bundle."""
+    """One plan per network (prefill, decode and, with a vision encoder, vision), published as
+    a complete bundle."""
     checkpoint_dir = _require(run.checkpoint_dir, "test_checkpoint")
     choice = engine.choose_engine(run.options.engine)
     print(f"engine: {choice.name} ({choice.reason})")
@@ -97,7 +102,8 @@ def test_build_engine(run: Run, engine_root: Path) -> None:
         trust_remote_code=run.options.trust_remote_code,
     )
     manifest = bundle.read_manifest(published)
-    assert [plan["network"] for plan in manifest["plans"]] == list(NETWORKS)
+    networks = NETWORKS if run.multimodal else TEXT_NETWORKS
+    assert [plan["network"] for plan in manifest["plans"]] == list(networks)
     assert manifest["engine"] == choice.name
     for plan in manifest["plans"]:
         assert (published / plan["file"]).stat().st_size == plan["size_bytes"]

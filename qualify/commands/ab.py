@@ -10,7 +10,6 @@ experiment (exit 2) rather than comparing two things that are not one difference
 from __future__ import annotations
 
 import dataclasses
-import os
 import platform
 import sys
 import time
@@ -22,17 +21,14 @@ from qualify.errors import UsageError
 from qualify.experiment.pins import differences, limit_pins, pins
 from qualify.experiment.plan import AbPlan, Slot, build_plan, parse_sets
 from qualify.experiment.record import RUNS_DIR, AbRecord, write_record
-from qualify.experiment.repetition import Repetition, from_run_dir, run_once
+from qualify.experiment.repetition import Repetition, experiment, from_run_dir, run_once
 from qualify.experiment.tables import show_spread, show_verdicts
 from qualify.judge.judgement import display_path
-from qualify.plan.commit import commit_info, record_sha, repo_root
+from qualify.plan.commit import repo_root
 from qualify.plan.families import default_family_dirs, find_family
-from qualify.plan.output import check_output_dir
-from qualify.plan.spec import new_run_id
-from qualify.sizes import format_bytes, parse_duration
+from qualify.sizes import format_bytes
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE
 
-MARGIN_S = 120.0
 """How long past the family's timeout a repetition may take (set-up, reports) before the
 experiment gives up on it."""
 
@@ -139,22 +135,16 @@ def ab(request: AbRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.std
             seed=request.seed,
             metrics=_metrics(request.metrics),
         )
-        timeout_s = (
-            parse_duration(request.timeout, what="--timeout")
-            if request.timeout
-            else family.timeout_s
-        )
-        head = record_sha(commit_info(root, None, os.environ))
-        directory = (request.out / head / family.name / "ab" / new_run_id()).resolve()
-        check_output_dir(request.out, "--out", below=directory)
+        where = experiment(root, request.out, family, "ab", request.timeout)
     except UsageError as exc:
         stderr.write(f"qualify ab: error: {exc}\n")
         return EXIT_USAGE
+    directory = where.directory
     directory.mkdir(parents=True)
     record = AbRecord(
         id=directory.name,
         family=family.name,
-        head=head,
+        head=where.head,
         host=request.host or platform.node() or "unknown",
         created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         command=list(request.command_line),
@@ -173,7 +163,7 @@ def ab(request: AbRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.std
         metrics_asked=list(plan.metrics) if plan.metrics is not None else None,
         repetitions=[],
     )
-    code, made = _run_all(request, plan, root, directory, record, timeout_s, stderr)
+    code, made = _run_all(request, plan, root, directory, record, where.run_timeout_s, stderr)
     made = dataclasses.replace(made, wall_s=round(time.monotonic() - started, 3))
     write_record(directory, made)
     _print_summary(made, stdout)
@@ -190,15 +180,21 @@ def _run_all(
     timeout_s: float,
     stderr: TextIO,
 ) -> tuple[int, AbRecord]:
-    """Make every run in order; stop at the first refusal or failure to make one."""
+    """Make every run in order; stop at the first refusal or failure to make one.
+
+    ``ab.json`` is rewritten before the first run and after each one, marked incomplete, so
+    that a ``qualify ab`` killed outright (SIGKILL, a cancelled job) still leaves the runs it
+    made on record; the final record replaces it.
+    """
     runs: list[Repetition] = []
     first: dict[str, Any] | None = None
     first_limits: dict[int, dict[str, Any]] = {}
     schedule = plan.schedule()
     for index, slot in enumerate(schedule):
+        _write_incomplete(directory, record, runs, len(schedule))
         args = _run_args(request, plan, root, directory / RUNS_DIR, slot)
         try:
-            run_dir = run_once(args, cwd=Path.cwd(), timeout_s=timeout_s + MARGIN_S)
+            run_dir = run_once(args, cwd=Path.cwd(), timeout_s=timeout_s)
         except UsageError as exc:
             stderr.write(f"qualify ab: error: run {index + 1} refused: {exc}\n")
             return EXIT_USAGE, dataclasses.replace(record, repetitions=runs, refused=str(exc))
@@ -226,6 +222,13 @@ def _run_all(
     # A run qualify itself could not judge (ERROR) says nothing about the policy: exit 4.
     errors = any(run.verdict == "ERROR" for run in runs)
     return (EXIT_ERROR if errors else 0), dataclasses.replace(record, repetitions=runs)
+
+
+def _write_incomplete(
+    directory: Path, record: AbRecord, runs: list[Repetition], total: int
+) -> None:
+    incomplete = f"incomplete: {len(runs)} of {total} runs recorded (qualify ab did not finish)"
+    write_record(directory, dataclasses.replace(record, repetitions=list(runs), refused=incomplete))
 
 
 def _print_summary(record: AbRecord, stdout: TextIO) -> None:

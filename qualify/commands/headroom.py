@@ -3,13 +3,12 @@ each profile's cap.
 
 Every probe is a whole ``qualify run`` in its own process and run directory, below
 ``reports/<head>/<family>/headroom/<id>/runs/``; ``headroom.json`` keeps every probe's cap,
-verdict and peak, ``headroom.md`` the table a reviewer reads.
+verdict and peak, ``headroom.md`` and ``headroom.html`` the tables a reviewer reads.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import sys
 from collections.abc import Sequence
@@ -22,19 +21,19 @@ from qualify.experiment.bisect import Resolution, Search, bisect
 from qualify.experiment.pins import differences, pins
 from qualify.experiment.plan import parse_sets
 from qualify.experiment.record import RUNS_DIR
-from qualify.experiment.repetition import Repetition, from_run_dir, run_once
+from qualify.experiment.repetition import Repetition, experiment, from_run_dir, run_once
+from qualify.experiment.tables import Table, to_html, to_markdown
 from qualify.judge.judgement import display_path
-from qualify.plan.commit import commit_info, record_sha, repo_root
+from qualify.plan.commit import repo_root
 from qualify.plan.families import Family, default_family_dirs, find_family
-from qualify.plan.output import check_output_dir
 from qualify.plan.profiles import available_profiles, find_profile
-from qualify.plan.spec import MIN_MEMORY, merge_options, new_run_id
-from qualify.sizes import format_bytes, parse_duration, parse_size
+from qualify.plan.spec import MIN_MEMORY, merge_options
+from qualify.sizes import format_bytes, parse_size
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE
 
 HEADROOM_JSON = "headroom.json"
 HEADROOM_MARKDOWN = "headroom.md"
-MARGIN_S = 120.0
+HEADROOM_HTML = "headroom.html"
 DEFAULT_LO = "64M"
 DEFAULT_HI = "4G"
 
@@ -109,35 +108,51 @@ def profile_headroom(needs: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _line(row: dict[str, Any]) -> str:
+def _room(row: dict[str, Any]) -> str:
     cap, needs, fraction = row["cap_bytes"], row["needs_bytes"], row["headroom_fraction"]
-    room = (
-        f"{fraction * 100:.1f}% headroom"
-        if fraction >= 0
-        else f"does not fit ({format_bytes(needs - cap)} short)"
-    )
-    return f"{row['profile']}: {format_bytes(cap)} cap, needs {format_bytes(needs)}, {room}"
+    if fraction >= 0:
+        return f"{fraction * 100:.1f}%"
+    return f"does not fit ({format_bytes(needs - cap)} short)"
 
 
-def render_markdown(family: str, head: str, search: Search, rows: list[dict[str, Any]]) -> str:
-    """The probes, the boundary, and the headroom per profile."""
-    lines = [f"# Headroom of {family}", "", f"- head: {head}"]
-    lines.append(f"- smallest passing cap: {format_bytes(search.smallest_passing)}")
-    lines.append(f"- largest failing cap: {format_bytes(search.largest_failing)}")
+def render(
+    family: str, head: str, search: Search, rows: list[dict[str, Any]]
+) -> tuple[str, list[tuple[str, str]], list[Table]]:
+    """Title, facts and tables: the boundary, every probe, and the headroom per profile."""
+    facts = [
+        ("head", head),
+        ("smallest passing cap", format_bytes(search.smallest_passing)),
+        ("largest failing cap", format_bytes(search.largest_failing)),
+    ]
     if search.flaky:
-        lines.append(f"- flaky at: {', '.join(format_bytes(cap) for cap in search.flaky)}")
+        facts.append(("flaky at", ", ".join(format_bytes(cap) for cap in search.flaky)))
     if search.stopped:
-        lines.append(f"- stopped: {search.stopped}")
-    lines += ["", "| # | cap | verdict | peak | wall |", "| --- | --- | --- | --- | --- |"]
-    for probe in search.probes:
-        wall = f"{probe.wall_s:.1f}s" if probe.wall_s is not None else "-"
-        lines.append(
-            f"| {probe.index + 1} | {format_bytes(probe.limit_bytes)} | {probe.verdict} | "
-            f"{format_bytes(probe.peak_bytes)} | {wall} |"
+        facts.append(("stopped", search.stopped))
+    probes = [
+        (
+            str(probe.index + 1),
+            format_bytes(probe.limit_bytes),
+            probe.verdict,
+            format_bytes(probe.peak_bytes),
+            f"{probe.wall_s:.1f}s" if probe.wall_s is not None else "-",
         )
+        for probe in search.probes
+    ]
+    tables = [Table("Probes", ("#", "cap", "verdict", "peak", "wall"), probes)]
     if rows:
-        lines += ["", "## Headroom per profile", "", *(f"- {_line(row)}" for row in rows)]
-    return "\n".join(lines) + "\n"
+        profiles = [
+            (
+                str(row["profile"]),
+                format_bytes(row["cap_bytes"]),
+                format_bytes(row["needs_bytes"]),
+                _room(row),
+            )
+            for row in rows
+        ]
+        tables.append(
+            Table("Headroom per profile", ("profile", "cap", "needs", "headroom"), profiles)
+        )
+    return f"Headroom of {family}", facts, tables
 
 
 def _base_args(request: HeadroomRequest, family: str, root: Path, runs: Path) -> list[str]:
@@ -170,17 +185,11 @@ def headroom(
         resolution = parse_resolution(request.resolution)
         if request.repeat < 1:
             raise UsageError(f"--repeat {request.repeat} is not valid (valid: 1 or more)")
-        timeout_s = (
-            parse_duration(request.timeout, what="--timeout")
-            if request.timeout
-            else family.timeout_s
-        )
-        head = record_sha(commit_info(root, None, os.environ))
-        directory = (request.out / head / family.name / "headroom" / new_run_id()).resolve()
-        check_output_dir(request.out, "--out", below=directory)
+        where = experiment(root, request.out, family, "headroom", request.timeout)
     except UsageError as exc:
         stderr.write(f"qualify headroom: error: {exc}\n")
         return EXIT_USAGE
+    directory, head = where.directory, where.head
     directory.mkdir(parents=True)
     base = _base_args(request, family.name, root, directory / RUNS_DIR)
     made: list[Repetition] = []
@@ -188,7 +197,7 @@ def headroom(
 
     def probe(cap: int) -> Repetition:
         run_dir = run_once(
-            [*base, "--mem", str(cap)], cwd=Path.cwd(), timeout_s=timeout_s + MARGIN_S
+            [*base, "--mem", str(cap)], cwd=Path.cwd(), timeout_s=where.run_timeout_s
         )
         run, audit = from_run_dir(
             run_dir, arm="probe", level=format_bytes(cap), index=len(made), relative_to=directory
@@ -239,7 +248,8 @@ def _write(
     request: HeadroomRequest,
     stdout: TextIO,
 ) -> None:
-    """``headroom.json`` and ``headroom.md``; the table and the directory on stdout."""
+    """``headroom.json``, ``headroom.md`` and ``headroom.html``; the Markdown and the
+    directory on stdout."""
     rows = profile_headroom(search.smallest_passing) if search.smallest_passing else []
     document = {
         "kind": "qualify-headroom",
@@ -253,8 +263,10 @@ def _write(
         "profiles": rows,
     }
     write_json_atomic(directory / HEADROOM_JSON, document)
-    markdown = render_markdown(family, head, search, rows)
+    title, facts, tables = render(family, head, search, rows)
+    markdown = to_markdown(title, facts, tables)
     write_bytes_atomic(directory / HEADROOM_MARKDOWN, markdown.encode())
+    write_bytes_atomic(directory / HEADROOM_HTML, to_html(title, facts, tables).encode())
     stdout.write(markdown)
     stdout.write(f"{display_path(directory)}\n")
 

@@ -55,7 +55,8 @@ class AbRecord:
     metrics_asked: list[str] | None
     repetitions: list[Repetition]
     refused: str | None = None
-    """Why the result is refused (a pin differed between runs); no summary is then given."""
+    """Why the result is refused (a pin differed between runs) or incomplete (``qualify ab``
+    still running, or killed before its last run); no summary is then given."""
     wall_s: float | None = None
 
     def summaries(self) -> list[LevelSummary]:

@@ -8,6 +8,7 @@ exactly what a user reproduces by pasting the command line kept in its audit.
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 
 from harness import contract
 from qualify.errors import UsageError
+from qualify.plan.families import Family
 from qualify.rundir import Audit, RunDir
 from qualify.verdict import EXIT_USAGE
 
@@ -145,6 +147,37 @@ def from_run_dir(
         wall_s=audit.timings.wall_s,
     )
     return repetition, audit
+
+
+MARGIN_S = 120.0
+"""How much longer than a run's own timeout its child ``qualify run`` may take in all (its
+start, judging and reports)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """Where an experiment of many runs lives and how long each of its runs may take."""
+
+    head: str
+    directory: Path
+    """``OUT/<head>/<family>/<kind>/<id>``, absolute; not created yet."""
+    run_timeout_s: float
+    """The child's whole budget: the run's timeout plus :data:`MARGIN_S`."""
+
+
+def experiment(root: Path, out: Path, family: Family, kind: str, timeout: str | None) -> Experiment:
+    """The head commit of ``root``, the directory under ``out`` and the per-run timeout
+    (``--timeout`` or the family's). Raises UsageError for a bad timeout or output root."""
+    from qualify.plan.commit import commit_info, record_sha
+    from qualify.plan.output import check_output_dir
+    from qualify.plan.spec import new_run_id
+    from qualify.sizes import parse_duration
+
+    timeout_s = parse_duration(timeout, what="--timeout") if timeout else family.timeout_s
+    head = record_sha(commit_info(root, None, os.environ))
+    directory = (out / head / family.name / kind / new_run_id()).resolve()
+    check_output_dir(out, "--out", below=directory)
+    return Experiment(head, directory, timeout_s + MARGIN_S)
 
 
 def run_once(run_args: Sequence[str], *, cwd: Path, timeout_s: float) -> Path:

@@ -1,5 +1,5 @@
-"""Engine build: one bf16 plan per network (prefill, decode, vision), each staged to disk as
-soon as it is built.
+"""Engine build: one bf16 plan per network (prefill, decode and, for Phi-4-multimodal, vision),
+each staged to disk as soon as it is built.
 
 A plan is the ``torch.export`` archive of one network with its own copy of the bf16 weights,
 held in memory as one buffer while it is built, like a TensorRT engine plan. Each is written
@@ -36,6 +36,8 @@ from phi4_engine.network import (
 )
 
 NETWORKS = ("prefill", "decode", "vision")
+TEXT_NETWORKS = ("prefill", "decode")
+"""Phi-4-mini's: it has no vision encoder."""
 PLAN_DTYPE = torch.bfloat16
 # Crops per image: the global one plus up to 36 (the processor's dynamic_hd).
 MAX_CROPS = 37
@@ -47,7 +49,9 @@ class PlanInputs:
     def __init__(self, config: Any, weights: dict[str, torch.Tensor]) -> None:
         self.shape = NetworkShape.from_config(config)
         self.rope = LongRope.from_config(config)
-        self.vision = VisionShape.from_config(config)
+        has_vision = getattr(config, "vision_config", None) is not None
+        self.vision = VisionShape.from_config(config) if has_vision else None
+        self.networks = NETWORKS if has_vision else TEXT_NETWORKS
         self.weights = weights
 
 
@@ -73,7 +77,7 @@ def build_engine(
             retained = _build_networks(writer, inputs, retain_plans, on_staged)
             published = writer.publish(
                 {
-                    "networks": list(NETWORKS),
+                    "networks": list(inputs.networks),
                     "dtype": str(PLAN_DTYPE).removeprefix("torch."),
                     "engine": engine.name,
                     "engine_reason": engine.reason,
@@ -101,7 +105,7 @@ def _build_networks(
 ) -> list[io.BytesIO]:
     """Build, stage and (unless retained) release each plan in turn; return the retained."""
     retained: list[io.BytesIO] = []
-    for network in NETWORKS:
+    for network in inputs.networks:
         with harness.phase(f"build:{network}"):
             plan = build_plan(network, inputs)
             with plan.getbuffer() as view:
@@ -126,8 +130,8 @@ def build_plan(network: str, inputs: PlanInputs) -> io.BytesIO:
 def export_network(network: str, inputs: PlanInputs) -> Any:
     """``torch.export`` of one network with its sequence, cache or crop count dynamic."""
     exporters = {"prefill": _export_prefill, "decode": _export_decode, "vision": _export_vision}
-    if network not in exporters:
-        raise ValueError(f"network {network!r} is not one of {', '.join(NETWORKS)}")
+    if network not in inputs.networks:
+        raise ValueError(f"network {network!r} is not one of {', '.join(inputs.networks)}")
     with torch.no_grad():
         return exporters[network](inputs)
 
@@ -167,6 +171,7 @@ def _export_decode(inputs: PlanInputs) -> Any:
 
 
 def _export_vision(inputs: PlanInputs) -> Any:
+    assert inputs.vision is not None, "only a checkpoint with a vision encoder has this network"
     crops = torch.zeros((2, 3, CROP, CROP), dtype=torch.float32)
     count = Dim("crops", min=2, max=MAX_CROPS)
     return torch.export.export(

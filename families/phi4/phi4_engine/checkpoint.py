@@ -28,7 +28,12 @@ from phi4_engine import corpus, fit, sizes, tokenizer
 ENV_CACHE_DIR = "PHI4_CACHE_DIR"
 MODEL_TYPES = {
     "phi4_multimodal": "Phi-4-multimodal (transformers' Phi4MultimodalForCausalLM)",
+    "phi3": "Phi-4-mini, text only (transformers' Phi3ForCausalLM with the 200,064 vocabulary)",
 }
+MULTIMODAL = "phi4_multimodal"
+# ``phi3`` is also Phi-3's own model type (a 32,064 Llama vocabulary); the vocabulary tells
+# Phi-4-mini apart.
+MINI_VOCAB_SIZE = sizes.VOCAB_SIZE
 
 
 class CheckpointError(ValueError):
@@ -47,33 +52,36 @@ def tokenizer_dir(root: Path | None = None) -> Path:
     return root / f"tokenizer-{tokenizer.content_digest()[:16]}"
 
 
-def checkpoint_dir(size: str, root: Path | None = None) -> Path:
-    """The cache directory of ``size``'s checkpoint (whether it exists yet or not)."""
+def checkpoint_dir(size: str, root: Path | None = None, model: str = "multimodal") -> Path:
+    """The cache directory of ``size``'s checkpoint of ``model`` (``multimodal`` or ``mini``),
+    whether it exists yet or not."""
     root = cache_root() if root is None else root
-    return root / sizes.cache_key(size, content=_content_digest())
+    return root / sizes.cache_key(size, content=_content_digest(), model=model)
 
 
-def ensure_checkpoint(size: str, root: Path | None = None) -> Path:
+def ensure_checkpoint(size: str, root: Path | None = None, model: str = "multimodal") -> Path:
     """The checkpoint directory of ``size``, created first (in a child process) if not cached.
 
     The child keeps what creation leaves in the allocator (the fit, the tokenizer conversion)
     out of every later phase's memory.
     """
-    target = checkpoint_dir(size, root)
+    target = checkpoint_dir(size, root, model)
     if not target.is_dir():
         command = [sys.executable, "-m", "phi4_engine.checkpoint", size, str(target)]
+        if model != "multimodal":
+            command.append(f"--model={model}")
         subprocess.run(command, check=True, env=_child_env())
     return target
 
 
-def create_checkpoint(size: str, target: Path) -> None:
+def create_checkpoint(size: str, target: Path, model: str = "multimodal") -> None:
     """Write the checkpoint into a temporary sibling of ``target`` and rename it into place;
     when two processes race, the first rename wins."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         staging.chmod(0o755)
-        write_checkpoint(size, staging, tokenizer_dir(target.parent))
+        write_checkpoint(size, staging, tokenizer_dir(target.parent), model)
         fsync_tree(staging)
         try:
             staging.rename(target)
@@ -85,22 +93,32 @@ def create_checkpoint(size: str, target: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def write_checkpoint(size: str, directory: Path, tokenizer_source: Path) -> None:
-    """Build the seeded model, fit it to the corpus, save it with the tokenizer."""
+def write_checkpoint(
+    size: str, directory: Path, tokenizer_source: Path, model_name: str = "multimodal"
+) -> None:
+    """Build the seeded model, fit it to the corpus, save it with the tokenizer.
+
+    ``model_name="mini"`` writes Phi-4-mini instead: ``Phi3ForCausalLM`` with the same text
+    configuration, fitted to the text part of the corpus.
+    """
     from transformers import (
         GenerationConfig,
+        Phi3Config,
+        Phi3ForCausalLM,
         Phi4MultimodalConfig,
         Phi4MultimodalForCausalLM,
     )
 
     _quiet_transformers()
     phi4_tokenizer = tokenizer.load_tokenizer(tokenizer.build_tokenizer(tokenizer_source))
-    config = Phi4MultimodalConfig(**sizes.config_kwargs(size))
-    config.architectures = ["Phi4MultimodalForCausalLM"]
+    multimodal = model_name == "multimodal"
+    kwargs = sizes.config_kwargs(size, model_name)
+    config = Phi4MultimodalConfig(**kwargs) if multimodal else Phi3Config(**kwargs)
+    config.architectures = ["Phi4MultimodalForCausalLM" if multimodal else "Phi3ForCausalLM"]
     torch.manual_seed(sizes.SEED)
-    model = Phi4MultimodalForCausalLM(config)
+    model = Phi4MultimodalForCausalLM(config) if multimodal else Phi3ForCausalLM(config)
     _eager(model)
-    losses = fit.fit(model, fit.sequences(phi4_tokenizer))
+    losses = fit.fit(model, fit.sequences(phi4_tokenizer, images=multimodal))
     model.save_pretrained(directory)
     GenerationConfig(
         bos_token_id=sizes.ENDOFTEXT_ID,
@@ -117,15 +135,19 @@ def check_checkpoint(directory: Path, *, trust_remote_code: bool) -> str:
     """Read ``directory/config.json`` before anything is built; its ``model_type``.
 
     Raises :class:`CheckpointError` (one line) for a missing directory or config, a model type
-    this family does not build, or a checkpoint that needs its own Python code
-    (``auto_map``) when ``trust_remote_code`` is off.
+    this family does not build (``phi3`` only with Phi-4-mini's vocabulary), or a checkpoint
+    that needs its own Python code (``auto_map`` with a model type transformers lacks) when
+    ``trust_remote_code`` is off.
     """
     config_path = directory / "config.json"
     if not config_path.is_file():
         raise CheckpointError(f"checkpoint={directory}: no config.json there")
     config = json.loads(config_path.read_text(encoding="utf-8"))
     model_type = config.get("model_type")
-    if config.get("auto_map") and not trust_remote_code:
+    # Phi-4-mini-instruct's config.json has an auto_map too, but transformers builds its
+    # model_type natively (and does, unless trust_remote_code is set): only a model type
+    # transformers lacks needs the checkpoint's own code.
+    if model_type not in MODEL_TYPES and config.get("auto_map") and not trust_remote_code:
         raise CheckpointError(
             f"checkpoint={directory}: model_type {model_type!r} ships its own code (auto_map); "
             "it runs only with --set trust_remote_code=true"
@@ -135,7 +157,18 @@ def check_checkpoint(directory: Path, *, trust_remote_code: bool) -> str:
         raise CheckpointError(
             f"checkpoint={directory}: model_type {model_type!r} is not one of: {valid}"
         )
+    if model_type == "phi3" and config.get("vocab_size") != MINI_VOCAB_SIZE:
+        raise CheckpointError(
+            f"checkpoint={directory}: model_type 'phi3' with vocab_size "
+            f"{config.get('vocab_size')!r} is Phi-3, not Phi-4-mini (vocab_size {MINI_VOCAB_SIZE})"
+        )
     return str(model_type)
+
+
+def is_multimodal(directory: Path) -> bool:
+    """Whether the checkpoint has Phi-4-multimodal's vision encoder (Phi-4-mini has none)."""
+    config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    return bool(config.get("model_type") == MULTIMODAL)
 
 
 def load_model(directory: Path, dtype: torch.dtype, *, trust_remote_code: bool = False) -> Any:
@@ -189,20 +222,32 @@ def _quiet_transformers() -> None:
     logging.disable_progress_bar()
 
 
+USAGE = "usage: python -m phi4_engine.checkpoint SIZE [TARGET] [--model=multimodal|mini]"
+
+
 def main(argv: list[str]) -> int:
-    """``python -m phi4_engine.checkpoint SIZE [TARGET]``: create one checkpoint.
+    """``python -m phi4_engine.checkpoint SIZE [TARGET] [--model=multimodal|mini]``: create
+    one checkpoint (``mini``: a Phi-4-mini one, for ``--set checkpoint=DIR``).
 
     Without TARGET it fills the cache (ahead of a capped run) and prints the directory.
     """
-    if len(argv) == 2:
-        create_checkpoint(argv[0], Path(argv[1]))
-        return 0
-    if len(argv) != 1:
-        print("usage: python -m phi4_engine.checkpoint SIZE [TARGET]", file=sys.stderr)
+    model = "multimodal"
+    positional = []
+    for argument in argv:
+        if argument.startswith("--model="):
+            model = argument.removeprefix("--model=")
+        else:
+            positional.append(argument)
+    if model not in sizes.MODELS or not 1 <= len(positional) <= 2:
+        print(USAGE, file=sys.stderr)
         return 2
-    target = checkpoint_dir(argv[0])
+    size = positional[0]
+    if len(positional) == 2:
+        create_checkpoint(size, Path(positional[1]), model)
+        return 0
+    target = checkpoint_dir(size, model=model)
     if not target.is_dir():
-        create_checkpoint(argv[0], target)
+        create_checkpoint(size, target, model)
     print(target)
     return 0
 

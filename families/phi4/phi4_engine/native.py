@@ -1,4 +1,5 @@
-"""The native runtime: runs the published bundle's bf16 plans (vision, prefill, decode)."""
+"""The native runtime: runs the published bundle's bf16 plans (vision, prefill, decode; a
+Phi-4-mini bundle has no vision plan)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ class NativeRuntime:
     def __init__(self, bundle_dir: Path, checkpoint_dir: Path) -> None:
         manifest = read_manifest(bundle_dir)
         plans = {plan["network"]: bundle_dir / plan["file"] for plan in manifest["plans"]}
-        self.vision = torch.export.load(plans["vision"]).module()
+        self.vision = torch.export.load(plans["vision"]).module() if "vision" in plans else None
         self.prefill = torch.export.load(plans["prefill"]).module()
         self.decode = torch.export.load(plans["decode"]).module()
         self.engine = str(manifest["engine"])
@@ -37,6 +38,8 @@ class NativeRuntime:
         image = prompt.image
         if image is None:
             return features, mask
+        if self.vision is None:
+            raise ValueError(f"{prompt.case_id}: the bundle has no vision plan (a text-only model)")
         if not bool(image.attention_mask.all()):
             raise ValueError(f"{prompt.case_id}: padded crops are not supported by the plans")
         crops, separators = self.vision(image.pixel_values[0])

@@ -16,6 +16,8 @@ PLAIN_PREFIX_WORDS = 6
 IMAGE_TOKEN = "<|endoftext10|>"
 PLAIN_CASES = 4
 CHAT_CASES = 3
+# A text-only model (Phi-4-mini) takes as many cases from the texts alone.
+TEXT_ONLY_CASES = (6, 4)
 
 
 @dataclass(frozen=True)
@@ -34,12 +36,14 @@ def image_content(spec: images.ImageSpec, text: str) -> tuple[str, ImageInputs]:
     return IMAGE_TOKEN * inputs.num_tokens + text, inputs
 
 
-def parity_prompts(tokenizer: Any, count: int) -> list[Prompt]:
+def parity_prompts(tokenizer: Any, count: int, *, images: bool = True) -> list[Prompt]:
     """``count`` cases: four plain, three chats, then the image chats, interleaved so that
-    any count of at least three holds an image chat."""
-    cases = [_plain(tokenizer, i) for i in range(PLAIN_CASES)]
-    chats = [_chat(tokenizer, i) for i in range(CHAT_CASES)]
-    pictures = [_image(tokenizer, chat) for chat in corpus.image_chats()]
+    any count of at least three holds an image chat; for a text-only model (``images=False``)
+    six plain and four chats instead."""
+    plain_count, chat_count = (PLAIN_CASES, CHAT_CASES) if images else TEXT_ONLY_CASES
+    cases = [_plain(tokenizer, i) for i in range(plain_count)]
+    chats = [_chat(tokenizer, i) for i in range(chat_count)]
+    pictures = [_image(tokenizer, chat) for chat in corpus.image_chats()] if images else []
     ordered = []
     for index in range(max(len(cases), len(chats), len(pictures))):
         for group in (pictures, cases, chats):

@@ -15,8 +15,9 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-# Bump when the way the checkpoint is made changes: it is part of the cache key.
-CHECKPOINT_VERSION = 1
+# Bump when the way the checkpoint is made changes: it is part of the cache key (2: the fit
+# runs each image chat's image prefix without gradients).
+CHECKPOINT_VERSION = 2
 SEED = 1234
 VOCAB_SIZE = 200064
 IMAGE_TOKEN_ID = 200010
@@ -86,9 +87,24 @@ def size_spec(size: str) -> SizeSpec:
         raise ValueError(f"size {size!r} is not one of {', '.join(SIZES)}") from None
 
 
-def config_kwargs(size: str) -> dict[str, Any]:
-    """Keyword arguments of ``Phi4MultimodalConfig`` for ``size``: every key explicit."""
+MODELS = ("multimodal", "mini")
+"""Phi-4-multimodal (``phi4_multimodal``) and Phi-4-mini (``phi3``, its text decoder alone)."""
+
+
+def config_kwargs(size: str, model: str = "multimodal") -> dict[str, Any]:
+    """Keyword arguments of ``Phi4MultimodalConfig`` (``model="multimodal"``) or of
+    ``Phi3Config`` (``"mini"``: Phi-4-mini-instruct's ``config.json`` is the multimodal
+    model's text keys, with no vision or audio encoder) for ``size``: every key explicit."""
     spec = size_spec(size)
+    if model not in MODELS:
+        raise ValueError(f"model {model!r} is not one of {', '.join(MODELS)}")
+    text = _text_config(spec)
+    if model == "mini":
+        return text
+    return {**text, "vision_config": _vision_config(spec), "audio_config": _audio_config(spec)}
+
+
+def _text_config(spec: SizeSpec) -> dict[str, Any]:
     return {
         "vocab_size": VOCAB_SIZE,
         "hidden_size": spec.hidden_size,
@@ -121,8 +137,6 @@ def config_kwargs(size: str) -> dict[str, Any]:
         "pad_token_id": ENDOFTEXT_ID,
         # As published: a window longer than any sequence, so attention is plain causal.
         "sliding_window": 262144,
-        "vision_config": _vision_config(spec),
-        "audio_config": _audio_config(spec),
     }
 
 
@@ -173,15 +187,17 @@ def _audio_config(spec: SizeSpec) -> dict[str, Any]:
     }
 
 
-def cache_key(size: str, content: str = "") -> str:
-    """Short hash naming a cached checkpoint: the full config, seed, version and ``content``."""
+def cache_key(size: str, content: str = "", model: str = "multimodal") -> str:
+    """Short hash naming a cached checkpoint: the full config, seed, version and ``content``;
+    a Phi-4-mini checkpoint's name says so (``ci-mini-...``)."""
     payload = {
         "content": content,
         "size": size,
         "spec": asdict(size_spec(size)),
-        "config": config_kwargs(size),
+        "config": config_kwargs(size, model),
         "seed": SEED,
         "version": CHECKPOINT_VERSION,
     }
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
-    return f"{size}-{digest[:16]}"
+    label = size if model == "multimodal" else f"{size}-{model}"
+    return f"{label}-{digest[:16]}"
