@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -201,6 +202,17 @@ class Completed:
 def qualify_argv(*args: str) -> list[str]:
     """argv of the qualify CLI in this interpreter."""
     return [sys.executable, "-m", "qualify", *args]
+
+
+def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
+    """Poll ``predicate`` every 20 ms until it returns something true, and return that."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(0.02)
+    raise AssertionError(f"{what} did not happen within {timeout_s}s")
 
 
 @pytest.fixture

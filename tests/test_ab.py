@@ -13,8 +13,6 @@ import json
 import shutil
 import signal
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ from qualify.errors import UsageError
 from qualify.experiment.plan import ARMS, check_metrics
 from qualify.experiment.stats import Spread, is_real, spread
 from qualify.experiment.summary import compare, judge_group
-from tests.conftest import IGNORED, ROOT, RunQualify, git, qualify_argv
+from tests.conftest import IGNORED, ROOT, RunQualify, git, qualify_argv, wait_for
 
 HOST_A, HOST_B = "runner-a", "runner-b"
 
@@ -128,19 +126,7 @@ def test_maybe_edit_the_tree():
 def test_a_tree_edited_between_runs_refuses_the_experiment(
     tmp_path: Path, run_qualify: RunQualify
 ) -> None:
-    root = tmp_path / "repo"
-    family = root / "families" / "drift"
-    family.mkdir(parents=True)
-    (family / "family.toml").write_text(
-        'name = "drift"\n[e2e]\ncommand = ["python", "-m", "pytest", "test_drift.py", "-q"]\n'
-        '[options]\ntouch = ""\nlabel = "x"\n'
-    )
-    (family / "test_drift.py").write_text(DRIFT_TEST)
-    (family / "pytest.ini").write_text("[pytest]\n")
-    (root / ".gitignore").write_text(IGNORED)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "drift family")
+    root = _one_test_family(tmp_path / "repo", "drift", 'touch = ""\nlabel = "x"\n', DRIFT_TEST)
     result = run_qualify(
         "ab", "--family", "drift", "--repo", str(root), "--mem", "256M", "--n", "2",
         "--a", "touch=edited.txt", "--b", "label=y",
@@ -171,19 +157,7 @@ def test_wait_for_release():
 def test_a_killed_experiment_leaves_the_runs_it_made_on_record(tmp_path: Path) -> None:
     """SIGKILL of ``qualify ab`` while its second run is under way: ``ab.json`` already holds
     the first run, marked incomplete (no summary), and the pages agree."""
-    root = tmp_path / "repo"
-    family = root / "families" / "wait"
-    family.mkdir(parents=True)
-    (family / "family.toml").write_text(
-        'name = "wait"\n[e2e]\ncommand = ["python", "-m", "pytest", "test_wait.py", "-q"]\n'
-        '[options]\nwait_for = ""\n'
-    )
-    (family / "test_wait.py").write_text(WAIT_TEST)
-    (family / "pytest.ini").write_text("[pytest]\n")
-    (root / ".gitignore").write_text(IGNORED)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "wait family")
+    root = _one_test_family(tmp_path / "repo", "wait", 'wait_for = ""\n', WAIT_TEST)
     release = tmp_path / "release"
     out = tmp_path / "out"
     process = subprocess.Popen(
@@ -194,8 +168,9 @@ def test_a_killed_experiment_leaves_the_runs_it_made_on_record(tmp_path: Path) -
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        record_path = _wait_for(lambda: _incomplete_with(out, 1), timeout=120)
-        _wait_for(lambda: len(list(record_path.parent.glob("runs/*/*/*/*"))) == 2, timeout=60)
+        record_path = wait_for(lambda: _incomplete_with(out, 1), 120, "the first run's record")
+        runs = record_path.parent / "runs"
+        wait_for(lambda: len(list(runs.glob("*/*/*/*"))) == 2, 60, "the second run's start")
         process.kill()
         assert process.wait(timeout=30) == -signal.SIGKILL
     finally:
@@ -208,9 +183,7 @@ def test_a_killed_experiment_leaves_the_runs_it_made_on_record(tmp_path: Path) -
     assert record["refused"] == "incomplete: 1 of 2 runs recorded (qualify ab did not finish)"
     assert record["summary"] == []
     assert "incomplete: 1 of 2 runs recorded" in (record_path.parent / "ab.md").read_text()
-    _wait_for(
-        lambda: len(list(record_path.parent.glob("runs/*/*/*/*/audit.json"))) == 2, timeout=120
-    )
+    wait_for(lambda: len(list(runs.glob("*/*/*/*/audit.json"))) == 2, 120, "the orphan's end")
 
 
 def _incomplete_with(out: Path, runs: int) -> Path | None:
@@ -224,14 +197,21 @@ def _incomplete_with(out: Path, runs: int) -> Path | None:
     return None
 
 
-def _wait_for(condition: Callable[[], Any], timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"not reached within {timeout} s: {condition}")
+def _one_test_family(root: Path, name: str, options: str, test: str) -> Path:
+    """A committed repository holding one family of one test file with these options."""
+    family = root / "families" / name
+    family.mkdir(parents=True)
+    (family / "family.toml").write_text(
+        f'name = "{name}"\n[e2e]\ncommand = ["python", "-m", "pytest", "test_{name}.py", "-q"]\n'
+        f"[options]\n{options}"
+    )
+    (family / f"test_{name}.py").write_text(test)
+    (family / "pytest.ini").write_text("[pytest]\n")
+    (root / ".gitignore").write_text(IGNORED)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", f"{name} family")
+    return root
 
 
 # --- real runs

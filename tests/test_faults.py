@@ -21,7 +21,7 @@ from qualify.plan.families import content_hash
 from qualify.run.processes import start_time
 from qualify.run.registry import registry_dir
 from qualify.sandbox.cgroup.layout import current_layout
-from tests.conftest import IGNORED, Completed, RunQualify, git, qualify_argv
+from tests.conftest import IGNORED, Completed, RunQualify, git, qualify_argv, wait_for
 
 pytestmark = [pytest.mark.privileged, pytest.mark.slow]
 MIB = 2**20
@@ -210,16 +210,6 @@ def _started(argv: list[str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
         process.communicate()
 
 
-def _wait_for(predicate: Any, timeout_s: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError(f"{what} did not happen within {timeout_s}s")
-
-
 def test_e2e_dies_with_qualify_and_the_next_run_completes_its_reports(tmp_path: Path) -> None:
     repo = family_repo(
         tmp_path / "repo",
@@ -246,10 +236,10 @@ def test_e2e_dies_with_qualify_and_the_next_run_completes_its_reports(tmp_path: 
     )
     argv = qualify_argv("run", "--family", "sleeper", "--repo", str(repo), "--mem", "512M")
     with _started(argv, tmp_path) as qualify:
-        run_dir = _wait_for(
+        run_dir = wait_for(
             lambda: next(iter(tmp_path.glob("reports/*/sleeper/*/*/")), None), 30, "run dir"
         )
-        running = _wait_for(
+        running = wait_for(
             lambda: [
                 e for e in _events(run_dir)
                 if e.get("event") == "test_phase" and e.get("nodeid", "").endswith("test_sleeps")
@@ -263,7 +253,7 @@ def test_e2e_dies_with_qualify_and_the_next_run_completes_its_reports(tmp_path: 
         killed_at = time.monotonic()
         qualify.wait()
         run_id = run_dir.name
-        _wait_for(lambda: not _processes_in(f"qualify-{run_id}"), 1.0, "the E2E's end")
+        wait_for(lambda: not _processes_in(f"qualify-{run_id}"), 1.0, "the E2E's end")
         gone_after = time.monotonic() - killed_at
     assert gone_after < 1.0
     assert start_time(e2e_pid) is None  # gone, or a zombie its new parent has yet to reap
