@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 from tiny_engine.bundle import BundleWriter, StagedPlan
+from tiny_engine.checkpoint import stop_token_ids
 from tiny_engine.network import NetworkShape
 from torch.export import Dim
 
@@ -82,7 +83,7 @@ def build_engine(
                     "engine": engine.name,
                     "engine_reason": engine.reason,
                     "hidden_size": inputs.shape.hidden_size,
-                    "stop_token_ids": checkpoint.stop_token_ids(checkpoint_dir),
+                    "stop_token_ids": stop_token_ids(checkpoint_dir),
                     "retain_plans": retain_plans,
                 }
             )

@@ -111,14 +111,19 @@ def write_checkpoint(
 
     _quiet_transformers()
     phi4_tokenizer = tokenizer.load_tokenizer(tokenizer.build_tokenizer(tokenizer_source))
-    multimodal = model_name == "multimodal"
     kwargs = sizes.config_kwargs(size, model_name)
-    config = Phi4MultimodalConfig(**kwargs) if multimodal else Phi3Config(**kwargs)
-    config.architectures = ["Phi4MultimodalForCausalLM" if multimodal else "Phi3ForCausalLM"]
     torch.manual_seed(sizes.SEED)
-    model = Phi4MultimodalForCausalLM(config) if multimodal else Phi3ForCausalLM(config)
+    model: Phi4MultimodalForCausalLM | Phi3ForCausalLM
+    if model_name == "multimodal":
+        config = Phi4MultimodalConfig(**kwargs)
+        config.architectures = ["Phi4MultimodalForCausalLM"]
+        model = Phi4MultimodalForCausalLM(config)
+    else:
+        mini = Phi3Config(**kwargs)
+        mini.architectures = ["Phi3ForCausalLM"]
+        model = Phi3ForCausalLM(mini)
     _eager(model)
-    losses = fit.fit(model, fit.sequences(phi4_tokenizer, images=multimodal))
+    losses = fit.fit(model, fit.sequences(phi4_tokenizer, images=model_name == "multimodal"))
     model.save_pretrained(directory)
     GenerationConfig(
         bos_token_id=sizes.ENDOFTEXT_ID,

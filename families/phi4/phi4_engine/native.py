@@ -7,9 +7,10 @@ from pathlib import Path
 
 import torch
 from tiny_engine.bundle import read_manifest
+from tiny_engine.checkpoint import load_tokenizer
 from tiny_engine.generation import Generation, greedy
 
-from phi4_engine import checkpoint, sizes
+from phi4_engine import sizes
 from phi4_engine.network import hd_layout
 from phi4_engine.prompts import Prompt
 
@@ -28,7 +29,7 @@ class NativeRuntime:
         self.engine = str(manifest["engine"])
         self.hidden_size = int(manifest["hidden_size"])
         self.stop_ids = set(manifest["stop_token_ids"])
-        self.tokenizer = checkpoint.load_tokenizer(checkpoint_dir)
+        self.tokenizer = load_tokenizer(checkpoint_dir)
 
     def image_features(self, prompt: Prompt, hidden_size: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Features ``[1, length, hidden]`` at the placeholders (zeros elsewhere) and the mask."""
@@ -66,7 +67,8 @@ class NativeRuntime:
         def after(token: int) -> torch.Tensor:
             nonlocal keys, values
             step_logits, keys, values = self.decode(torch.tensor([[token]]), keys, values)
-            return step_logits[0]
+            logits: torch.Tensor = step_logits[0]
+            return logits
 
         return greedy(
             prompt.case_id,

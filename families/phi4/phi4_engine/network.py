@@ -65,6 +65,9 @@ class LongRope:
 class _Phi4Network(_Network):
     """The Phi-3 decoder of ``tiny_engine`` with LongRoPE and image features at placeholders."""
 
+    short_inv_freq: torch.Tensor  # registered buffers
+    long_inv_freq: torch.Tensor
+
     def __init__(
         self, shape: NetworkShape, rope: LongRope, weights: dict[str, torch.Tensor]
     ) -> None:
@@ -165,7 +168,8 @@ class VisionNetwork(nn.Module):
         )
 
     def _weight(self, name: str) -> torch.Tensor:
-        return self.weights[name.replace(".", "/")]
+        weight: torch.Tensor = self.weights[name.replace(".", "/")]
+        return weight
 
     def _linear(self, hidden: torch.Tensor, name: str) -> torch.Tensor:
         return functional.linear(

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tiny_engine.checkpoint import load_tokenizer, stop_token_ids
 from tiny_engine.generation import Generation, greedy
 
 from phi4_engine import checkpoint
@@ -21,11 +22,11 @@ class ReferenceRuntime:
     """``Phi4MultimodalForCausalLM`` in fp32 with eager attention, loaded from the checkpoint."""
 
     def __init__(self, checkpoint_dir: Path, *, trust_remote_code: bool = False) -> None:
-        self.tokenizer = checkpoint.load_tokenizer(checkpoint_dir)
+        self.tokenizer = load_tokenizer(checkpoint_dir)
         self.model = checkpoint.load_model(
             checkpoint_dir, torch.float32, trust_remote_code=trust_remote_code
         )
-        self.stop_ids = set(checkpoint.stop_token_ids(checkpoint_dir))
+        self.stop_ids = set(stop_token_ids(checkpoint_dir))
 
     @torch.inference_mode()
     def generate(self, prompt: Prompt, new_tokens: int) -> Generation:

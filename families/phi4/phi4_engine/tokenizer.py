@@ -205,7 +205,7 @@ def wrap_for_transformers(tokenizer: Any) -> Any:
     """The transformers tokenizer, framed like Phi-4's: no BOS/EOS added to an encoding."""
     from transformers import PreTrainedTokenizerFast
 
-    return PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
+    return PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
         bos_token=ENDOFTEXT,
         eos_token=ENDOFTEXT,
@@ -233,7 +233,7 @@ def _converter(ranks_path: Path) -> Any:
             o200k.check_ranks(data, origin=tiktoken_url)
             return o200k.parse_ranks(data)
 
-    return VerifiedTikTokenConverter(  # type: ignore[no-untyped-call]
+    return VerifiedTikTokenConverter(
         vocab_file=str(ranks_path), pattern=o200k.O200K_PATTERN, add_prefix_space=False
     )
 

@@ -37,7 +37,8 @@ class NativeRuntime:
         def after(token: int) -> torch.Tensor:
             nonlocal keys, values
             step_logits, keys, values = self.decode(torch.tensor([[token]]), keys, values)
-            return step_logits[0]
+            logits: torch.Tensor = step_logits[0]
+            return logits
 
         return greedy(
             prompt.case_id,

@@ -56,6 +56,8 @@ class NetworkShape:
 class _Network(nn.Module):
     """Weights of a Phi-3 decoder, named as in the checkpoint, and the shared layer math."""
 
+    inv_freq: torch.Tensor  # a registered buffer
+
     def __init__(self, shape: NetworkShape, weights: dict[str, torch.Tensor]) -> None:
         super().__init__()
         self.shape = shape
@@ -72,7 +74,8 @@ class _Network(nn.Module):
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
     def _weight(self, name: str) -> torch.Tensor:
-        return self.weights[name.replace(".", "/")]
+        weight: torch.Tensor = self.weights[name.replace(".", "/")]
+        return weight
 
     def _rms_norm(self, hidden: torch.Tensor, name: str) -> torch.Tensor:
         # Normalise in fp32 like the reference does; only the scale runs in the plan dtype.

@@ -23,7 +23,8 @@ class ReferenceRuntime:
     def last_logits(self, sequence: list[int]) -> torch.Tensor:
         """Recompute the whole ``sequence`` without a cache; the last position's logits."""
         output = self.model(input_ids=torch.tensor([sequence]), use_cache=False)
-        return output.logits[0, -1]
+        logits: torch.Tensor = output.logits[0, -1]
+        return logits
 
     def generate(self, prompt: Prompt, new_tokens: int) -> Generation:
         """Greedy continuation of ``prompt``, recomputing from scratch for every token."""
