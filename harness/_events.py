@@ -24,6 +24,16 @@ from harness.contract import ENV_EVENTS
 _lock = threading.Lock()
 _fds: dict[tuple[int, str], int] = {}
 _seq = [0]
+_pid = [os.getpid()]
+"""This process's id, renewed in a forked child: ``os.getpid()`` is a system call, and the
+pytest plugin stamps four lines a test."""
+
+
+def _renew_pid() -> None:
+    _pid[0] = os.getpid()
+
+
+os.register_at_fork(after_in_child=_renew_pid)
 
 
 def _fd_for(pid: int, path: str) -> int:
@@ -40,7 +50,7 @@ _STORAGE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
 
 
 def _append(path: str, record: dict[str, Any], durable: bool) -> None:
-    pid = os.getpid()
+    pid = _pid[0]
     record.setdefault("t", time.time())
     record.setdefault("mono", time.monotonic())
     record.setdefault("pid", pid)
@@ -81,8 +91,17 @@ def emit_test_start(
     path: str, when: str, nodeid: str, location: tuple[str, int | None] | None = None
 ) -> None:
     """``emit_to`` of a test phase's start line (``contract.encode_test_start``)."""
-    pid = os.getpid()
+    pid = _pid[0]
     line = contract.encode_test_start(when, nodeid, (time.time(), time.monotonic(), pid), location)
+    _write(path, pid, line, False)
+
+
+def emit_test_end(path: str, when: str, nodeid: str, outcome: str, duration: float) -> None:
+    """``emit_to`` of a test's end line without failure text (``contract.encode_test_end``)."""
+    pid = _pid[0]
+    line = contract.encode_test_end(
+        when, nodeid, outcome, duration, (time.time(), time.monotonic(), pid)
+    )
     _write(path, pid, line, False)
 
 
@@ -99,7 +118,7 @@ def sync_point(record: dict[str, Any]) -> None:
     with _lock:
         _seq[0] += 1
         seq = _seq[0]
-    token = f"{os.getpid()}:{seq}"
+    token = f"{_pid[0]}:{seq}"
     record["sync"] = token
     _append(path, record, durable=True)
     ack = os.environ.get(contract.ENV_PHASE_ACK)

@@ -163,6 +163,19 @@ def encode_test_start(
     ).encode()
 
 
+def encode_test_end(
+    when: str, nodeid: str, outcome: str, duration: float, stamp: tuple[float, float, int]
+) -> bytes:
+    """``encode_line`` of a TEST_PHASE end without ``longrepr`` (a test that passed), built
+    like ``encode_test_start``: most tests of a suite end with one."""
+    return (
+        f'{{"event":"{TEST_PHASE}","state":"{TEST_END}","when":{_json_str(when)},'
+        f'"nodeid":{_json_str(nodeid)},"outcome":{_json_str(outcome)},'
+        f'"duration":{float(duration)!r},"t":{stamp[0]!r},"mono":{stamp[1]!r},'
+        f'"pid":{int(stamp[2])}}}\n'
+    ).encode()
+
+
 def decode_line(line: bytes) -> dict[str, Any] | None:
     """The record of one line; None for a truncated, garbled or non-object line."""
     try:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from harness import contract
-from harness._events import emit_test_start, emit_to
+from harness._events import emit_test_end, emit_test_start, emit_to
 from harness.contract import ENV_EVENTS
 
 _LONGREPR_LIMIT = 4000
@@ -83,6 +83,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         _stream.pending = duration  # the next start line says that this phase passed
         return
     _stream.pending = 0.0
+    if not (report.failed or report.skipped):  # a test that passed: the line built directly
+        emit_test_end(path, report.when, report.nodeid, report.outcome, duration)
+        return
     record: dict[str, Any] = {
         "event": contract.TEST_PHASE,
         "state": contract.TEST_END,
@@ -90,9 +93,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         "nodeid": report.nodeid,
         "outcome": "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome,
         "duration": duration,
+        "longrepr": report.longreprtext[-_LONGREPR_LIMIT:],
     }
-    if report.failed or report.skipped:
-        record["longrepr"] = report.longreprtext[-_LONGREPR_LIMIT:]
     emit_to(path, record)
 
 

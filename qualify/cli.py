@@ -416,7 +416,10 @@ def _tokenizer_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     )
     verify.add_argument("export_dir", type=_directory, metavar="OUT", help="an export directory")
     verify.add_argument(
-        "--client", default="aiperf", help="aiperf[==VERSION] (default: aiperf==0.13.0)"
+        "--client",
+        default="aiperf",
+        help="aiperf[==VERSION] or transformers[==VERSION] (default: aiperf==0.13.0; "
+        "transformers: 4.57.6)",
     )
     verify.add_argument(
         "--python", type=Path, help="the client's interpreter (default: a cached venv of its own)"

@@ -148,6 +148,57 @@ def test_test_start_lines_are_those_of_the_generic_encoder(
     )
 
 
+@pytest.mark.parametrize("outcome", ["passed", "failed"])
+def test_test_end_lines_are_those_of_the_generic_encoder(outcome: str) -> None:
+    nodeid = 'dir/t\u00e9st.py::test_x["a\\b\n\u2603"]'
+    stamp = (1796055357.7991667, 7039.666137299, 4242)
+    record = {
+        "event": "test_phase",
+        "state": "end",
+        "when": "teardown",
+        "nodeid": nodeid,
+        "outcome": outcome,
+        "duration": 0.000123,
+        "t": stamp[0],
+        "mono": stamp[1],
+        "pid": stamp[2],
+    }
+    line = contract.encode_test_end("teardown", nodeid, outcome, 0.000123, stamp)
+    assert line == contract.encode_line(record)
+
+
+def test_a_forked_child_stamps_its_own_pid(tmp_path: Path) -> None:
+    """The process id is kept rather than asked for on every line; a fork renews it."""
+    events = tmp_path / "events.jsonl"
+    script = (
+        "import os, sys\n"
+        "from harness import _events\n"
+        "_events.emit({'event': 'metric', 'who': 'parent'})\n"
+        "child = os.fork()\n"
+        "if child == 0:\n"
+        "    _events.emit_test_start(sys.argv[1], 'call', 't.py::test_child')\n"
+        "    _events.emit_test_end(sys.argv[1], 'teardown', 't.py::test_child', 'passed', 0.1)\n"
+        "    _events.emit({'event': 'metric', 'who': 'child', 'real': os.getpid()})\n"
+        "    os._exit(0)\n"
+        "os.waitpid(child, 0)\n"
+        "print(child)\n"
+    )
+    env = dict(os.environ, QUALIFY_EVENTS=str(events), PYTHONPATH=str(ROOT))
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(events)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    child = int(done.stdout)
+    written = lines(events)
+    assert [record["pid"] for record in written[1:]] == [child, child, child]
+    assert written[0]["pid"] != child and written[-1]["real"] == child
+
+
 def _run_plugin(tmp_path: Path, source: str) -> list[dict[str, object]]:
     """Run pytest with the plugin on ``source`` (test_sample.py); the events it wrote."""
     (tmp_path / "test_sample.py").write_text(source)

@@ -10,7 +10,7 @@ from lxml import etree
 
 from qualify.evidence.junit import JUnitCase, parse_pytest_junit, split_nodeid
 from qualify.judge.tests import progress_from_events
-from qualify.report.junit import render_junit, xml_safe
+from qualify.report.junit import provisional_junit, render_junit, xml_safe
 
 SCHEMA = Path(__file__).resolve().parent / "data" / "schemas" / "junit-10.xsd"
 
@@ -70,6 +70,26 @@ def test_illegal_characters_are_escaped() -> None:
     assert failure is not None
     assert failure.get("message") == "diverged at 7\\x00\\x1b[31m"
     assert failure.text == "bad \\x08 bytes \\xd800 here"
+
+
+@pytest.mark.parametrize(
+    ("family", "message"),
+    [
+        ("tiny", "qualify did not finish (it was killed before it could write its report)"),
+        ('a<&"b\x01', 'tab\tline\nreturn\r<&>"\x02 \u2603'),
+        ("long", "x" * 70_000),
+    ],
+)
+def test_provisional_junit_is_what_the_writer_writes(
+    schema: etree.XMLSchema, family: str, message: str
+) -> None:
+    """The JUnit file written before the E2E starts, built without junitparser, is the one
+    render_junit writes for the same case (canonical XML: quoting and declaration aside)."""
+    case = JUnitCase("qualify", "run", "error", 0.0, message, message, kind="ERROR")
+    expected = render_junit(family, [case], {}, "")
+    written = provisional_junit(family, message)
+    assert ET.canonicalize(written.decode()) == ET.canonicalize(expected.decode())
+    assert schema.validate(etree.fromstring(written))
 
 
 def test_xunit1_flavour_adds_location_only_on_request() -> None:

@@ -1,4 +1,5 @@
-"""``qualify tokenizer export`` and ``verify``: real family tokenizers, a real AIPerf venv.
+"""``qualify tokenizer export`` and ``verify``: real family tokenizers, real AIPerf and
+transformers 4 venvs.
 
 The families' tokenizers are built the way the families build them, into caches private to this
 module. Corruptions are made where they would happen: in the files of the saved directory
@@ -235,7 +236,10 @@ def test_unknown_family_and_client_are_usage_errors(
     assert _export("nope", tmp_path / "out") == EXIT_USAGE
     assert "--family 'nope' has no tokenizer recipe (valid: phi4, tiny)" in capsys.readouterr().err
     assert main(["tokenizer", "verify", str(tmp_path), "--client", "vllm"]) == EXIT_USAGE
-    assert "--client 'vllm' is not valid (valid: aiperf[==VERSION])" in capsys.readouterr().err
+    assert (
+        "--client 'vllm' is not valid (valid: aiperf[==VERSION], transformers[==VERSION])"
+        in capsys.readouterr().err
+    )
     assert main(["tokenizer", "verify", str(tmp_path)]) == EXIT_USAGE
     assert "not a tokenizer export" in capsys.readouterr().err
 
@@ -250,18 +254,13 @@ def aiperf_python() -> Path:
 
 
 def _verify(
-    directory: Path, python: Path, capsys: pytest.CaptureFixture[str]
+    directory: Path,
+    python: Path,
+    capsys: pytest.CaptureFixture[str],
+    client: str = "aiperf==0.13.0",
 ) -> tuple[int, str, str]:
     code = main(
-        [
-            "tokenizer",
-            "verify",
-            str(directory),
-            "--client",
-            "aiperf==0.13.0",
-            "--python",
-            str(python),
-        ]
+        ["tokenizer", "verify", str(directory), "--client", client, "--python", str(python)]
     )
     captured = capsys.readouterr()
     return code, captured.out, captured.err
@@ -318,3 +317,72 @@ def test_verify_names_the_corruption(
     assert err.startswith("qualify tokenizer verify: FAILED: files: ")
     failed = [line for line in out.splitlines() if line.startswith("FAIL")]
     assert f"  {expected}" in failed[1], failed
+
+
+# --- the real client: transformers 4 pip-installed into its own venv (cached across runs)
+
+TRANSFORMERS_4 = "transformers==4.57.6"
+OLD_CLASS_ERROR = (
+    "ValueError: Tokenizer class TokenizersBackend does not exist or is not currently imported."
+)
+
+
+@pytest.fixture(scope="module")
+def transformers4_python() -> Path:
+    """transformers 4.57.6's venv, created on demand under the user cache directory (or
+    reused): the release many serving and benchmark stacks still pin."""
+    return clientenv.ensure_venv(clientenv.parse_client(TRANSFORMERS_4))
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("family", ["tiny", "phi4"])
+def test_verify_passes_in_transformers_4(
+    family: str,
+    exports: dict[str, Path],
+    transformers4_python: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config = json.loads((exports[family] / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert config["tokenizer_class"] == "PreTrainedTokenizerFast"
+    code, out, err = _verify(exports[family], transformers4_python, capsys, TRANSFORMERS_4)
+    assert (code, err) == (0, ""), out
+    lines = out.splitlines()
+    assert lines[0].startswith(f"client {TRANSFORMERS_4} ({transformers4_python}): ")
+    assert "transformers 4.57.6" in lines[0] and "jinja2 " in lines[0]
+    names = [line.split()[1] for line in lines[1:-1]]
+    assert names == [
+        "files", "vocabulary", "merges", "pipeline", "added", "special", "probes", "decode",
+        "chat", "chats", "client",
+    ]  # fmt: skip
+    assert all(line.startswith("ok ") for line in lines[1:-1])
+    # Unlike AIPerf 0.13.0, transformers 4 loads a local path in offline mode.
+    assert lines[-1] == f"offline: {TRANSFORMERS_4} loads the export with HF_HUB_OFFLINE=1 too"
+
+
+@pytest.mark.timeout(1200)
+def test_transformers_4_refuses_the_transformers_5_class_name(
+    tiny_source: Path,
+    transformers4_python: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The export as it was before: the class name transformers 5 writes, kept as it is.
+    monkeypatch.setattr(export, "PORTABLE_CLASSES", {})
+    out = tmp_path / "tokenizer"
+    code = main(["tokenizer", "export", "--model-dir", str(tiny_source), "--output-dir", str(out)])
+    assert code == 0  # transformers 5 reads its own name
+    config = json.loads((out / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert config["tokenizer_class"] == "TokenizersBackend"
+    capsys.readouterr()
+    code, stdout, stderr = _verify(out, transformers4_python, capsys, TRANSFORMERS_4)
+    assert code == EXIT_FAILED
+    assert stderr == f"qualify tokenizer verify: FAILED: load: {OLD_CLASS_ERROR}\n"
+    lines = stdout.splitlines()
+    assert lines[1].startswith("ok   files ")
+    assert lines[2] == f"FAIL load                   1  load: {OLD_CLASS_ERROR}"
+    assert lines[3] == (
+        f"offline: {TRANSFORMERS_4} fails with HF_HUB_OFFLINE=1 as well ({OLD_CLASS_ERROR})"
+    )

@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from qualify.errors import UsageError
-from qualify.evidence.junit import JUnitCase
 from qualify.plan.request import RunRequest, build_spec
 from qualify.plan.spec import RunSpec, harness_root
 from qualify.report.audit import PROVISIONAL_REASON, build_audit, iso, provisional_audit
-from qualify.report.junit import render_junit
+from qualify.report.junit import provisional_junit, render_junit
 from qualify.run.execute import Interrupts, execute
 from qualify.run.execution import Execution
 from qualify.run.registry import take_over_dead_runs
@@ -133,10 +132,7 @@ def _judge_or_error(spec: RunSpec, execution: Execution) -> RunResult:
 def _write_provisional(spec: RunSpec, started_wall: float) -> None:
     """Valid reports before the E2E starts: what remains if qualify itself is SIGKILLed."""
     run_dir = RunDir(spec.run_dir)
-    case = JUnitCase("qualify", "run", "error", 0.0, PROVISIONAL_REASON, PROVISIONAL_REASON)
-    run_dir.write_junit(
-        render_junit(spec.family.name, [dataclasses.replace(case, kind="ERROR")], {}, "")
-    )
+    run_dir.write_junit(provisional_junit(spec.family.name, PROVISIONAL_REASON))
     run_dir.write_audit(provisional_audit(spec, started_wall))
 
 
@@ -150,6 +146,7 @@ def _os_error(exc: OSError) -> str:
 
 END_OF_RUN_MODULES = (
     "qualify.judge.judgement",
+    "qualify.evidence.xmltree",  # junitparser: its readers and writers import it when used
     "qualify.commands.publish",
     "qualify.report.summary",
     "rich.console",
@@ -169,6 +166,15 @@ def _preload(names: tuple[str, ...] = END_OF_RUN_MODULES) -> None:
             importlib.import_module(name)
 
 
+def _prepare_end_of_run() -> None:
+    """While the E2E runs: what the end of the run imports, and the host's package versions
+    that judging records (read once per process: a seventieth of a second)."""
+    _preload(END_OF_RUN_MODULES)
+    from qualify.plan.fingerprint import package_versions
+
+    package_versions()
+
+
 def _take_over_dead_runs(run_id: str, stderr: TextIO) -> None:
     """Clean up after every run on this machine whose qualify died, and complete its reports."""
     for abandoned in take_over_dead_runs():
@@ -186,7 +192,7 @@ def _take_over_dead_runs(run_id: str, stderr: TextIO) -> None:
 
 def _execute_and_judge(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts) -> RunResult:
     """The E2E run and judged, what the end of the run needs imported meanwhile."""
-    preloading = threading.Thread(target=_preload, name="qualify-preload", daemon=True)
+    preloading = threading.Thread(target=_prepare_end_of_run, name="qualify-preload", daemon=True)
     # Started once the E2E runs (the start-up does not wait for it), joined when it ends (no
     # import ever runs in two threads at once).
     execution = execute(spec, sandbox, interrupts, on_started=preloading.start)

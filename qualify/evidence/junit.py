@@ -1,18 +1,19 @@
 """JUnit files read with junitparser, and ``JUnitCase``, the one testcase type qualify writes.
 
 junitparser builds on lxml when it is installed and on the standard library's ElementTree
-otherwise; ``_parse`` gives it a parser that resolves no entities either way.
+otherwise; ``_parse`` gives it a parser that resolves no entities either way. junitparser (and
+the ``importlib.metadata`` it loads) is imported by the readers, not with ``JUnitCase``: a run
+needs the type before its E2E starts and the readers only after it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from junitparser import Error, Failure, JUnitXml, JUnitXmlError, Skipped, TestCase
-
-from qualify.evidence.xmltree import etree as _etree
+if TYPE_CHECKING:
+    from junitparser import JUnitXml, TestCase
 
 OUTCOMES = ("passed", "failed", "error", "skipped")
 
@@ -53,6 +54,8 @@ def _parse(path: Path | str) -> Any:
     """The element tree of ``path`` with the parser junitparser builds on, entities unresolved
     and no network (a JUnit file comes from the family's test run, or from anywhere at all in
     triage, and must not pull local files into what qualify publishes)."""
+    from qualify.evidence.xmltree import etree as _etree
+
     if _etree.__name__.startswith("lxml"):
         parser = _etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True)
         return _etree.parse(str(path), parser=parser)
@@ -62,6 +65,8 @@ def _parse(path: Path | str) -> Any:
 def read_junit(path: Path) -> JUnitXml | None:
     """A whole JUnit file (``<testsuites>`` or a lone ``<testsuite>``); None when it is missing
     or not valid XML."""
+    from junitparser import JUnitXml, JUnitXmlError
+
     try:
         return JUnitXml.fromfile(str(path), parse_func=_parse)
     except (OSError, ValueError, SyntaxError, JUnitXmlError):
@@ -71,6 +76,10 @@ def read_junit(path: Path) -> JUnitXml | None:
 
 def _outcome(case: TestCase) -> tuple[str, str | None, str | None]:
     results = case.result
+    if not results:
+        return "passed", None, None  # most cases: no import, no scan
+    from junitparser import Error, Failure, Skipped
+
     for kind, outcome in ((Failure, "failed"), (Error, "error"), (Skipped, "skipped")):
         for result in results:
             if isinstance(result, kind):

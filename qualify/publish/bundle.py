@@ -241,12 +241,15 @@ harvest of a large suite."""
 
 
 def _texts(run_dir: Path) -> list[tuple[Path, str]]:
-    """Every text file of the run directory but public/ and qualify's renderings (what the
-    sanitizer learns from)."""
+    """Every text file of the run directory but public/, qualify's renderings and its copy of
+    the harness (what the sanitizer learns from)."""
     found = []
     for path in sorted(run_dir.rglob("*")):
         relative = path.relative_to(run_dir)
-        if relative.parts[0] == contract.PUBLIC_DIR or relative.parts[0].startswith(".public"):
+        top = relative.parts[0]
+        # The harness copy is qualify's own source, never published: learning from it was a
+        # third of a small run's harvest.
+        if top in (contract.PUBLIC_DIR, contract.HARNESS_DIR) or top.startswith(".public"):
             continue
         if str(relative) in _RENDERED:
             continue

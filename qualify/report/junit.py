@@ -5,6 +5,10 @@ Built with junitparser; the output validates against the junit-10 schema (no ``s
 and ``line`` on testcases, which junit-10 does not allow). Illegal XML characters in text that
 came from the family (test ids, failure messages) are written as ``\\xNN``: one such character
 would make the file unreadable for every consumer.
+
+junitparser (with lxml and the ``importlib.metadata`` it loads, a fifth of qualify's start-up)
+is imported by the writers that use it: the provisional JUnit, written before the E2E starts,
+is built without it (:func:`provisional_junit`).
 """
 
 from __future__ import annotations
@@ -14,18 +18,21 @@ import io
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-
-from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
+from typing import TYPE_CHECKING
 
 from qualify.atomic import write_bytes_atomic
 from qualify.evidence.junit import JUnitCase
-from qualify.evidence.xmltree import etree
 
-# XML 1.0 allows only these characters; the rest (most C0 controls, lone surrogates, U+FFFE/F)
-# make a JUnit file unreadable for every consumer. They are written as \xNN instead.
-_ILLEGAL_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+if TYPE_CHECKING:
+    from junitparser import JUnitXml, TestCase, TestSuite
+
+# XML 1.0 allows tab, LF, CR, U+0020-U+D7FF, U+E000-U+FFFD and U+10000 up; the rest (the other
+# C0 controls, lone surrogates, U+FFFE/F) make a JUnit file unreadable for every consumer. They
+# are written as \xNN instead. Spelled as the characters refused: the complement of the allowed
+# ranges compiles in a tenth of the time.
+_ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _TEXT_LIMIT = 64 * 1024
-_RESULTS = {"failed": Failure, "error": Error, "skipped": Skipped}
+_RESULTS = {"failed": "Failure", "error": "Error", "skipped": "Skipped"}
 
 
 def xml_safe(text: str | None, limit: int = _TEXT_LIMIT) -> str:
@@ -39,14 +46,20 @@ def xml_safe(text: str | None, limit: int = _TEXT_LIMIT) -> str:
 
 def testcase(case: JUnitCase, with_location: bool = False) -> TestCase:
     """One ``<testcase>`` with its result element."""
-    element = TestCase(xml_safe(case.name), xml_safe(case.classname), round(case.time_s, 3))
+    import junitparser
+
+    element = junitparser.TestCase(
+        xml_safe(case.name), xml_safe(case.classname), round(case.time_s, 3)
+    )
     if with_location and case.file:
         element._elem.set("file", xml_safe(case.file))  # xunit1: junitparser has no such attr
         if case.line is not None:
             element._elem.set("line", str(case.line))
     kind = _RESULTS.get(case.outcome)
     if kind is not None:
-        result = kind(xml_safe(case.message or case.outcome, 2000), xml_safe(case.kind) or None)
+        result = getattr(junitparser, kind)(
+            xml_safe(case.message or case.outcome, 2000), xml_safe(case.kind) or None
+        )
         if case.text:
             result.text = xml_safe(case.text)
         element.result = [result]
@@ -63,6 +76,8 @@ def testsuite(
 ) -> TestSuite:
     """One ``<testsuite>``: properties first, then ``cases``: copied, never moved, unless the
     caller made them for this suite alone (``owned``)."""
+    from junitparser import TestSuite
+
     suite = TestSuite(xml_safe(name))
     for key, value in properties.items():
         suite.add_property(xml_safe(key), xml_safe(value, 2000))
@@ -75,13 +90,22 @@ def testsuite(
 
 
 def render(suites: Sequence[TestSuite], name: str = "qualify") -> bytes:
-    """The document: one ``<testsuites>`` with totals, indented, UTF-8 with a declaration."""
+    """The document: one ``<testsuites>`` with totals, indented, UTF-8 with a declaration;
+    ``suites`` as :func:`testsuite` makes them (their statistics counted)."""
+    from junitparser import JUnitXml
+
     document = JUnitXml(name)
     for suite in suites:
         # append, not add_testsuite: that merges suites it finds equal (same name, stamp and
         # properties), and two runs of one family x profile stay two suites.
         document.append(suite)
-    document.update_statistics()
+    # The totals of JUnitXml.update_statistics, summed from the suites' own: it would count
+    # every testcase of every suite again (a third of the time of a large suite's file).
+    document.tests = sum(suite.tests for suite in suites)
+    document.failures = sum(suite.failures for suite in suites)
+    document.errors = sum(suite.errors for suite in suites)
+    document.skipped = sum(suite.skipped for suite in suites)
+    document.time = round(sum(suite.time for suite in suites), 3)
     # The junit-10 schema has no "skipped" on <testsuites>; it stays on each <testsuite>.
     del document._elem.attrib["skipped"]
     return serialize(document)
@@ -89,6 +113,8 @@ def render(suites: Sequence[TestSuite], name: str = "qualify") -> bytes:
 
 def serialize(document: JUnitXml) -> bytes:
     """A JUnit document as written to disk: indented, UTF-8 with a declaration."""
+    from qualify.evidence.xmltree import etree
+
     etree.indent(document._elem)
     buffer = io.BytesIO()
     document.write(buffer)
@@ -117,3 +143,31 @@ def write_junit(
 ) -> None:
     """Render and write atomically."""
     write_bytes_atomic(path, render_junit(suite_name, cases, properties, timestamp, with_location))
+
+
+_ATTRIBUTE_ESCAPES = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\t": "&#9;", "\n": "&#10;",
+     "\r": "&#13;"}
+)  # fmt: skip
+_TEXT_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
+
+
+def provisional_junit(suite_name: str, message: str, kind: str = "ERROR") -> bytes:
+    """What :func:`render_junit` writes for a suite of one error case ``qualify.run`` (no
+    properties, no timestamp), ``message`` its message and text: the JUnit file a run holds
+    before its E2E starts, built without junitparser (the start-up does not import it)."""
+    name = xml_safe(suite_name).translate(_ATTRIBUTE_ESCAPES)
+    attribute = xml_safe(message, 2000).translate(_ATTRIBUTE_ESCAPES)
+    text = xml_safe(message).translate(_TEXT_ESCAPES)
+    kind = xml_safe(kind).translate(_ATTRIBUTE_ESCAPES)
+    return (
+        "<?xml version='1.0' encoding='UTF-8'?>\n"
+        '<testsuites name="qualify" tests="1" failures="0" errors="1" time="0.0">\n'
+        f'  <testsuite name="{name}" tests="1" errors="1" failures="0" skipped="0" time="0.0" '
+        'timestamp="">\n'
+        '    <testcase name="run" classname="qualify" time="0.0">\n'
+        f'      <error message="{attribute}" type="{kind}">{text}</error>\n'
+        "    </testcase>\n"
+        "  </testsuite>\n"
+        "</testsuites>"
+    ).encode()

@@ -74,7 +74,8 @@ def compare(expected: dict[str, Any], observed: dict[str, Any], probes: Probes) 
         chat_ids(expected["chats"], observed["chats"], probes.chat_names),
     ]
     if "client_encode" in observed:
-        checks.append(client_encode(expected["probes"], observed["client_encode"], probes))
+        mode = observed.get("client_encode_mode", "plain")
+        checks.append(client_encode(expected["probes"], observed["client_encode"], probes, mode))
     return checks
 
 
@@ -228,10 +229,13 @@ def chat_ids(want: list[dict[str, Any]], got: list[dict[str, Any]], names: list[
     return Check("chats", len(want))
 
 
-def client_encode(want: list[dict[str, Any]], got: list[list[int]], probes: Probes) -> Check:
-    """The client's own ``encode`` with its defaults (AIPerf: no special tokens added)."""
+def client_encode(
+    want: list[dict[str, Any]], got: list[list[int]], probes: Probes, mode: str = "plain"
+) -> Check:
+    """The client's own ``encode`` with its defaults, against the probe encoding ``mode`` names
+    (AIPerf: ``plain``, no special tokens added; transformers: ``framed``)."""
     for name, expected, actual in zip(probes.text_names, want, got, strict=True):
-        difference = first_difference(expected["plain"], actual)
+        difference = first_difference(expected[mode], actual)
         if difference:
             return Check(
                 "client encode", len(want), f"client encode of probe {name!r}: {difference}"

@@ -3,8 +3,11 @@
 Never the family's or qualify's environment: AIPerf 0.13.0 requires ``huggingface-hub<2.0``
 (its wheel's metadata) while the family stack may run huggingface-hub 2.x (transformers 5.24
 accepts ``>=1.31,<3``); one pip install into the other would downgrade a library under the
-model. The venv is created on first use under the user's cache directory and reused; a
-``.qualify-ready`` marker, written last under an flock, tells a finished venv from a broken one.
+model. Likewise the ``transformers`` client (plain ``AutoTokenizer.from_pretrained``, as a
+serving or benchmark stack still pinned to transformers 4 loads the directory) cannot share a
+venv with the family's transformers 5. The venv is created on first use under the user's cache
+directory and reused; a ``.qualify-ready`` marker, written last under an flock, tells a finished
+venv from a broken one.
 """
 
 from __future__ import annotations
@@ -20,8 +23,11 @@ from pathlib import Path
 
 from qualify.errors import UsageError
 
-CLIENTS = {"aiperf": "0.13.0"}
+CLIENTS = {"aiperf": "0.13.0", "transformers": "4.57.6"}
 """Supported clients and the version a bare ``--client NAME`` means."""
+COMPANIONS = {"transformers": ("jinja2",)}
+"""What a client's loader needs beside the client: transformers does not require jinja2, and
+without it ``apply_chat_template`` fails."""
 ENV_CACHE_DIR = "QUALIFY_CACHE_DIR"
 READY_MARKER = ".qualify-ready"
 
@@ -38,9 +44,15 @@ class Client:
         """The pip requirement that installs it."""
         return f"{self.name}=={self.version}"
 
+    @property
+    def requirements(self) -> list[str]:
+        """Everything pip installs into the client's venv."""
+        return [self.requirement, *COMPANIONS.get(self.name, ())]
+
 
 def parse_client(text: str) -> Client:
-    """``aiperf`` or ``aiperf==0.13.0``; anything else is a usage error."""
+    """``aiperf``, ``aiperf==0.13.0``, ``transformers==4.57.6``...; anything else is a usage
+    error."""
     match = re.fullmatch(r"([a-z0-9_-]+)(?:==([0-9][0-9A-Za-z.+-]*))?", text.strip())
     if match is None or match.group(1) not in CLIENTS:
         valid = ", ".join(f"{name}[==VERSION]" for name in CLIENTS)
@@ -88,8 +100,8 @@ def ensure_venv(client: Client, root: Path | None = None) -> Path:
         shutil.rmtree(directory, ignore_errors=True)
         _run([_base_python(), "-m", "venv", str(directory)], "create the venv")
         _run(
-            [str(python), "-m", "pip", "install", "--quiet", client.requirement],
-            f"pip install {client.requirement}",
+            [str(python), "-m", "pip", "install", "--quiet", *client.requirements],
+            f"pip install {' '.join(client.requirements)}",
         )
         freeze = _run([str(python), "-m", "pip", "freeze"], "list the venv")
         (directory / READY_MARKER).write_text(freeze, encoding="utf-8")

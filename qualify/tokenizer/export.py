@@ -4,6 +4,15 @@ The source is loaded with transformers (no remote code) and recorded (``observe`
 into a temporary sibling of the output directory, loaded back from there and recorded again;
 the two records must match check for check. Only then are the expected record and the audit
 written and the directory renamed into place, so a failed export leaves nothing behind.
+
+The directory is written for the clients' transformers releases too, not only this one's:
+transformers 5 names its tokenizers-backed class ``TokenizersBackend`` in
+``tokenizer_config.json``, a name transformers 4 cannot resolve (``Tokenizer class
+TokenizersBackend does not exist or is not currently imported``), so the export writes
+``PreTrainedTokenizerFast``, the same class in 5 and its equivalent in 4; and tokenizers >= 0.20
+writes each BPE merge as a pair, which tokenizers 0.19 (transformers < 4.45) cannot parse, so
+merges are written as ``"a b"`` strings when no merged part holds a space (every release reads
+those). The reload check runs on the rewritten files.
 """
 
 from __future__ import annotations
@@ -21,9 +30,12 @@ from harness import contract
 from qualify.errors import UsageError
 from qualify.tokenizer import checks, observe, probes
 from qualify.tokenizer.checks import Check, Probes
+from qualify.tokenizer.source import CONFIG_FILE, FAST_FILE
 
 EXPECTED_FILE = "tokenizer-expected.json"
 SPECIAL_TOKENS_MAP = "special_tokens_map.json"
+PORTABLE_CLASSES = {"TokenizersBackend": "PreTrainedTokenizerFast"}
+"""transformers 5 class names that transformers 4 cannot resolve, and the name both resolve."""
 AUDIT_VERSION = 1
 
 
@@ -98,12 +110,39 @@ def probe_set_for(tokenizer: Any) -> Probes:
 
 def save(tokenizer: Any, directory: Path) -> None:
     """``save_pretrained`` with the chat template inside ``tokenizer_config.json`` (where every
-    transformers release reads it) and a ``special_tokens_map.json``."""
+    transformers release reads it) and a ``special_tokens_map.json``, in the forms transformers 4
+    reads as well (see the module's docstring)."""
     tokenizer.save_pretrained(directory, save_jinja_files=False)
     if not (directory / SPECIAL_TOKENS_MAP).exists():
         # transformers 5 no longer writes it; clients and older releases still read it.
         roles = {key: value for key, value in tokenizer.special_tokens_map.items() if value}
         _write_json(directory / SPECIAL_TOKENS_MAP, roles)
+    portable_class(directory / CONFIG_FILE)
+    legacy_merges(directory / FAST_FILE)
+
+
+def portable_class(config_path: Path) -> None:
+    """Name the tokenizer class so that transformers 4 resolves it as well as 5 does."""
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    name = config.get("tokenizer_class")
+    if name in PORTABLE_CLASSES:
+        config["tokenizer_class"] = PORTABLE_CLASSES[name]
+        _write_json(config_path, config)
+
+
+def legacy_merges(tokenizer_path: Path) -> None:
+    """Write BPE merges as ``"a b"`` strings, the form tokenizers 0.19 also reads; left as
+    pairs when a part holds a space (the string form cannot express it)."""
+    document = json.loads(tokenizer_path.read_text(encoding="utf-8"))
+    model = document.get("model") or {}
+    merges = model.get("merges") or []
+    pairs = [merge for merge in merges if isinstance(merge, list)]
+    if not pairs or any(" " in part for merge in pairs for part in merge):
+        return
+    model["merges"] = [" ".join(merge) if isinstance(merge, list) else merge for merge in merges]
+    tokenizer_path.write_text(
+        json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
 
 
 def build_audit(

@@ -22,6 +22,9 @@ from typing import Any
 PIPELINE_PARTS = ("normalizer", "pre_tokenizer", "post_processor", "decoder")
 VERSIONED = ("transformers", "tokenizers", "huggingface-hub", "jinja2", "aiperf")
 LOADERS = ("transformers", "aiperf")
+CLIENT_ENCODE = {"aiperf": "plain", "transformers": "framed"}
+"""Which probe encoding the client's own ``encode`` defaults to: AIPerf passes
+``add_special_tokens=False``, transformers' ``encode`` adds them."""
 
 
 def observe(tokenizer: Any, texts: list[str], chats: list[list[dict[str, Any]]]) -> dict[str, Any]:
@@ -104,6 +107,8 @@ def load(loader: str, directory: Path) -> tuple[Any, Any]:
     ``aiperf`` loads through AIPerf's ``Tokenizer.from_pretrained`` exactly as ``aiperf
     profile --tokenizer DIR`` does (aiperf/common/tokenizer.py); its wrapper keeps the
     transformers object in ``_tokenizer``, which has the vocabulary and the chat template.
+    ``transformers`` loads with ``AutoTokenizer.from_pretrained``, whichever release the
+    interpreter has (a client pinned to transformers 4 included).
     """
     if loader == "aiperf":
         from aiperf.common.tokenizer import Tokenizer  # type: ignore[import-not-found]
@@ -137,9 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         record = observe(tokenizer, probes["texts"], probes["chats"])
         record["load_error"] = None
-        # The client's own encode call, with its own defaults (AIPerf passes
-        # add_special_tokens=False): what it counts as a prompt's tokens.
+        # The client's own encode call, with its own defaults (CLIENT_ENCODE): what it counts
+        # as a prompt's tokens.
         record["client_encode"] = [client.encode(text) for text in probes["texts"]]
+        record["client_encode_mode"] = CLIENT_ENCODE[args.loader]
     args.output.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
     return 0
 

@@ -7,6 +7,8 @@ because AIPerf 0.13.0 refuses a local tokenizer path in offline mode: it treats 
 ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` (even ``0``) as offline and then resolves the
 name with ``huggingface_hub.snapshot_download(..., local_files_only=True)``, which rejects a path
 as a repo id (aiperf/common/tokenizer.py, ``_load_from_hub`` -> ``_from_pretrained_local``).
+transformers' own ``AutoTokenizer.from_pretrained`` (4.57.6 as 5.24) loads a local path with
+``HF_HUB_OFFLINE=1``; the second load shows it for every client.
 """
 
 from __future__ import annotations
@@ -41,9 +43,16 @@ class VerifyResult:
     """Package versions inside the client's environment."""
     offline_error: str | None = None
     """How the client failed with HF_HUB_OFFLINE=1 (None: it loaded)."""
+    load_error: str | None = None
+    """How the client failed without the offline variables (None: it loaded)."""
 
     def __bool__(self) -> bool:
         return all(self.checks)
+
+    @property
+    def name(self) -> str:
+        """The client's name, without its version."""
+        return self.client.partition("==")[0]
 
 
 def load_export(directory: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -76,6 +85,7 @@ def verify_export(directory: Path, client: Client, python: Path) -> VerifyResult
         checks=results,
         versions=observed.get("versions", {}),
         offline_error=offline.get("load_error"),
+        load_error=observed.get("load_error"),
     )
 
 
@@ -95,7 +105,8 @@ def files(directory: Path, audit: dict[str, Any]) -> Check:
 
 
 def working_environment() -> dict[str, str]:
-    """This environment without the offline variables that make AIPerf refuse a local path."""
+    """This environment without the offline variables that make AIPerf refuse a local path
+    (a local path needs no network with any client)."""
     return {key: value for key, value in os.environ.items() if key not in OFFLINE_VARIABLES}
 
 
@@ -107,8 +118,10 @@ def run_observer(
         probes_path = Path(scratch) / "probes.json"
         output = Path(scratch) / "record.json"
         probes_path.write_text(json.dumps(probe_set.to_dict()), encoding="utf-8")
+        # absolute(), not resolve(): a venv's python is a symlink whose target is not the venv;
+        # absolute because the observer runs in the scratch directory.
         command = [
-            str(python), str(OBSERVE_SCRIPT), "--loader", loader,
+            str(python.absolute()), str(OBSERVE_SCRIPT), "--loader", loader,
             "--probes", str(probes_path), "--output", str(output), str(directory.resolve()),
         ]  # fmt: skip
         result = subprocess.run(
@@ -124,13 +137,20 @@ def run_observer(
 
 def offline_note(result: VerifyResult, directory: Path) -> str:
     """What the offline trap did, and the command line that works."""
+    if result.offline_error is None:
+        return f"offline: {result.client} loads the export with HF_HUB_OFFLINE=1 too"
+    reason = _first_line(result.offline_error)
+    if result.load_error is not None:
+        return f"offline: {result.client} fails with HF_HUB_OFFLINE=1 as well ({reason})"
+    if result.name != "aiperf":
+        return (
+            f"offline: {result.client} fails to load the export when HF_HUB_OFFLINE=1 is set "
+            f"({reason}); the checks above ran with HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE unset"
+        )
     works = (
         f"env -u HF_HUB_OFFLINE -u TRANSFORMERS_OFFLINE aiperf profile --tokenizer "
         f"{directory.resolve()} ..."
     )
-    if result.offline_error is None:
-        return f"offline: {result.client} loads the export with HF_HUB_OFFLINE=1 too"
-    reason = _first_line(result.offline_error)
     return (
         f"offline: {result.client} refuses a local tokenizer path when HF_HUB_OFFLINE=1 "
         f"(or TRANSFORMERS_OFFLINE, any non-empty value) is set ({reason}); the checks above "
