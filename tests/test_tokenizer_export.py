@@ -266,6 +266,18 @@ def _verify(
     return code, captured.out, captured.err
 
 
+VERIFY_CHECKS = [
+    "files", "vocabulary", "merges", "pipeline", "added", "special", "probes", "decode",
+    "chat", "chats", "client",
+]  # fmt: skip
+
+
+def _assert_every_check_ok(lines: list[str]) -> None:
+    """The check lines of a verify: every check, in order, each ``ok``."""
+    assert [line.split()[1] for line in lines] == VERIFY_CHECKS
+    assert all(line.startswith("ok ") for line in lines), lines
+
+
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize("family", ["tiny", "phi4"])
 def test_verify_passes_in_aiperf(
@@ -285,12 +297,7 @@ def test_verify_passes_in_aiperf(
     # AIPerf pins huggingface-hub<2 in its own venv, whatever the family stack runs.
     hub = next(part for part in lines[0].split(", ") if part.startswith("huggingface-hub "))
     assert int(hub.split()[1].split(".")[0]) < 2
-    names = [line.split()[1] for line in lines[1:-1]]
-    assert names == [
-        "files", "vocabulary", "merges", "pipeline", "added", "special", "probes", "decode",
-        "chat", "chats", "client",
-    ]  # fmt: skip
-    assert all(line.startswith("ok ") for line in lines[1:-1])
+    _assert_every_check_ok(lines[1:-1])
     # The trap of AIPerf 0.13.0, live: a local path is refused with HF_HUB_OFFLINE=1.
     assert lines[-1].startswith(
         "offline: aiperf==0.13.0 refuses a local tokenizer path when HF_HUB_OFFLINE=1"
@@ -351,12 +358,7 @@ def test_verify_passes_in_transformers_4(
     lines = out.splitlines()
     assert lines[0].startswith(f"client {TRANSFORMERS_4} ({transformers4_python}): ")
     assert "transformers 4.57.6" in lines[0] and "jinja2 " in lines[0]
-    names = [line.split()[1] for line in lines[1:-1]]
-    assert names == [
-        "files", "vocabulary", "merges", "pipeline", "added", "special", "probes", "decode",
-        "chat", "chats", "client",
-    ]  # fmt: skip
-    assert all(line.startswith("ok ") for line in lines[1:-1])
+    _assert_every_check_ok(lines[1:-1])
     # Unlike AIPerf 0.13.0, transformers 4 loads a local path in offline mode.
     assert lines[-1] == f"offline: {TRANSFORMERS_4} loads the export with HF_HUB_OFFLINE=1 too"
 
