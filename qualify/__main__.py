@@ -1,5 +1,5 @@
 """``python -m qualify``."""
 
-from qualify.cli import main
+from qualify.cli import entry
 
-raise SystemExit(main())
+entry()

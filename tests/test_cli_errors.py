@@ -394,3 +394,57 @@ def test_merge_out_that_cannot_hold_the_merge(
     assert tree_digest(tmp_path / "in") == before and sorted(tmp_path.iterdir()) == entries
     if (tmp_path / "afile").exists():
         assert (tmp_path / "afile").read_text() == "keep me\n"
+
+
+ENTRY = """
+import atexit, sys, threading, time
+from pathlib import Path
+from qualify.cli import entry
+atexit.register(lambda: sys.stderr.write("exit handler ran\\n"))
+marker = Path(sys.argv[2])
+if sys.argv[1] == "thread":
+    def late() -> None:
+        time.sleep(0.3)
+        marker.write_text("done")
+    threading.Thread(target=late).start()
+sys.argv = ["qualify", *sys.argv[3:]]
+entry()
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [(["profiles"], 0), (["--version"], 0), (["run", "--mem", "1G"], 2), (["nope"], 2)],
+)
+def test_the_quick_exit_keeps_codes_output_and_exit_handlers(
+    tmp_path: Path, argv: list[str], code: int
+) -> None:
+    import sys
+
+    marker = tmp_path / "thread"
+    quick, waited = (
+        subprocess.run(
+            [sys.executable, "-c", ENTRY, mode, str(marker), *argv],
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
+        for mode in ("quick", "thread")
+    )
+    for done in (quick, waited):
+        assert done.returncode == code, done.stderr
+        assert done.stderr.endswith("exit handler ran\n")
+    assert marker.read_text() == "done"  # a live thread that is not a daemon is waited for
+    assert quick.stdout == waited.stdout
+    done = quick
+    plain = subprocess.run(
+        [sys.executable, "-m", "qualify", *argv],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert (plain.returncode, plain.stdout) == (done.returncode, done.stdout)
+    if argv == ["profiles"]:
+        assert len(done.stdout.splitlines()) > 3  # through a pipe, flushed to the last line

@@ -328,3 +328,24 @@ def test_plugin_ignores_reports_that_xdist_replays_in_its_controller(
     pytest_plugin.pytest_runtest_logreport(report)
     (line,) = lines(events)
     assert (line["nodeid"], line["when"], line["outcome"]) == ("t.py::a", "call", "failed")
+
+
+def test_the_staged_harness_keeps_bytecode_the_import_system_accepts(tmp_path: Path) -> None:
+    # As pip installs the package: compiled. The copy in the run directory must import without
+    # compiling again (every Python process of a run imports the harness's sitecustomize).
+    import compileall
+    import importlib.util
+
+    from qualify.run.execute import stage_harness
+
+    source = Path(harness.__file__).parent
+    assert compileall.compile_dir(str(source), quiet=1)
+    staged = stage_harness(tmp_path)
+    for module in sorted(staged.rglob("*.py")):
+        cached = Path(importlib.util.cache_from_source(str(module)))
+        header = cached.read_bytes()[:16]
+        stat = module.stat()
+        # PEP 552 timestamp header: flags 0, then the source's mtime and size it was built from.
+        assert int.from_bytes(header[4:8], "little") == 0, module
+        assert int.from_bytes(header[8:12], "little") == int(stat.st_mtime) & 0xFFFFFFFF, module
+        assert int.from_bytes(header[12:16], "little") == stat.st_size & 0xFFFFFFFF, module

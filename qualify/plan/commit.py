@@ -6,7 +6,9 @@ import dataclasses
 import hashlib
 import json
 import os
+import subprocess
 import tempfile
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,22 @@ class CommitInfo:
     """Inside GitHub Actions: ``{event, head, base, merge, pr_number}`` (see ``github_commit``)."""
 
 
+GIT_TIMEOUT_S = 60.0
+
+
+def _start_git(
+    repo: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """A git command started, to be collected with ``communicate`` (stdout, stderr)."""
+    return subprocess.Popen(
+        ["git", "-C", str(repo), *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
 def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
     result = run_capture(["git", "-C", str(repo), *args], env=env)
     if result.returncode != 0:
@@ -50,14 +68,17 @@ def repo_root(path: Path) -> Path:
     """Top level of the git work tree containing ``path``; UsageError when there is none."""
     if not path.is_dir():
         raise UsageError(f"--repo {str(path)!r} is not a directory")
-    result = run_capture(["git", "-C", str(path), "rev-parse", "--show-toplevel"])
-    if result.returncode != 0:
+    # One git: the top level is printed even when HEAD has no commit yet (then it exits 1;
+    # outside any work tree, 128 with nothing printed).
+    result = run_capture(
+        ["git", "-C", str(path), "rev-parse", "--show-toplevel", "--verify", "-q", "HEAD^{commit}"]
+    )
+    lines = result.stdout.decode().splitlines()
+    if not lines:
         raise UsageError(f"--repo {str(path)!r} is not a git repository (git rev-parse failed)")
-    root = Path(result.stdout.decode().strip())
-    head = run_capture(["git", "-C", str(root), "rev-parse", "--verify", "-q", "HEAD^{commit}"])
-    if head.returncode != 0:
+    if result.returncode != 0:
         raise UsageError(f"--repo {str(path)!r} has no commit yet: commit first, then qualify")
-    return root
+    return Path(lines[0])
 
 
 def find_repo(path: Path, required: bool = True) -> Path | None:
@@ -86,8 +107,12 @@ def _working_tree(repo: Path) -> tuple[str, list[str]]:
         env = dict(os.environ, GIT_INDEX_FILE=str(Path(scratch) / "index"))
         _git(repo, "read-tree", "HEAD", env=env)
         _git(repo, "add", "-A", env=env)
+        listing = _start_git(repo, "ls-files", "-s", "-z", env=env)  # beside write-tree
         tree = _git(repo, "write-tree", env=env)
-        staged = _git(repo, "ls-files", "-s", "-z", env=env).split("\0")
+        out, err = listing.communicate(timeout=GIT_TIMEOUT_S)
+        if listing.returncode != 0:
+            raise RuntimeError(f"git ls-files: {err.decode(errors='replace')}")
+        staged = out.decode().strip().split("\0")
     gitlinks = [line.split("\t", 1)[1] for line in staged if line.startswith(GITLINK + " ")]
     return tree, gitlinks
 
@@ -178,16 +203,27 @@ def commit_info(
     ``environ`` (the process environment, passed by ``qualify run``) adds ``github``
     inside GitHub Actions; without it, or outside Actions, ``github`` is None.
     """
-    head = _git(repo, "rev-parse", "HEAD")
-    head_tree = _git(repo, "rev-parse", "HEAD^{tree}")
-    tree, gitlinks = _working_tree(repo)
-    nested = _nested_changes(repo, gitlinks)
+    # What does not depend on the working tree runs beside the sequence that hashes it.
+    refs = _start_git(repo, "rev-parse", "HEAD", "HEAD^{tree}", "--abbrev-ref", "HEAD")
+    merge_base = _start_git(repo, "merge-base", "HEAD", base_ref) if base_ref else None
+    try:
+        tree, gitlinks = _working_tree(repo)
+        nested = _nested_changes(repo, gitlinks)
+    except BaseException:
+        for started in (refs, merge_base):
+            if started is not None:
+                started.kill()
+                started.communicate()
+        raise
+    out, err = refs.communicate(timeout=GIT_TIMEOUT_S)
+    if refs.returncode != 0:
+        raise RuntimeError(f"git rev-parse HEAD: {err.decode(errors='replace')}")
+    head, head_tree, branch = out.decode().split()
     dirty = tree != head_tree or bool(nested)
     base = None
-    if base_ref:
-        result = run_capture(["git", "-C", str(repo), "merge-base", "HEAD", base_ref])
-        base = result.stdout.decode().strip() if result.returncode == 0 else None
-    branch_result = run_capture(["git", "-C", str(repo), "symbolic-ref", "-q", "--short", "HEAD"])
+    if merge_base is not None:
+        out, _ = merge_base.communicate(timeout=GIT_TIMEOUT_S)
+        base = out.decode().strip() if merge_base.returncode == 0 else None
     return CommitInfo(
         head=head,
         head_tree=head_tree,
@@ -197,6 +233,36 @@ def commit_info(
         dirty_nested=[path for path, _ in nested],
         base=base,
         base_ref=base_ref,
-        branch=branch_result.stdout.decode().strip() or None,
+        branch=None if branch == "HEAD" else branch,  # HEAD: detached
         github=github_commit(environ) if environ is not None else None,
     )
+
+
+class CommitPrefetch:
+    """``commit_info`` read by a thread (its git commands run beside qualify's own start-up),
+    for ``build_spec`` to take when it asks for the same repository and base ref. Reading fails
+    quietly here: ``build_spec`` then reads again and reports the problem itself, in its order.
+    Not a daemon: an exit waits for it, so that its scratch index is always removed."""
+
+    def __init__(self, path: Path | None, base_ref: str | None, environ: Mapping[str, str]) -> None:
+        """Start reading the repository at ``path`` (None: the current directory's)."""
+        self._base_ref = base_ref
+        self._read: tuple[Path, CommitInfo] | None = None
+        self._thread = threading.Thread(
+            target=self._work, args=(path, environ), name="qualify-commit"
+        )
+        self._thread.start()
+
+    def _work(self, path: Path | None, environ: Mapping[str, str]) -> None:
+        try:
+            root = repo_root(path if path is not None else Path.cwd())
+            self._read = (root, commit_info(root, self._base_ref, environ))
+        except Exception:  # read again by build_spec, which reports it
+            self._read = None
+
+    def get(self, root: Path, base_ref: str | None, environ: Mapping[str, str]) -> CommitInfo:
+        """What the thread read for ``root`` and ``base_ref``; read now otherwise."""
+        self._thread.join()
+        if self._read is not None and self._read[0] == root and base_ref == self._base_ref:
+            return self._read[1]
+        return commit_info(root, base_ref, environ)

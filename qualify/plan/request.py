@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from qualify.errors import UsageError
-from qualify.plan.commit import commit_info, record_sha, repo_root
+from qualify.plan.commit import CommitPrefetch, commit_info, record_sha, repo_root
 from qualify.plan.docker import DEFAULT_SHM, DockerOptions, device_requests, host_gpu_count
 from qualify.plan.families import (
     Family,
@@ -76,6 +76,8 @@ class RunRequest:
     """``--secret-env``: variables whose values are redacted whatever their names."""
     secrets_file: Path | None = None
     """``--secrets-file``: more values to redact, one per line."""
+    commit_prefetch: CommitPrefetch | None = None
+    """The commit already being read (``cli`` starts it before importing the run's code)."""
 
 
 GRACE_S = 5.0
@@ -144,7 +146,10 @@ def build_spec(request: RunRequest) -> RunSpec:
     options = merge_options(family, _parse_sets(request.sets))
     interval = parse_duration(request.sample_interval, what="--interval")
     run_id = new_run_id()
-    commit = commit_info(root, request.base_ref, os.environ)
+    if request.commit_prefetch is not None:
+        commit = request.commit_prefetch.get(root, request.base_ref, os.environ)
+    else:
+        commit = commit_info(root, request.base_ref, os.environ)
     # Keyed by the commit under test: the PR head on pull_request events, not the merge commit.
     profile_label = profile.name if profile else "custom"
     run_dir = request.out / record_sha(commit) / family.name / profile_label / run_id

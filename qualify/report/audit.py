@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from qualify.judge.gpu import BUDGET_SCOPE, BUDGET_SCOPES, GpuEvidence
-from qualify.judge.result import RunResult
-from qualify.plan.mps import GpuBudgetPlan
 from qualify.plan.spec import RunSpec
 from qualify.rundir.audit import (
     Audit,
@@ -30,6 +27,13 @@ from qualify.rundir.audit import (
 )
 from qualify.rundir.record import from_json
 from qualify.verdict import Verdict
+
+if TYPE_CHECKING:
+    # What only the judged run's audit needs: not imported before the E2E starts (the
+    # provisional audit is written then).
+    from qualify.judge.gpu import GpuEvidence
+    from qualify.judge.result import RunResult
+    from qualify.plan.mps import GpuBudgetPlan
 
 PROVISIONAL_REASON = "qualify did not finish (it was killed before it could write its report)"
 
@@ -97,6 +101,8 @@ def gpu_record(
 ) -> GpuRecord:
     """The audit's GPU section: the budget asked (``plan``) and what the harness saw of it, the
     allocator, CUDA OOMs and their kind, and NVML's peaks (``nvml``: None when not sampled)."""
+    from qualify.judge.gpu import BUDGET_SCOPE, BUDGET_SCOPES
+
     parsed = evidence.oom
     mode = plan.mode if plan is not None else evidence.budget_mode or "torch"
     note = None

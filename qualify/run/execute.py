@@ -172,10 +172,12 @@ def _spawn(spec: RunSpec, sandbox: Sandbox) -> Any:
 
 def stage_harness(run_dir: Path) -> Path:
     """Copy the installed harness package into the run directory, where the sandbox's
-    PYTHONPATH points (``qualify.plan.spec.harness_root``)."""
+    PYTHONPATH points (``qualify.plan.spec.harness_root``). Its bytecode comes along, the
+    sources' modification times kept, so that an E2E on the host's Python version imports the
+    harness (its ``sitecustomize``: every Python process of the run) without compiling it."""
     target = harness_root(run_dir) / "harness"
     try:
-        shutil.copytree(HARNESS_SOURCE, target, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(HARNESS_SOURCE, target)
     except OSError as exc:
         raise SandboxError(f"cannot copy the harness into the run directory: {exc}") from exc
     return target
@@ -217,7 +219,7 @@ def _start(
         reader.exempt.add(run.watchdog.pid)
         run.registration = register(spec.run_id, spec.run_dir, cgroups)
         run.subreaper = set_subreaper(True)
-    run.monitor = Monitor(
+    monitor = Monitor(
         probe,
         events_path=spec.run_dir / contract.EVENTS,
         ack_path=spec.run_dir / contract.PHASE_ACK,
@@ -226,8 +228,12 @@ def _start(
         gpu=NvmlSampler(mps=spec.gpu_budget is not None and spec.gpu_budget.mode == "mps"),
         processes=reader,
     )
-    run.monitor.start()
     process = _spawn(spec, sandbox)
+    # Started once the E2E is: its start-up (its first sample, its process reader) then runs
+    # beside the E2E's, not before it. It misses nothing: peaks come from the kernel's
+    # watermark, and the E2E reaches its first phase boundary long after.
+    monitor.start()
+    run.monitor = monitor
     if not isinstance(sandbox, StartsItself):
         sandbox.attach(process.pid)
         _confirm_inside(probe, process, process.pid)

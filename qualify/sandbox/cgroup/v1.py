@@ -8,7 +8,6 @@ effect is read back as the smaller of the cgroup's own limit and ``hierarchical_
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -141,8 +140,7 @@ class CgroupV1Sandbox:
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         """The launch shim joins both cgroups before exec."""
-        procs = [str(d / "cgroup.procs") for d in self._dirs()]
-        return [sys.executable, "-I", "-S", str(common.ENTER_SHIM), *procs, "--", *argv]
+        return common.enter_argv([d / "cgroup.procs" for d in self._dirs()], argv)
 
     def attach(self, pid: int) -> None:
         """Nothing to do: the shim joined the cgroups itself."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -189,8 +188,7 @@ class CgroupV2Sandbox:
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         """The launch shim joins the cgroup before exec."""
-        procs = str(self.directory / "cgroup.procs")
-        return [sys.executable, "-I", "-S", str(common.ENTER_SHIM), procs, "--", *argv]
+        return common.enter_argv([self.directory / "cgroup.procs"], argv)
 
     def attach(self, pid: int) -> None:
         """Nothing to do: the shim joined the cgroup itself."""

@@ -1,0 +1,92 @@
+"""Provenance read from real git repositories: root, head, tree, branch, base, dirtiness."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from qualify.errors import UsageError
+from qualify.plan.commit import commit_info, repo_root
+from tests.conftest import git
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "src").mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    (root / "src" / "a.txt").write_text("a\n")
+    (root / ".gitignore").write_text("ignored.txt\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "first")
+    return root
+
+
+def test_the_root_is_found_from_a_subdirectory(project: Path) -> None:
+    assert repo_root(project / "src") == project
+
+
+def test_a_directory_outside_any_repository_is_named(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"is not a git repository"):
+        repo_root(tmp_path)
+
+
+def test_a_repository_without_a_commit_is_told_to_commit(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    with pytest.raises(UsageError, match=r"has no commit yet"):
+        repo_root(tmp_path)
+
+
+def test_a_clean_branch(project: Path) -> None:
+    info = commit_info(project, "main")
+    assert info.head == git(project, "rev-parse", "HEAD")
+    assert info.head_tree == info.tree == git(project, "rev-parse", "HEAD^{tree}")
+    assert (info.branch, info.dirty, info.diff_sha256, info.dirty_nested) == (
+        "main",
+        False,
+        None,
+        [],
+    )
+    assert info.base == info.head and info.base_ref == "main"
+
+
+def test_a_detached_head_has_no_branch_and_an_unknown_base_ref_no_base(project: Path) -> None:
+    git(project, "checkout", "-q", "--detach")
+    info = commit_info(project, "origin/main")
+    assert (info.branch, info.base, info.base_ref) == (None, None, "origin/main")
+
+
+def test_an_untracked_file_makes_the_tree_dirty_an_ignored_one_does_not(project: Path) -> None:
+    git(project, "checkout", "-q", "-b", "feature/x")
+    (project / "ignored.txt").write_text("not part of the tree\n")
+    assert commit_info(project).dirty is False
+    (project / "src" / "b.txt").write_text("b\n")
+    info = commit_info(project)
+    assert info.branch == "feature/x" and info.dirty is True and info.tree != info.head_tree
+    # The tree is exactly the disk's: committing it gives the same tree id.
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "b")
+    assert git(project, "rev-parse", "HEAD^{tree}") == info.tree
+    diff = subprocess.run(
+        ["git", "-C", str(project), "diff", "--binary", "--no-ext-diff", "HEAD~1", info.tree],
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert info.diff_sha256 == hashlib.sha256(diff).hexdigest()
+
+
+def test_the_prefetched_commit_is_taken_only_for_the_same_repository_and_base(
+    project: Path, tmp_path: Path
+) -> None:
+    from qualify.plan.commit import CommitPrefetch
+
+    prefetch = CommitPrefetch(project / "src", None, {})
+    assert prefetch.get(project, None, {}) == commit_info(project)
+    # Asked with another base ref: read again, so the base is there.
+    assert prefetch.get(project, "main", {}).base == git(project, "rev-parse", "HEAD")
+    # A prefetch that failed (no repository there) is read again where asked.
+    failed = CommitPrefetch(tmp_path / "nowhere", None, {})
+    assert failed.get(project, None, {}) == commit_info(project)
