@@ -12,8 +12,10 @@ CPU during a fork storm against the pids limit. Targets: suite median wall ratio
 fixed cost at most 0.15 s. Nothing is asserted: the figures are printed.
 
     .venv/bin/python benchmarks/bench_suite.py [--pairs 5] [--fixed-pairs 10]
-        [--storm-runs 3] [--venv DIR] [--only suite|fixed|storm]
+        [--storm-runs 3] [--venv DIR] [--only suite|fixed|storm] [--from wheel|checkout]
 
+qualify runs as the GitHub Action installs it: this tree `pip install`ed (a wheel, compiled at
+install) into a venv of its own beside the suite's, rebuilt from the tree at every start.
 Needs root (a real cgroup cap) and the registry the first time (`pip install`).
 """
 
@@ -163,10 +165,37 @@ def under_qualify(family: str, repo: Path, out: Path, mem: str) -> Measured:
     return measured
 
 
+QUALIFY: list[str] = [sys.executable, "-m", "qualify"]
+"""How qualify is started: the installed console script (``install_qualify``), or this
+checkout's package (``--from checkout``)."""
+
+
+def install_qualify(cache: Path) -> list[str]:
+    """This tree installed as the GitHub Action installs it (``pip install`` of the tree: a
+    wheel, compiled at install), into a venv of its own, cached by ``pyproject.toml`` (its
+    dependencies come from the registry the first time); returns the venv's ``qualify``."""
+    key = hashlib.sha256(sys.version.encode() + (ROOT / "pyproject.toml").read_bytes()).hexdigest()[
+        :12
+    ]
+    venv = cache / f"qualify-venv-{key}"
+    python = venv / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    if not (venv / ".complete").exists():
+        print(f"building {venv} (qualify and its dependencies)", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run([*pip, str(ROOT)], check=True)
+        (venv / ".complete").write_text("qualify\n")
+    else:  # this tree as it is now, its dependencies already there
+        subprocess.run([*pip, "--no-deps", "--force-reinstall", str(ROOT)], check=True)
+    return [str(venv / "bin" / "qualify")]
+
+
 def qualify_run(family: str, repo: Path, out: Path, mem: str) -> tuple[Measured, dict[str, Any]]:
-    argv = [sys.executable, "-m", "qualify", "run", "--family", family, "--repo", str(repo),
-            "--mem", mem, "--out", str(out)]  # fmt: skip
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    argv = [*QUALIFY, "run", "--family", family, "--repo", str(repo), "--mem", mem,
+            "--out", str(out)]  # fmt: skip
+    # The installed qualify gets nothing of this checkout's on its path.
+    checkout = QUALIFY[0] == sys.executable
+    env = dict(os.environ, PYTHONPATH=str(ROOT)) if checkout else bare_env()
     measured, stdout = timed(argv, out.parent, env, codes=(0, 1, 3))  # 3: the storm's OOM
     run_dir = out.parent / stdout.strip().splitlines()[-1]  # relative to qualify's cwd
     audit = json.loads((run_dir / "audit.json").read_text())
@@ -264,16 +293,30 @@ def main() -> int:
     parser.add_argument("--venv", type=Path, default=None, help="the suite's venv (cached)")
     parser.add_argument("--mem", default="2G")
     parser.add_argument("--only", choices=("suite", "fixed", "storm"), default=None)
-    args = parser.parse_args()
-    python = build_venv(args.venv or default_venv(REQUIREMENTS), REQUIREMENTS)
-    # qualify runs from this checkout: compiled first, as an installed wheel is (pip compiles
-    # at install), so that no run pays for compiling it (PYTHONDONTWRITEBYTECODE or not).
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(ROOT / "qualify"), str(ROOT / "harness")],
-        check=True,
-        stdout=subprocess.DEVNULL,
+    parser.add_argument(
+        "--from",
+        dest="source",
+        choices=("wheel", "checkout"),
+        default="wheel",
+        help="run qualify installed from this tree's wheel (default) or from the checkout",
     )
-    print(f"{os.cpu_count()} cores, Linux {os.uname().release}; {versions(python)}")
+    args = parser.parse_args()
+    venv = args.venv or default_venv(REQUIREMENTS)
+    python = build_venv(venv, REQUIREMENTS)
+    if args.source == "wheel":
+        QUALIFY[:] = install_qualify(venv.parent)
+    else:
+        # Compiled first, as an installed wheel is, so that no run pays for compiling it
+        # (PYTHONDONTWRITEBYTECODE or not); the editable install's finder still loads.
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(ROOT / "qualify"),
+             str(ROOT / "harness")],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+    source = "its wheel, installed" if args.source == "wheel" else "this checkout"
+    print(f"{os.cpu_count()} cores, Linux {os.uname().release}; {versions(python)}; "
+          f"qualify from {source}")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="qualify-bench-") as scratch:
         repo = Path(scratch) / "repo"
         commands = make_repo(repo, python)

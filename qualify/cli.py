@@ -467,8 +467,8 @@ def entry() -> NoReturn:
     does not free the interpreter's objects one by one (a tenth of a ``qualify run``'s own
     time went there). Everything qualify writes is closed before ``main`` returns; the exit
     handlers still run (those of the caller's tools too, such as coverage's) and the standard
-    streams are flushed. While a thread that is not a daemon still runs, Python's own exit,
-    which waits for it, is kept."""
+    streams are flushed. Python's own exit is kept while a thread that is not a daemon still
+    runs (it waits for it) and under a profiler or tracer (they write their results after)."""
     try:
         code = main()
     except SystemExit as exc:
@@ -478,6 +478,8 @@ def entry() -> NoReturn:
     others = [thread for thread in threading.enumerate() if thread is not threading.main_thread()]
     if any(thread.is_alive() and not thread.daemon for thread in others):
         raise SystemExit(code)
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        raise SystemExit(code)  # a profiler (python -m cProfile) writes its results after
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

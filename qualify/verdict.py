@@ -44,3 +44,6 @@ _EXIT_CODES = {
     Verdict.TIMEOUT: EXIT_RESOURCE,
     Verdict.ERROR: EXIT_ERROR,
 }
+
+PROVISIONAL_REASON = "qualify did not finish (it was killed before it could write its report)"
+"""The reason in the reports written before the E2E ends: what remains when qualify dies."""

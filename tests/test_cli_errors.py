@@ -437,6 +437,15 @@ def test_the_quick_exit_keeps_codes_output_and_exit_handlers(
         assert done.stderr.endswith("exit handler ran\n")
     assert marker.read_text() == "done"  # a live thread that is not a daemon is waited for
     assert quick.stdout == waited.stdout
+    profiled = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(tmp_path / "prof"), "-m", "qualify", *argv],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    # Under a profiler, Python's own exit: the profile is written (cProfile itself exits 0).
+    assert profiled.returncode == 0 and (tmp_path / "prof").stat().st_size > 0
     done = quick
     plain = subprocess.run(
         [sys.executable, "-m", "qualify", *argv],

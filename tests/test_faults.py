@@ -210,7 +210,12 @@ def _started(argv: list[str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
         process.communicate()
 
 
-def test_e2e_dies_with_qualify_and_the_next_run_completes_its_reports(tmp_path: Path) -> None:
+@pytest.mark.parametrize("audit_written", [True, False], ids=["audit", "junit-only"])
+def test_e2e_dies_with_qualify_and_the_next_run_completes_its_reports(
+    tmp_path: Path, audit_written: bool
+) -> None:
+    """``junit-only``: the directory as a qualify killed between the E2E's start and its
+    provisional audit leaves it (the provisional JUnit file is written before the start)."""
     repo = family_repo(
         tmp_path / "repo",
         "sleeper",
@@ -252,6 +257,8 @@ def test_e2e_dies_with_qualify_and_the_next_run_completes_its_reports(tmp_path: 
         qualify.kill()
         killed_at = time.monotonic()
         qualify.wait()
+        if not audit_written:
+            (run_dir / "audit.json").unlink()
         run_id = run_dir.name
         wait_for(lambda: not _processes_in(f"qualify-{run_id}"), 1.0, "the E2E's end")
         gone_after = time.monotonic() - killed_at
@@ -278,6 +285,12 @@ def test_e2e_dies_with_qualify_and_the_next_run_completes_its_reports(tmp_path: 
     assert_nothing_left(run_id)
     audit = json.loads((run_dir / "audit.json").read_text())
     assert audit["verdict"] == "ERROR"
+    assert (audit["run_id"], audit["family"]["name"], audit["profile"]) == (
+        run_id,
+        "sleeper",
+        "custom",
+    )
+    assert audit["commit"]["head"] == git(repo, "rev-parse", "HEAD")
     assert "qualify was killed during test test_sleeper.py::test_sleeps (call)" in audit["reason"]
     assert audit["tests"]["running_at_end"] == "test_sleeper.py::test_sleeps"
     assert (audit["tests"]["passed"], audit["tests"]["not_run"]) == (1, 1)

@@ -22,7 +22,6 @@ import pytest
 from qualify.cli import main
 from qualify.commands.merge import merge
 from qualify.commands.submit import SubmitRequest, submit
-from qualify.report.audit import PROVISIONAL_REASON
 from qualify.schedule import aftercare, kubernetes
 from qualify.schedule.cells import DEFAULT_OVERHEAD, Cell, parse_cell
 from qualify.schedule.record import (
@@ -51,6 +50,7 @@ from qualify.schedule.slurm import (
     slurm_mem,
     slurm_time,
 )
+from qualify.verdict import PROVISIONAL_REASON
 from tests.conftest import ROOT, git
 from tests.test_merge import HEAD, make_run
 

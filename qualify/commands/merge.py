@@ -29,12 +29,11 @@ from qualify.commands.matrix import split_names
 from qualify.errors import UsageError
 from qualify.evidence.junit import JUnitCase, read_junit
 from qualify.plan.output import check_output_dir
-from qualify.report.audit import PROVISIONAL_REASON
 from qualify.report.junit import render, testcase, testsuite
 from qualify.rundir import Audit, RunDir
 from qualify.schedule.record import SubmitRecord, find_records
 from qualify.schedule.slurm import Slurm, TaskEvidence, gather, iso_to_epoch
-from qualify.verdict import EXIT_ERROR, EXIT_USAGE, Verdict
+from qualify.verdict import EXIT_ERROR, EXIT_USAGE, PROVISIONAL_REASON, Verdict
 
 MISSING = "MISSING"
 MERGED = "qualify merge"

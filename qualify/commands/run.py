@@ -22,15 +22,14 @@ from typing import TYPE_CHECKING, TextIO
 from qualify.errors import UsageError
 from qualify.plan.request import RunRequest, build_spec
 from qualify.plan.spec import RunSpec, harness_root
-from qualify.report.audit import PROVISIONAL_REASON, build_audit, iso, provisional_audit
-from qualify.report.junit import provisional_junit, render_junit
+from qualify.report.junit import provisional_junit
 from qualify.run.execute import Interrupts, execute
 from qualify.run.execution import Execution
 from qualify.run.registry import take_over_dead_runs
-from qualify.rundir import RunDir
+from qualify.rundir.directory import RunDir
 from qualify.sandbox import Sandbox, select_sandbox
 from qualify.sandbox.cgroup.layout import current_layout
-from qualify.verdict import EXIT_ERROR, EXIT_USAGE
+from qualify.verdict import EXIT_ERROR, EXIT_USAGE, PROVISIONAL_REASON
 
 if TYPE_CHECKING:
     from qualify.judge.result import RunResult
@@ -55,6 +54,9 @@ def _properties(result: RunResult) -> dict[str, str]:
 
 def write_reports(result: RunResult) -> None:
     """The JUnit file and the audit, each atomically."""
+    from qualify.report.audit import build_audit, iso
+    from qualify.report.junit import render_junit
+
     spec = result.spec
     run_dir = RunDir(spec.run_dir)
     run_dir.write_junit(
@@ -129,11 +131,22 @@ def _judge_or_error(spec: RunSpec, execution: Execution) -> RunResult:
         return judge(spec, failed, None)
 
 
-def _write_provisional(spec: RunSpec, started_wall: float) -> None:
-    """Valid reports before the E2E starts: what remains if qualify itself is SIGKILLed."""
-    run_dir = RunDir(spec.run_dir)
-    run_dir.write_junit(provisional_junit(spec.family.name, PROVISIONAL_REASON))
-    run_dir.write_audit(provisional_audit(spec, started_wall))
+def _write_provisional_junit(spec: RunSpec) -> None:
+    """A valid JUnit file before the E2E starts: what remains if qualify itself is SIGKILLed
+    (its first write also tells whether the run directory takes files at all)."""
+    RunDir(spec.run_dir).write_junit(provisional_junit(spec.family.name, PROVISIONAL_REASON))
+
+
+def _write_provisional_audit(spec: RunSpec, started_wall: float) -> None:
+    """The provisional audit, written as soon as the E2E has started, while its interpreter
+    starts (the audit's dataclasses cost a tenth of qualify's start-up to create). A qualify
+    killed before this leaves the JUnit file; the run that takes it over writes the audit
+    (``qualify.report.abandoned``). A failure here (a disk that filled) is the final
+    reports' to report."""
+    from qualify.report.audit import provisional_audit
+
+    with contextlib.suppress(OSError):
+        RunDir(spec.run_dir).write_audit(provisional_audit(spec, started_wall))
 
 
 def _os_error(exc: OSError) -> str:
@@ -190,12 +203,20 @@ def _take_over_dead_runs(run_id: str, stderr: TextIO) -> None:
             stderr.write(f"qualify run: completed the reports of a dead run: {directory.path}\n")
 
 
-def _execute_and_judge(spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts) -> RunResult:
+def _execute_and_judge(
+    spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts, started_wall: float
+) -> RunResult:
     """The E2E run and judged, what the end of the run needs imported meanwhile."""
     preloading = threading.Thread(target=_prepare_end_of_run, name="qualify-preload", daemon=True)
-    # Started once the E2E runs (the start-up does not wait for it), joined when it ends (no
-    # import ever runs in two threads at once).
-    execution = execute(spec, sandbox, interrupts, on_started=preloading.start)
+
+    def started() -> None:
+        # Once the E2E runs (the start-up does not wait for either): the provisional audit,
+        # then the imports of the end, joined when the E2E ends (no import ever runs in two
+        # threads at once).
+        _write_provisional_audit(spec, started_wall)
+        preloading.start()
+
+    execution = execute(spec, sandbox, interrupts, on_started=started)
     if preloading.is_alive():
         preloading.join()
     if preloading.ident is not None and execution.returncode != 0:
@@ -237,14 +258,15 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
         code = EXIT_ERROR if exc.errno in (errno.ENOSPC, errno.EDQUOT) else EXIT_USAGE
         stderr.write(f"qualify run: error: cannot create the run directory: {_os_error(exc)}\n")
         return code
+    started_wall = time.time()
     try:
-        _write_provisional(spec, time.time())
+        _write_provisional_junit(spec)
     except OSError as exc:
         stderr.write(f"qualify run: error: cannot write the run directory: {_os_error(exc)}\n")
         return EXIT_ERROR
     interrupts = Interrupts()
     with interrupts.installed():
-        result = _execute_and_judge(spec, sandbox, interrupts)
+        result = _execute_and_judge(spec, sandbox, interrupts, started_wall)
         from qualify.commands.publish import publish_channels, terminal_text
         from qualify.judge.judgement import display_path
         from qualify.publish.bundle import SecretSources
@@ -264,7 +286,7 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
             finally:
                 result = _complete_teardown(result)
         except OSError as exc:
-            # The provisional reports, written atomically before the E2E started, stay valid.
+            # The provisional reports, written atomically as the E2E started, stay valid.
             stderr.write(f"qualify run: error: cannot write the reports: {_os_error(exc)}\n")
             stdout.write(f"{display_path(spec.run_dir)}\n")
             return EXIT_ERROR

@@ -13,11 +13,31 @@ import time
 
 from qualify.evidence.junit import JUnitCase
 from qualify.judge.tests import cases_from_events, progress_from_events
-from qualify.report.audit import PROVISIONAL_REASON, iso
+from qualify.plan.commit import CommitInfo
+from qualify.report.audit import iso
 from qualify.report.junit import render_junit
 from qualify.rundir import RunDir
-from qualify.rundir.audit import TestsRecord
-from qualify.verdict import Verdict
+from qualify.rundir.audit import Audit, FamilyRecord, TestsRecord
+from qualify.verdict import PROVISIONAL_REASON, Verdict
+
+
+def _audit_from_place(run_dir: RunDir) -> Audit:
+    """The provisional audit of a run whose qualify died after the E2E started but before it
+    wrote that audit (its JUnit file is written first): what the directory's place tells,
+    ``<out>/<head>/<family>/<profile>/<run-id>``."""
+    run_id = run_dir.path
+    profile = run_id.parent
+    family = profile.parent
+    return Audit(
+        run_id=run_id.name,
+        verdict=Verdict.ERROR.value,
+        reason=PROVISIONAL_REASON,
+        family=FamilyRecord(name=family.name),
+        profile=profile.name,
+        commit=CommitInfo(head=family.parent.name),
+        problems=["qualify died before it wrote the provisional audit; only the run "
+                  "directory's place names the run"],
+    )  # fmt: skip
 
 
 def complete_abandoned(run_dir: RunDir, taken_over_by: str, problems: tuple[str, ...]) -> bool:
@@ -25,6 +45,8 @@ def complete_abandoned(run_dir: RunDir, taken_over_by: str, problems: tuple[str,
     (its qualify had written its own final reports, or the directory is gone)."""
     read = run_dir.read_audit()
     audit = read.audit
+    if audit is None and not run_dir.audit_path.exists() and run_dir.junit_path.is_file():
+        audit = _audit_from_place(run_dir)  # killed between the E2E's start and its audit
     if audit is None or audit.reason != PROVISIONAL_REASON:
         return False
     progress = progress_from_events(run_dir.events())

@@ -26,7 +26,7 @@ from qualify.rundir.audit import (
     TimingsRecord,
 )
 from qualify.rundir.record import from_json
-from qualify.verdict import Verdict
+from qualify.verdict import PROVISIONAL_REASON, Verdict
 
 if TYPE_CHECKING:
     # What only the judged run's audit needs: not imported before the E2E starts (the
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
     from qualify.judge.gpu import GpuEvidence
     from qualify.judge.result import RunResult
     from qualify.plan.mps import GpuBudgetPlan
-
-PROVISIONAL_REASON = "qualify did not finish (it was killed before it could write its report)"
 
 
 def iso(wall: float | None) -> str | None:

@@ -10,13 +10,15 @@ import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import contract
 from qualify.atomic import write_bytes_atomic
 from qualify.run.timeline import TimelineSample
-from qualify.rundir.audit import Audit, AuditRead, read_audit, write_audit
 from qualify.rundir.events import read_jsonl, read_timeline
+
+if TYPE_CHECKING:
+    from qualify.rundir.audit import Audit, AuditRead
 
 LOG_TAIL_BYTES = 64 * 1024
 
@@ -94,6 +96,8 @@ class RunDir:
 
     def read_audit(self) -> AuditRead:
         """The audit, or the problem that prevents reading it."""
+        from qualify.rundir.audit import read_audit
+
         return read_audit(self.audit_path)
 
     def events(self, containing: bytes | None = None) -> Iterator[dict[str, Any]]:
@@ -133,6 +137,8 @@ class RunDir:
     # --- writing
     def write_audit(self, audit: Audit) -> None:
         """Write the audit atomically."""
+        from qualify.rundir.audit import write_audit
+
         write_audit(self.audit_path, audit)
 
     def write_junit(self, data: bytes) -> None:
