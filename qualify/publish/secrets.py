@@ -24,7 +24,6 @@ import re
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from xml.sax.saxutils import escape as xml_escape
 
 from qualify.errors import UsageError
 
@@ -131,7 +130,9 @@ def forms(value: str) -> set[str]:
     raw = value.encode(errors="surrogateescape")
     found = {value, value.strip(), value[::-1]}
     found |= {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
-    found |= {html.escape(value), xml_escape(value)}  # xml_escape: html.escape(quote=False)
+    # As HTML and as XML text escape it (xml.sax.saxutils.escape is html.escape without quotes;
+    # it imports urllib.request, and with it ssl and http.client).
+    found |= {html.escape(value), html.escape(value, quote=False)}
     # A value read from a file that is not UTF-8 keeps its bytes (surrogateescape) in every form.
     single = urllib.parse.quote(value, safe="", errors="surrogateescape")
     plus = urllib.parse.quote_plus(value, errors="surrogateescape")

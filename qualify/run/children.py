@@ -13,12 +13,11 @@ import contextlib
 import ctypes
 import os
 import subprocess
-import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
-WATCHDOG = Path(__file__).with_name("watchdog.py")
+WATCHDOG = Path(__file__).with_name("watchdog.sh")
 
 
 def set_subreaper(enabled: bool) -> bool:
@@ -45,9 +44,8 @@ class Watchdog:
         read_end, self._write_end = os.pipe()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(WATCHDOG), str(read_end), *map(str, directories)],
-                pass_fds=(read_end,),
-                stdin=subprocess.DEVNULL,
+                ["/bin/sh", str(WATCHDOG), *map(str, directories)],
+                stdin=read_end,  # end-of-file when qualify is gone
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,  # a signal to qualify's process group is not its own
