@@ -13,9 +13,12 @@ fixed cost at most 0.15 s. Nothing is asserted: the figures are printed.
 
     .venv/bin/python benchmarks/bench_suite.py [--pairs 5] [--fixed-pairs 10]
         [--storm-runs 3] [--venv DIR] [--only suite|fixed|storm] [--from wheel|checkout]
+        [--baseline REF]
 
 qualify runs as the GitHub Action installs it: this tree `pip install`ed (a wheel, compiled at
-install) into a venv of its own beside the suite's, rebuilt from the tree at every start.
+install) into a venv of its own beside the suite's, rebuilt from the tree at every start;
+`--baseline REF` adds qualify at that commit, installed the same way, to the one-test rounds
+(the fixed cost of both, measured side by side).
 Needs root (a real cgroup cap) and the registry the first time (`pip install`).
 """
 
@@ -27,6 +30,7 @@ import hashlib
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -158,8 +162,10 @@ def bare(command: Sequence[str], family: Path) -> Measured:
     return timed(command, family, bare_env())[0]
 
 
-def under_qualify(family: str, repo: Path, out: Path, mem: str) -> Measured:
-    measured, audit = qualify_run(family, repo, out, mem)
+def under_qualify(
+    family: str, repo: Path, out: Path, mem: str, qualify: Sequence[str] | None = None
+) -> Measured:
+    measured, audit = qualify_run(family, repo, out, mem, qualify)
     if audit["verdict"] != "PASSED":
         raise SystemExit(f"qualify run: {audit['verdict']}: {audit['reason']}")
     return measured
@@ -168,15 +174,17 @@ def under_qualify(family: str, repo: Path, out: Path, mem: str) -> Measured:
 QUALIFY: list[str] = [sys.executable, "-m", "qualify"]
 """How qualify is started: the installed console script (``install_qualify``), or this
 checkout's package (``--from checkout``)."""
+BASELINE: list[str] = []
+"""``--baseline REF``: qualify at that commit, installed the same way, a third arm of the
+one-test rounds (empty: none)."""
 
 
 def install_qualify(cache: Path) -> list[str]:
     """This tree installed as the GitHub Action installs it (``pip install`` of the tree: a
     wheel, compiled at install), into a venv of its own, cached by ``pyproject.toml`` (its
     dependencies come from the registry the first time); returns the venv's ``qualify``."""
-    key = hashlib.sha256(sys.version.encode() + (ROOT / "pyproject.toml").read_bytes()).hexdigest()[
-        :12
-    ]
+    digest = hashlib.sha256(sys.version.encode() + (ROOT / "pyproject.toml").read_bytes())
+    key = digest.hexdigest()[:12]
     venv = cache / f"qualify-venv-{key}"
     python = venv / "bin" / "python"
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
@@ -190,11 +198,40 @@ def install_qualify(cache: Path) -> list[str]:
     return [str(venv / "bin" / "qualify")]
 
 
-def qualify_run(family: str, repo: Path, out: Path, mem: str) -> tuple[Measured, dict[str, Any]]:
-    argv = [*QUALIFY, "run", "--family", family, "--repo", str(repo), "--mem", mem,
+def install_baseline(ref: str, current: Sequence[str]) -> list[str]:
+    """qualify at ``ref`` installed as this tree is: a copy of this tree's venv (the same
+    dependencies) with ``ref``'s tree installed over it; cached by the commit."""
+    sha = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--verify", f"{ref}^{{commit}}"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    venv = Path(current[0]).parent.parent.with_name(f"qualify-baseline-{sha[:12]}")
+    if not (venv / ".complete").exists():
+        print(f"building {venv} (qualify at {ref})", file=sys.stderr)
+        shutil.rmtree(venv, ignore_errors=True)
+        shutil.copytree(Path(current[0]).parent.parent, venv, symlinks=True)
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", sha], capture_output=True, check=True
+        ).stdout
+        with tempfile.TemporaryDirectory(prefix="qualify-baseline-") as tree:
+            subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
+            subprocess.run(
+                [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
+                 "--force-reinstall", "--disable-pip-version-check", tree],
+                check=True,
+            )  # fmt: skip
+        (venv / ".complete").write_text(sha + "\n")
+    return [str(venv / "bin" / "qualify")]
+
+
+def qualify_run(
+    family: str, repo: Path, out: Path, mem: str, qualify: Sequence[str] | None = None
+) -> tuple[Measured, dict[str, Any]]:
+    command = list(qualify or QUALIFY)
+    argv = [*command, "run", "--family", family, "--repo", str(repo), "--mem", mem,
             "--out", str(out)]  # fmt: skip
     # The installed qualify gets nothing of this checkout's on its path.
-    checkout = QUALIFY[0] == sys.executable
+    checkout = command[0] == sys.executable
     env = dict(os.environ, PYTHONPATH=str(ROOT)) if checkout else bare_env()
     measured, stdout = timed(argv, out.parent, env, codes=(0, 1, 3))  # 3: the storm's OOM
     run_dir = out.parent / stdout.strip().splitlines()[-1]  # relative to qualify's cwd
@@ -257,19 +294,35 @@ def suite(args: argparse.Namespace, command: list[str], repo: Path, out: Path) -
 def fixed(args: argparse.Namespace, command: list[str], repo: Path, out: Path) -> None:
     family = repo / "families" / "one"
     bare(command, family)
-    rows = pairs(
-        args.fixed_pairs,
-        lambda: bare(command, family),
-        lambda: under_qualify("one", repo, out, args.mem),
-    )
-    extra = [q.wall_s - b.wall_s for b, q in rows]
-    inside = [(q.e2e_s or q.wall_s) - b.wall_s for b, q in rows]
-    print(f"one-test E2E, {len(rows)} pairs, min / median / max:")
-    print(f"  bare wall      {spread([b.wall_s for b, _ in rows], '.3f')} s")
-    print(f"  qualify wall   {spread([q.wall_s for _, q in rows], '.3f')} s")
-    print(f"  fixed cost     {spread(extra, '.3f')} s  (target: median <= 0.15 s)")
-    print(f"  of it in E2E   {spread(inside, '.3f')} s  (sandbox, harness, junit)")
-    print(f"  cpu added      {spread([q.cpu_s - b.cpu_s for b, q in rows], '.3f')} s")
+    arms: dict[str, Callable[[], Measured]] = {
+        "bare": lambda: bare(command, family),
+        "qualify": lambda: under_qualify("one", repo, out, args.mem),
+    }
+    if BASELINE:
+        arms["baseline"] = lambda: under_qualify("one", repo, out, args.mem, BASELINE)
+    names = list(arms)
+    rows: list[dict[str, Measured]] = []
+    for index in range(args.fixed_pairs):
+        # Each arm first in turn, so that drift and the machine's other users hit them alike.
+        turn = names[index % len(names) :] + names[: index % len(names)]
+        rows.append({name: arms[name]() for name in turn})
+        print(
+            f"  round {index + 1}: "
+            + " | ".join(f"{name} {rows[-1][name].wall_s:5.3f} s" for name in names),
+            file=sys.stderr,
+        )
+    print(f"one-test E2E, {len(rows)} rounds, min / median / max:")
+    print(f"  bare wall      {spread([row['bare'].wall_s for row in rows], '.3f')} s")
+    for name in names[1:]:
+        label = "qualify" if name == "qualify" else f"qualify at {args.baseline}"
+        extra = [row[name].wall_s - row["bare"].wall_s for row in rows]
+        inside = [(row[name].e2e_s or row[name].wall_s) - row["bare"].wall_s for row in rows]
+        added = [row[name].cpu_s - row["bare"].cpu_s for row in rows]
+        print(f"  {label}:")
+        print(f"    wall         {spread([row[name].wall_s for row in rows], '.3f')} s")
+        print(f"    fixed cost   {spread(extra, '.3f')} s  (target: median <= 0.15 s)")
+        print(f"    of it in E2E {spread(inside, '.3f')} s  (sandbox, harness, junit)")
+        print(f"    cpu added    {spread(added, '.3f')} s")
 
 
 def storm(args: argparse.Namespace, repo: Path, out: Path) -> None:
@@ -288,11 +341,17 @@ def storm(args: argparse.Namespace, repo: Path, out: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=5, help="suite pairs (default 5)")
-    parser.add_argument("--fixed-pairs", type=int, default=10, help="one-test pairs")
+    parser.add_argument("--fixed-pairs", type=int, default=10, help="one-test rounds")
     parser.add_argument("--storm-runs", type=int, default=3, help="fork storms (8 s each)")
     parser.add_argument("--venv", type=Path, default=None, help="the suite's venv (cached)")
     parser.add_argument("--mem", default="2G")
     parser.add_argument("--only", choices=("suite", "fixed", "storm"), default=None)
+    parser.add_argument(
+        "--baseline",
+        metavar="REF",
+        default=None,
+        help="also time qualify at this commit (installed like this tree) in the one-test rounds",
+    )
     parser.add_argument(
         "--from",
         dest="source",
@@ -301,10 +360,14 @@ def main() -> int:
         help="run qualify installed from this tree's wheel (default) or from the checkout",
     )
     args = parser.parse_args()
+    if args.baseline and args.source != "wheel":
+        parser.error("--baseline needs --from wheel (the baseline is installed like this tree)")
     venv = args.venv or default_venv(REQUIREMENTS)
     python = build_venv(venv, REQUIREMENTS)
     if args.source == "wheel":
         QUALIFY[:] = install_qualify(venv.parent)
+        if args.baseline:
+            BASELINE[:] = install_baseline(args.baseline, QUALIFY)
     else:
         # Compiled first, as an installed wheel is, so that no run pays for compiling it
         # (PYTHONDONTWRITEBYTECODE or not); the editable install's finder still loads.
