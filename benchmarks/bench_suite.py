@@ -2,16 +2,18 @@
 
 numpy's own test modules (about 3,560 short tests) run bare and under `qualify run --mem 2G`
 from a venv this benchmark builds from the package registry (numpy, pytest and hypothesis,
-cached between runs), alternating A/B in pairs (each pair's order alternates too, so drift and
-the other users of the machine hit both arms alike). Printed: min / median / max of the wall
-ratio and of the CPU ratio (user + system of everything each arm ran, qualify included), the
-E2E's own time under qualify against bare and qualify's time around it (start, judging,
-reports, publication), the monitor's own CPU as a share of one core; then the same for a
+cached between runs), in rounds (each arm first in turn, so that drift and the other users of
+the machine hit every arm alike), with a third arm: bare pytest with the `--junitxml` qualify
+asks for (the floor no change to qualify can go under). Printed: min / median / max of the
+wall ratio and of the CPU ratio (user + system of everything each arm ran, qualify included),
+of `--junitxml` alone and of qualify over it, the E2E's own time under qualify against bare and
+qualify's time around it (start, judging, reports, publication), the monitor's own CPU as a
+share of one core; then the same for a
 one-test E2E, whose difference in seconds is qualify's fixed cost per run; then the monitor's
 CPU during a fork storm against the pids limit. Targets: suite median wall ratio at most 1.05,
 fixed cost at most 0.15 s. Nothing is asserted: the figures are printed.
 
-    .venv/bin/python benchmarks/bench_suite.py [--pairs 5] [--fixed-pairs 10]
+    .venv/bin/python benchmarks/bench_suite.py [--rounds 5] [--fixed-rounds 10]
         [--storm-runs 3] [--venv DIR] [--only suite|fixed|storm] [--from wheel|checkout]
         [--baseline REF]
 
@@ -240,26 +242,23 @@ def qualify_run(
     return dataclasses.replace(measured, monitor_cpu_s=monitor, e2e_s=e2e), audit
 
 
-Pairs = list[tuple[Measured, Measured]]
-
-
-def pairs(count: int, first: Callable[[], Measured], second: Callable[[], Measured]) -> Pairs:
-    """``count`` (bare, qualify) pairs, the order inside a pair alternating (ABBA...)."""
-    measured = []
+def rounds(count: int, arms: dict[str, Callable[[], Measured]]) -> list[dict[str, Measured]]:
+    """``count`` rounds of every arm, each arm first in turn (drift and the machine's other
+    users hit them alike); each round printed as it ends."""
+    names = list(arms)
+    rows: list[dict[str, Measured]] = []
     for index in range(count):
-        if index % 2 == 0:
-            a = first()
-            b = second()
-        else:
-            b = second()
-            a = first()
-        measured.append((a, b))
+        turn = names[index % len(names) :] + names[: index % len(names)]
+        rows.append({name: arms[name]() for name in turn})
         print(
-            f"  pair {index + 1}: bare {a.wall_s:6.2f} s cpu {a.cpu_s:6.2f} s | qualify "
-            f"{b.wall_s:6.2f} s cpu {b.cpu_s:6.2f} s | wall ratio {b.wall_s / a.wall_s:.3f}",
+            f"  round {index + 1}: "
+            + " | ".join(
+                f"{name} {rows[-1][name].wall_s:.3f} s (cpu {rows[-1][name].cpu_s:.3f})"
+                for name in names
+            ),
             file=sys.stderr,
         )
-    return measured
+    return rows
 
 
 def spread(values: Sequence[float], fmt: str) -> str:
@@ -269,23 +268,35 @@ def spread(values: Sequence[float], fmt: str) -> str:
 
 
 def suite(args: argparse.Namespace, command: list[str], repo: Path, out: Path) -> None:
-    # One untimed run first: the page cache, numpy's bytecode.
-    bare(command, repo / "families" / "suite")
-    rows = pairs(
-        args.pairs,
-        lambda: bare(command, repo / "families" / "suite"),
-        lambda: under_qualify("suite", repo, out, args.mem),
+    family = repo / "families" / "suite"
+    bare(command, family)  # one untimed run first: the page cache, numpy's bytecode
+    # The floor: pytest's own --junitxml, which qualify asks for, run without qualify.
+    junit = [*command, f"--junitxml={out.parent / 'bare-junit.xml'}"]
+    rows = rounds(
+        args.rounds,
+        {
+            "bare": lambda: bare(command, family),
+            "junitxml": lambda: bare(junit, family),
+            "qualify": lambda: under_qualify("suite", repo, out, args.mem),
+        },
     )
-    walls = [q.wall_s / b.wall_s for b, q in rows]
-    cpus = [q.cpu_s / b.cpu_s for b, q in rows]
-    monitor = [100 * (q.monitor_cpu_s or 0.0) / (q.e2e_s or q.wall_s) for _, q in rows]
-    inside = [(q.e2e_s or q.wall_s) / b.wall_s for b, q in rows]
-    outside = [q.wall_s - (q.e2e_s or q.wall_s) for _, q in rows]
-    print(f"numpy suite ({len(MODULES)} modules), {len(rows)} pairs, min / median / max:")
-    print(f"  bare wall      {spread([b.wall_s for b, _ in rows], '.2f')} s")
-    print(f"  qualify wall   {spread([q.wall_s for _, q in rows], '.2f')} s")
+    b = [row["bare"] for row in rows]
+    j = [row["junitxml"] for row in rows]
+    q = [row["qualify"] for row in rows]
+    walls = [x.wall_s / y.wall_s for x, y in zip(q, b, strict=True)]
+    cpus = [x.cpu_s / y.cpu_s for x, y in zip(q, b, strict=True)]
+    floor = [x.wall_s / y.wall_s for x, y in zip(j, b, strict=True)]
+    over_junit = [x.wall_s / y.wall_s for x, y in zip(q, j, strict=True)]
+    monitor = [100 * (x.monitor_cpu_s or 0.0) / (x.e2e_s or x.wall_s) for x in q]
+    inside = [(x.e2e_s or x.wall_s) / y.wall_s for x, y in zip(q, b, strict=True)]
+    outside = [x.wall_s - (x.e2e_s or x.wall_s) for x in q]
+    print(f"numpy suite ({len(MODULES)} modules), {len(rows)} rounds, min / median / max:")
+    print(f"  bare wall      {spread([x.wall_s for x in b], '.2f')} s")
+    print(f"  qualify wall   {spread([x.wall_s for x in q], '.2f')} s")
     print(f"  wall ratio     {spread(walls, '.3f')}  (target: median <= 1.05)")
     print(f"  cpu ratio      {spread(cpus, '.3f')}")
+    print(f"  --junitxml     {spread(floor, '.3f')}  (bare pytest with it / bare: the floor)")
+    print(f"  over junitxml  {spread(over_junit, '.3f')}  (qualify / bare pytest --junitxml)")
     print(f"  E2E ratio      {spread(inside, '.3f')}  (the E2E under qualify / bare)")
     print(f"  outside E2E    {spread(outside, '.2f')} s  (qualify's start and end)")
     print(f"  monitor cpu    {spread(monitor, '.2f')} % of one core (target < 1%)")
@@ -301,16 +312,7 @@ def fixed(args: argparse.Namespace, command: list[str], repo: Path, out: Path) -
     if BASELINE:
         arms["baseline"] = lambda: under_qualify("one", repo, out, args.mem, BASELINE)
     names = list(arms)
-    rows: list[dict[str, Measured]] = []
-    for index in range(args.fixed_pairs):
-        # Each arm first in turn, so that drift and the machine's other users hit them alike.
-        turn = names[index % len(names) :] + names[: index % len(names)]
-        rows.append({name: arms[name]() for name in turn})
-        print(
-            f"  round {index + 1}: "
-            + " | ".join(f"{name} {rows[-1][name].wall_s:5.3f} s" for name in names),
-            file=sys.stderr,
-        )
+    rows = rounds(args.fixed_rounds, arms)
     print(f"one-test E2E, {len(rows)} rounds, min / median / max:")
     print(f"  bare wall      {spread([row['bare'].wall_s for row in rows], '.3f')} s")
     for name in names[1:]:
@@ -340,8 +342,8 @@ def storm(args: argparse.Namespace, repo: Path, out: Path) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=5, help="suite pairs (default 5)")
-    parser.add_argument("--fixed-pairs", type=int, default=10, help="one-test rounds")
+    parser.add_argument("--rounds", type=int, default=5, help="suite rounds (default 5)")
+    parser.add_argument("--fixed-rounds", type=int, default=10, help="one-test rounds")
     parser.add_argument("--storm-runs", type=int, default=3, help="fork storms (8 s each)")
     parser.add_argument("--venv", type=Path, default=None, help="the suite's venv (cached)")
     parser.add_argument("--mem", default="2G")
