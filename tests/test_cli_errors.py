@@ -8,6 +8,7 @@ import io
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -419,8 +420,6 @@ entry()
 def test_the_quick_exit_keeps_codes_output_and_exit_handlers(
     tmp_path: Path, argv: list[str], code: int
 ) -> None:
-    import sys
-
     marker = tmp_path / "thread"
     quick, waited = (
         subprocess.run(
@@ -446,7 +445,6 @@ def test_the_quick_exit_keeps_codes_output_and_exit_handlers(
     )
     # Under a profiler, Python's own exit: the profile is written (cProfile itself exits 0).
     assert profiled.returncode == 0 and (tmp_path / "prof").stat().st_size > 0
-    done = quick
     plain = subprocess.run(
         [sys.executable, "-m", "qualify", *argv],
         check=False,
@@ -454,9 +452,9 @@ def test_the_quick_exit_keeps_codes_output_and_exit_handlers(
         text=True,
         cwd=tmp_path,
     )
-    assert (plain.returncode, plain.stdout) == (done.returncode, done.stdout)
+    assert (plain.returncode, plain.stdout) == (quick.returncode, quick.stdout)
     if argv == ["profiles"]:
-        assert len(done.stdout.splitlines()) > 3  # through a pipe, flushed to the last line
+        assert len(quick.stdout.splitlines()) > 3  # through a pipe, flushed to the last line
 
 
 def test_each_command_parses_alone_as_in_the_whole_command_line() -> None:
