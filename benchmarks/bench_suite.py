@@ -8,10 +8,10 @@ asks for (the floor no change to qualify can go under). Printed: min / median / 
 wall ratio and of the CPU ratio (user + system of everything each arm ran, qualify included),
 of `--junitxml` alone and of qualify over it, the E2E's own time under qualify against bare and
 qualify's time around it (start, judging, reports, publication), the monitor's own CPU as a
-share of one core; then the same for a
-one-test E2E, whose difference in seconds is qualify's fixed cost per run; then the monitor's
-CPU during a fork storm against the pids limit. Targets: suite median wall ratio at most 1.05,
-fixed cost at most 0.15 s. Nothing is asserted: the figures are printed.
+share of one core; then the same for a one-test E2E, whose difference in seconds is qualify's
+fixed cost per run; then the monitor's CPU during a fork storm against the pids limit.
+Targets: suite median wall ratio at most 1.05, fixed cost at most 0.15 s. Nothing is
+asserted: the figures are printed.
 
     .venv/bin/python benchmarks/bench_suite.py [--rounds 5] [--fixed-rounds 10]
         [--storm-runs 3] [--venv DIR] [--only suite|fixed|storm] [--from wheel|checkout]
@@ -20,8 +20,8 @@ fixed cost at most 0.15 s. Nothing is asserted: the figures are printed.
 qualify runs as the GitHub Action installs it: this tree `pip install`ed (a wheel, compiled at
 install) into a venv of its own beside the suite's, rebuilt from the tree at every start;
 `--baseline REF` adds qualify at that commit, installed the same way, to the one-test rounds
-(the fixed cost of both, measured side by side).
-Needs root (a real cgroup cap) and the registry the first time (`pip install`).
+(the fixed cost of both, measured side by side). Needs root (a real cgroup cap) and the
+registry the first time (`pip install`).
 """
 
 from __future__ import annotations
