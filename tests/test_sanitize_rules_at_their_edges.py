@@ -335,6 +335,42 @@ def test_harvested_values_from_eight_characters() -> None:
     assert sanitizer.clean("login zq9Val77 or zq9Va77") == f"login {KNOWN} or zq9Va77"
 
 
+_RECORDS = [
+    f'{{"nodeid": "tests/test_x.py::test_login[{GH}]"}}',  # a token in a test id
+    f'{{"longrepr": "AssertionError: token %67hp_{GH[4:]} refused"}}',  # URL-encoded
+    f'{{"longrepr": "E   assert {HF[:20]}\\n  E   {HF[20:]} == 1"}}',  # wrapped by pytest
+    '{"nodeid": "test_db[password=zq9Value77x]"}',  # a key-value in a parameter id
+    '{"message": "clone https://ci-bot:Xk9pAssw0rd77@git.example.com/repo.git"}',
+    '{"text": "Authorization: Bearer zq9BearerValue77"}',
+]
+_EXPECTED = {GH, HF, "zq9Value77x", "ci-bot:Xk9pAssw0rd77", "zq9BearerValue77"}
+
+
+def _learnt(sanitizer: Sanitizer) -> set[str]:
+    return {secret.value for secret in sanitizer.known}
+
+
+def test_records_are_harvested_like_the_whole_text() -> None:
+    """Every shape a record can hold a secret in (plain, URL-encoded, wrapped inside a JSON
+    string, key-value, URL credentials, a header) is learnt from its line alone, among
+    thousands of lines no rule can match, exactly as a harvest of the whole text learns it."""
+    ordinary = [f'{{"nodeid": "tests/test_m.py::test_mask_{n}[a-b-{n}]"}}' for n in range(3000)]
+    text = "\n".join([*ordinary[:1500], *_RECORDS, *ordinary[1500:], '{"outcome": "passed"}'])
+    records, whole = plain(), plain()
+    records.harvest_records(text, "events.jsonl")
+    whole.harvest(text, "events.jsonl")
+    assert _learnt(records) >= _EXPECTED
+    assert _learnt(records) == _learnt(whole)
+
+
+@pytest.mark.parametrize("record", _RECORDS)
+def test_each_record_is_harvested_on_its_own(record: str) -> None:
+    sanitizer = plain()
+    sanitizer.harvest_records(f'{{"a": 1}}\n{record}\n{{"b": 2}}', "events.jsonl")
+    learnt = _learnt(sanitizer)
+    assert len(learnt & _EXPECTED) == 1, learnt
+
+
 def test_a_value_holding_a_marker_is_not_learnt() -> None:
     sanitizer = plain()
     sanitizer.harvest("token=abcd-REDACTED-github-token", "names")

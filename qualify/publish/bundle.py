@@ -316,8 +316,10 @@ def learn_from_run(run_dir: Path, sanitizer: Sanitizer) -> None:
     """Let ``sanitizer`` learn every value its rules find in the run's files and file names."""
     for relative, content in _texts(run_dir):
         sanitizer.harvest(str(relative), "a file name")
-        text = _jsonl_fields(content) if relative.suffix == ".jsonl" else content
-        sanitizer.harvest(text, str(relative))
+        if relative.suffix == ".jsonl":
+            sanitizer.harvest_records(_jsonl_fields(content), str(relative))
+        else:
+            sanitizer.harvest(content, str(relative))
 
 
 def final_scan_directory(directory: Path, sanitizer: Sanitizer) -> list[Leak]:

@@ -29,10 +29,12 @@ Identity rules replace a value by a stable pseudonym (``host-1``, ``user-1``, ``
 
 from __future__ import annotations
 
+import bisect
 import collections
 import contextlib
 import dataclasses
 import ipaddress
+import itertools
 import os
 import pwd
 import re
@@ -423,6 +425,24 @@ class Sanitizer:
                     and (rule not in _CONTEXT_RULES or not _CODE_LIKE.fullmatch(piece))
                 ]
         self.learn(found)
+
+    def harvest_records(self, text: str, where: str) -> None:
+        """:meth:`harvest` of each line of ``text`` on its own: lines that are records (the
+        distinct fields of a JSON-lines file), where a value never continues on the next line
+        and neighbouring lines are unrelated. Only the lines a rule could match in are read:
+        those a trigger touches, and those where an escape may start (a decoded view may show
+        a trigger); on the others every view is the line itself and no rule can match (every
+        rule needs its trigger)."""
+        lines = text.split("\n")
+        ends = list(itertools.accumulate(len(line) + 1 for line in lines))
+        marked: set[int] = set()
+        for pattern, haystack in ((_TRIGGER, text.translate(_LOWER)), (views.ESCAPE_START, text)):
+            for match in pattern.finditer(haystack):
+                first = bisect.bisect_right(ends, match.start())
+                last = bisect.bisect_right(ends, max(match.start(), match.end() - 1))
+                marked.update(range(first, last + 1))
+        for index in sorted(marked):
+            self.harvest(lines[index], where)
 
     # --- redaction
 

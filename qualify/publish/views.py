@@ -36,6 +36,8 @@ _ESCAPES = re.compile(
 
 
 _TRIGGERS = ("%", "\\", "&", "\x1b")
+ESCAPE_START = re.compile(f"[{re.escape(''.join(_TRIGGERS))}]")
+"""Where an escape may start: a text without a match has no decoded view."""
 
 
 def _decode_escape(match: re.Match[str]) -> str:
