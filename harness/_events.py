@@ -11,17 +11,21 @@ events of the pytest plugin never do.
 
 from __future__ import annotations
 
+import _thread
 import errno
 import os
-import threading
 import time
-from collections.abc import Sequence
-from typing import Any
 
 from harness import contract
 from harness.contract import ENV_EVENTS
 
-_lock = threading.Lock()
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+_lock = _thread.allocate_lock()
+"""(``threading.Lock`` itself: this module loads in processes that never import threading.)"""
 _fds: dict[tuple[int, str], int] = {}
 _seq = [0]
 _pid = [os.getpid()]

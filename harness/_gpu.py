@@ -1,11 +1,12 @@
 """GPU side of the harness: budget, allocator record and CUDA OOM evidence, all lazy.
 
-Nothing here imports torch. ``install()`` (called by the ``sitecustomize`` in ``harness/_site``)
-puts a one-shot finder on ``sys.meta_path``; when the family itself imports ``torch``, the
-finder lets the import run unchanged and then queues ``_on_cuda_init`` with
-``torch.cuda._lazy_call``. torch runs queued calls inside ``torch.cuda._lazy_init`` right after
-``torch._C._cuda_init()`` (torch 2.13 torch/cuda/__init__.py), that is, before the first CUDA
-allocation of the process: the budget is in place before the family allocates anything.
+Nothing here imports torch, and nothing imports this module before the family imports torch:
+:mod:`harness._startup` puts a one-shot finder on ``sys.meta_path`` in every process of the
+E2E; the finder lets the import run unchanged and then calls :func:`on_torch`, which queues
+``_on_cuda_init`` with ``torch.cuda._lazy_call``. torch runs queued calls inside
+``torch.cuda._lazy_init`` right after ``torch._C._cuda_init()`` (torch 2.13
+torch/cuda/__init__.py), that is, before the first CUDA allocation of the process: the budget
+is in place before the family allocates anything.
 
 Events (one JSON line each in the run's events file, stamped with t, mono and pid):
 
@@ -30,12 +31,8 @@ import os
 import sys
 import threading
 import types
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
-
-if TYPE_CHECKING:  # importlib.abc costs 20 ms, and install() runs in every Python process
-    import importlib.abc
-    import importlib.machinery
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from harness import contract
 from harness._events import emit
@@ -50,7 +47,7 @@ ENV_HISTORY = contract.ENV_CUDA_HISTORY
 ALLOC_VARIABLES = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF")
 HISTORY_MAX_ENTRIES = 100_000
 
-_state = {"installed": False, "torch_seen": False, "snapshot_done": False}
+_state = {"torch_seen": False, "snapshot_done": False}
 _lock = threading.Lock()
 
 
@@ -95,64 +92,6 @@ def expandable_in(settings: str | None) -> bool | None:
         if key.strip() == "expandable_segments":
             found = value.strip().lower() in ("true", "1")
     return found
-
-
-class _TorchFinder:
-    """One-shot finder: lets ``import torch`` proceed, then runs ``on_torch`` on the module.
-
-    A ``MetaPathFinder`` by its ``find_spec`` (the import system asks for nothing else)."""
-
-    def find_spec(
-        self,
-        fullname: str,
-        path: Sequence[str] | None,
-        target: types.ModuleType | None = None,
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != "torch":
-            return None
-        with contextlib.suppress(ValueError):
-            sys.meta_path.remove(self)
-        import importlib.util
-
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return spec
-        spec.loader = cast("importlib.abc.Loader", _AfterExecLoader(spec.loader))
-        return spec
-
-
-class _AfterExecLoader:
-    """Delegates to torch's own loader; after the module executed, queues the CUDA hook.
-
-    A ``Loader`` by its ``create_module`` and ``exec_module``; the rest is the inner one's."""
-
-    def __init__(self, inner: importlib.abc.Loader):
-        self._inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        # get_resource_reader, is_package... used by importlib.resources on torch.
-        return getattr(self._inner, name)
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
-        return self._inner.create_module(spec)
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        module.__spec__.loader = self._inner  # type: ignore[union-attr]
-        module.__loader__ = self._inner
-        self._inner.exec_module(module)
-        on_torch(module)
-
-
-def install() -> None:
-    """Watch for the family's ``import torch``; a no-op outside a qualify run."""
-    if not os.environ.get(ENV_EVENTS) or _state["installed"]:
-        return
-    _state["installed"] = True
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        on_torch(torch)
-    else:
-        sys.meta_path.insert(0, _TorchFinder())
 
 
 def on_torch(torch: Any) -> None:

@@ -20,8 +20,7 @@ import os
 import re
 from collections.abc import Callable
 
-from harness._events import emit
-from harness.contract import ENV_EVENTS, ENV_RUN_DIR, LIMITS_MARKER, SANDBOX_LIMITS
+from harness.contract import SANDBOX_LIMITS
 
 # v1 reports "no limit" as PAGE_COUNTER_MAX pages, LONG_MAX rounded down to pages: anything at
 # or above 2**62 is unlimited on every architecture.
@@ -149,18 +148,11 @@ def read_own() -> dict[str, object]:
     return body
 
 
-def record_once() -> None:
-    """Emit ``sandbox_limits`` from the first process of the run that gets here."""
-    run_dir = os.environ.get(ENV_RUN_DIR)
-    if not os.environ.get(ENV_EVENTS) or not run_dir:
-        return
-    try:
-        fd = os.open(
-            os.path.join(run_dir, LIMITS_MARKER), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644
-        )
-    except OSError:
-        return  # another process of the run read them first (or the run dir is read-only)
-    os.close(fd)
+def record() -> None:
+    """Emit ``sandbox_limits`` (the first process of the run that starts calls it:
+    :mod:`harness._startup`)."""
+    from harness._events import emit
+
     body: dict[str, object] = {"event": SANDBOX_LIMITS}
     try:
         body.update(read_own())

@@ -35,8 +35,15 @@ a SIGKILL: ``decode_line`` returns None for it, and readers skip it.
 
 from __future__ import annotations
 
-import json
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing, json and the re they import load only where they are used: every
+    import json  # Python process of the E2E imports this module as it starts
+    from typing import Any
+
+try:  # the C encoder json itself uses
+    from _json import encode_basestring_ascii as _json_str
+except ImportError:  # an interpreter without CPython's accelerator module
+    from json.encoder import encode_basestring_ascii as _json_str
 
 # --- files of a run directory
 AUDIT = "audit.json"
@@ -131,16 +138,20 @@ TEST_END = "end"
 def marker(kind: str) -> bytes:
     """The bytes every line of event ``kind`` holds (the kind, quoted): a reader that needs a
     few kinds out of many lines finds their candidates without decoding the rest."""
-    return json.dumps(kind).encode()
+    return _json_str(kind).encode()
 
 
-_ENCODER = json.JSONEncoder(separators=(",", ":"))
-_json_str = json.encoder.encode_basestring_ascii
+_ENCODER: list[json.JSONEncoder] = []
+"""The compact encoder, made at the first ``encode_line``."""
 
 
 def encode_line(record: dict[str, Any]) -> bytes:
     """One JSON line, compact, as every writer of a JSON-lines file of the run writes it."""
-    return (_ENCODER.encode(record) + "\n").encode()
+    if not _ENCODER:
+        import json
+
+        _ENCODER.append(json.JSONEncoder(separators=(",", ":")))
+    return (_ENCODER[0].encode(record) + "\n").encode()
 
 
 def encode_test_start(
@@ -178,6 +189,8 @@ def encode_test_end(
 
 def decode_line(line: bytes) -> dict[str, Any] | None:
     """The record of one line; None for a truncated, garbled or non-object line."""
+    import json
+
     try:
         record = json.loads(line)
     except ValueError:

@@ -349,3 +349,29 @@ def test_the_staged_harness_keeps_bytecode_the_import_system_accepts(tmp_path: P
         assert int.from_bytes(header[4:8], "little") == 0, module
         assert int.from_bytes(header[8:12], "little") == int(stat.st_mtime) & 0xFFFFFFFF, module
         assert int.from_bytes(header[12:16], "little") == stat.st_size & 0xFFFFFFFF, module
+
+
+def test_a_process_that_records_nothing_loads_only_the_startup(tmp_path: Path) -> None:
+    """Every Python process of the E2E starts through qualify's sitecustomize; one that is not
+    the first (the limits are taken) and never imports torch loads the harness's start-up and
+    the contract, nothing else that the same interpreter without the harness would not."""
+    from qualify.plan.spec import HARNESS_ROOT, HARNESS_SITE
+
+    (tmp_path / contract.LIMITS_MARKER).touch()  # another process recorded the limits
+    code = "import sys; print(' '.join(sorted(sys.modules)))"
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("QUALIFY_", "PYTHONPATH"))}
+    inside = dict(
+        base,
+        PYTHONPATH=os.pathsep.join([str(HARNESS_ROOT), str(HARNESS_SITE)]),
+        QUALIFY_EVENTS=str(tmp_path / "events.jsonl"),
+        QUALIFY_RUN_DIR=str(tmp_path),
+    )
+    loaded = {}
+    for name, env in (("bare", base), ("inside", inside)):
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        loaded[name] = set(done.stdout.split())
+    added = loaded["inside"] - loaded["bare"] - {"sitecustomize"}
+    assert added == {"harness", "harness._startup", "harness.contract", "_json"}
+    assert not (tmp_path / "events.jsonl").exists()

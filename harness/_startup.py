@@ -1,0 +1,115 @@
+"""What every Python process of the E2E runs as it starts (qualify's ``sitecustomize``).
+
+The first process of the run records the memory limits it sees (:mod:`harness._limits`), and
+each puts a one-shot finder on ``sys.meta_path`` that sees the family's ``import torch``
+(:mod:`harness._gpu` hooks CUDA then). This module and the contract load with nothing but
+``os`` and ``sys``: the rest of the harness (and the ``json``, ``re`` and ``typing`` it
+imports) loads only in the process that records the limits and in those that import torch.
+An interpreter that starts without qualify's harness takes about 11 ms; the harness adds a
+tenth of that to a process that does neither, which an E2E with many worker processes pays
+in each.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from harness.contract import ENV_EVENTS, ENV_RUN_DIR, LIMITS_MARKER
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # importlib.abc costs 20 ms: the import system asks for find_spec alone
+    import importlib.abc
+    import importlib.machinery
+    import types
+    from collections.abc import Sequence
+
+
+def start() -> None:
+    """The limits recorded once per run, the torch finder installed; a no-op outside a run."""
+    if not os.environ.get(ENV_EVENTS):
+        return
+    for step in (_record_limits_once, _watch_for_torch):
+        try:  # one failing never keeps the other from running, nor breaks the start-up
+            step()
+        except Exception:
+            continue
+
+
+def _record_limits_once() -> None:
+    run_dir = os.environ.get(ENV_RUN_DIR)
+    if not run_dir:
+        return
+    try:
+        fd = os.open(
+            os.path.join(run_dir, LIMITS_MARKER), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644
+        )
+    except OSError:
+        return  # another process of the run read them first (or the run dir is read-only)
+    os.close(fd)
+    from harness import _limits
+
+    _limits.record()
+
+
+_installed: list[bool] = []
+
+
+def _watch_for_torch() -> None:
+    if _installed:
+        return
+    _installed.append(True)
+    if "torch" in sys.modules:
+        from harness._gpu import on_torch
+
+        on_torch(sys.modules["torch"])
+    else:
+        sys.meta_path.insert(0, _TorchFinder())
+
+
+class _TorchFinder:
+    """One-shot finder: lets ``import torch`` proceed, then runs ``_gpu.on_torch`` on the
+    module. A ``MetaPathFinder`` by its ``find_spec`` (the import system asks for nothing
+    else)."""
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None,
+        target: types.ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != "torch":
+            return None
+        if self in sys.meta_path:  # (contextlib is not imported here)
+            sys.meta_path.remove(self)
+        import importlib.util
+
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        spec.loader = _AfterExecLoader(spec.loader)  # type: ignore[assignment]
+        return spec
+
+
+class _AfterExecLoader:
+    """Delegates to torch's own loader; after the module executed, queues the CUDA hook.
+
+    A ``Loader`` by its ``create_module`` and ``exec_module``; the rest is the inner one's."""
+
+    def __init__(self, inner: importlib.abc.Loader):
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        # get_resource_reader, is_package... used by importlib.resources on torch.
+        return getattr(self._inner, name)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        module.__spec__.loader = self._inner  # type: ignore[union-attr]
+        module.__loader__ = self._inner
+        self._inner.exec_module(module)
+        from harness._gpu import on_torch
+
+        on_torch(module)
