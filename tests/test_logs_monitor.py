@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 import time
@@ -48,6 +49,43 @@ def test_short_log_is_kept_whole(tmp_path: Path) -> None:
     log.join(timeout=30)
     assert (tmp_path / "out.log").read_text() == "hello\n"
     assert not log.stats().truncated
+
+
+def test_progress_written_a_character_at_a_time_is_read_in_batches(tmp_path: Path) -> None:
+    """pytest's progress under ``PYTHONUNBUFFERED``: one write of one character per test. The
+    pump reads what gathered, not each write; the log holds every character in order."""
+    script = (
+        "import os, time\n"
+        "for i in range(2000):\n"
+        "    os.write(1, b'.')\n"
+        "    time.sleep(0.0002)\n"
+        "os.write(1, b'\\n')\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    log = BoundedLog(process.stdout, tmp_path / "out.log")
+    log.start()
+    process.wait()
+    log.join(timeout=30)
+    assert (tmp_path / "out.log").read_bytes() == b"." * 2000 + b"\n"
+    assert log.reads < 200, log.reads  # 2,000 writes over at least 0.4 s: about 20 reads
+
+
+def test_killed_writers_end_the_pause_at_once(tmp_path: Path) -> None:
+    """The pause between short reads never delays the end: once the writers are killed the
+    pump drains what is left and stops, without waiting for the end-of-file."""
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"last words\n")
+    log = BoundedLog(os.fdopen(read_end, "rb"), tmp_path / "out.log")
+    log.start()
+    while log.reads == 0:
+        time.sleep(0.001)
+    os.write(write_end, b"in flight\n")
+    log.writers_killed()
+    log.join(timeout=5)
+    assert not log.is_alive()  # the write end is still open: no end-of-file ever came
+    assert (tmp_path / "out.log").read_bytes() == b"last words\nin flight\n"
+    os.close(write_end)
 
 
 class CountingProbe:
