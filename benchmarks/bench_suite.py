@@ -340,6 +340,55 @@ def storm(args: argparse.Namespace, repo: Path, out: Path) -> None:
     print(f"  monitor cpu    {spread(shares, '.2f')} % of one core (target < 1%)")
 
 
+STAGE = (
+    "import sys; from pathlib import Path; from qualify.run.execute import stage_harness; "
+    "print(stage_harness(Path(sys.argv[1])).parent)"
+)
+
+
+def staged_harness(qualify: Sequence[str], run_dir: Path) -> Path:
+    """The harness of the qualify at ``qualify`` (its console script) staged into ``run_dir``
+    as a run stages it; returns the directory the E2E's PYTHONPATH names."""
+    python = Path(qualify[0]).with_name("python")
+    done = subprocess.run(
+        [str(python), "-c", STAGE, str(run_dir)], capture_output=True, text=True, check=True
+    )
+    return Path(done.stdout.strip())
+
+
+def startup(args: argparse.Namespace, python: Path, scratch: Path) -> None:
+    """What every Python process of an E2E pays for the harness (qualify's ``sitecustomize``
+    runs in each): ``python -c pass`` from the suite's venv, bare and with a run's environment
+    (the harness staged as a run stages it, the run's variables set, the limits already
+    recorded by an earlier process), CPU time per process, in rounds."""
+    installs = {"qualify": QUALIFY}
+    if BASELINE:
+        installs[f"qualify at {args.baseline}"] = BASELINE
+    arms: dict[str, dict[str, str]] = {"bare": bare_env()}
+    for name, qualify in installs.items():
+        run_dir = scratch / f"startup-{len(arms)}"
+        run_dir.mkdir()
+        (run_dir / ".sandbox-limits").touch()  # the first process of the run recorded them
+        root = staged_harness(qualify, run_dir)
+        arms[name] = dict(
+            bare_env(),
+            PYTHONPATH=os.pathsep.join([str(root), str(root / "harness" / "_site")]),
+            QUALIFY_EVENTS=str(run_dir / "events.jsonl"),
+            QUALIFY_RUN_DIR=str(run_dir),
+        )
+    cpu: dict[str, list[float]] = {name: [] for name in arms}
+    names = list(arms)
+    for index in range(args.startup_rounds):
+        for name in names[index % len(names) :] + names[: index % len(names)]:
+            measured, _ = timed([str(python), "-c", "pass"], scratch, arms[name])
+            cpu[name].append(measured.cpu_s * 1000)
+    print(f"a Python process of the E2E (python -c pass), {args.startup_rounds} rounds, CPU ms:")
+    print(f"  bare           {spread(cpu['bare'], '.1f')}")
+    for name in names[1:]:
+        added = [x - y for x, y in zip(cpu[name], cpu["bare"], strict=True)]
+        print(f"  {name}: {spread(cpu[name], '.1f')}, added {spread(added, '.1f')}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="suite rounds (default 5)")
@@ -347,7 +396,8 @@ def main() -> int:
     parser.add_argument("--storm-runs", type=int, default=3, help="fork storms (8 s each)")
     parser.add_argument("--venv", type=Path, default=None, help="the suite's venv (cached)")
     parser.add_argument("--mem", default="2G")
-    parser.add_argument("--only", choices=("suite", "fixed", "storm"), default=None)
+    parser.add_argument("--startup-rounds", type=int, default=40, help="python -c pass rounds")
+    parser.add_argument("--only", choices=("suite", "fixed", "storm", "startup"), default=None)
     parser.add_argument(
         "--baseline",
         metavar="REF",
@@ -392,6 +442,8 @@ def main() -> int:
             fixed(args, commands["one"], repo, out)
         if args.only in (None, "storm"):
             storm(args, repo, out)
+        if args.only in (None, "startup") and args.source == "wheel":
+            startup(args, python, Path(scratch))
     return 0
 
 

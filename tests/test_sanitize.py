@@ -9,7 +9,8 @@ import urllib.parse
 
 import pytest
 
-from qualify.publish.sanitize import Identities, Sanitizer
+from qualify.publish import sanitize
+from qualify.publish.sanitize import TOKEN_RULES, Identities, Sanitizer
 from qualify.publish.secrets import forms as encoded_forms
 from qualify.publish.secrets import from_environment
 
@@ -34,6 +35,46 @@ PEM = (
     "Qx9Rr5oPq3k2bXNlY3JldA==\n-----END RSA PRIVATE KEY-----"
 )
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+EVERY_RULE = {
+    **{rule: f"log line {value} end" for rule, value in SHAPES.items()},
+    "bearer-token": f"curl -H 'Bearer {SHAPES['bearer-token']}' x",
+    "gitlab-token": "push with glpat-" + "Xy7zQ2mN4pL8kR3vT6wB",
+    "slack-token": "bot xoxb-" + "2417365912-5127734561803-Q7sYhT2pLk9WmZx4RcVb8NdE",
+    "slack-webhook": "post to https://hooks.slack.com/services/" + "T0123ABCD/B0456EFGH/zq9XkLm2",
+    "openai-key": "OPENAI_KEY is sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
+    "stripe-key": "charge with sk_live_"
+    + "4eC39HqLyjWDarjtT1zdp7dc and rk_test_"
+    + "51H8bNcKq2Ld9XzVw3Yt",
+    "google-api-key": "maps AIza" + "SyD3x8Qm2Lk9WvN4pRt7ZcB1yH6jF0sGe5u",
+    "npm-token": "//registry npm_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    "pypi-token": "upload pypi-AgE" + "IcHlwaS5vcmcCJGQ4ZmU5NzE1LTc0",
+    "docker-pat": "login dckr_pat_" + "Zq9XkLm2Np4Rs6Tv8Wx0",
+    "private-key": f"key:\n{PEM}",
+    "auth-header": "X-Api-Key: zq9Xk7Lm2Np4",
+    "url-credentials": "clone https://ci-bot:Xk9pAssw0rd77@git.example.com/r.git",
+    "secret-assignment": "db_password=zq9Value77x",
+}
+"""An example of every rule: each is found behind the trigger that gates all rules."""
+
+
+def test_every_rule_has_an_example_found_behind_the_trigger() -> None:
+    assert set(EVERY_RULE) == set(TOKEN_RULES)
+    for rule, text in EVERY_RULE.items():
+        cleaned = plain().clean(text)
+        assert f"[REDACTED:{rule}]" in cleaned, (rule, cleaned)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "tests/test_ma.py::test_mask_shapes[masked_array-network_mark_]",  # sk_ and rk_ inside
+        "docs: task-list and desk-top",
+    ],
+)
+def test_words_holding_a_token_prefix_trigger_no_rule(text: str) -> None:
+    assert sanitize._TRIGGER.search(text.lower()) is None
 
 
 def plain() -> Sanitizer:

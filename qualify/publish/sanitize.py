@@ -210,7 +210,9 @@ TOKEN_RULES: dict[str, Rule] = {
     ),
 }
 _TRIGGER = re.compile(
-    r"gh[pousr]_|github_pat_|hf_|gl[a-z]{1,3}-|xox|xapp-|hooks\.slack|sk[-_]|rk_|aiza|npm_|"
+    r"gh[pousr]_|github_pat_|hf_|gl[a-z]{1,3}-|xox|xapp-|hooks\.slack|sk-[a-z0-9_-]{20}|"
+    r"[sr]k_(?:live|test)_|"
+    r"aiza|npm_|"
     r"pypi-|dckr_|a[a-z]{2}a[a-z0-9]{16}|eyj|-----begin|authoriz|api-key|x-a|private-token|"
     r"cookie|bearer|://|"
     r"(?:key|secret|token|pass|pwd|credentials?|dsn)s?[\"']?\s*(?:=>|:=|[:=])|passw|passphrase"
