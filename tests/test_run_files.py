@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from qualify.publish.bundle import learn_from_run
+from qualify.publish.bundle import _jsonl_fields, learn_from_run
 from qualify.publish.sanitize import Identities, Sanitizer
-from qualify.rundir.events import read_jsonl
+from qualify.rundir.events import read_all, read_jsonl
 
 # A GitHub token shape (not a real one), built so that no scanner reads this file as a leak.
 TOKEN = "ghp_" + "Zq7Lk2Wm9Xr4Tn6Vb1Hs8Jd3Fc5Gp0Ya2Ue7"
@@ -83,3 +83,24 @@ def test_a_key_value_secret_split_over_fields_keeps_its_key(tmp_path: Path) -> N
     # The key-value rules read the key before the value: the field keeps both.
     events = '{"event": "case", "password": "Xk2-rT9-wQ4-zL7"}\n'
     assert "Xk2-rT9-wQ4-zL7" in _learnt(tmp_path, events)
+
+
+def test_fields_are_written_as_json_writes_them(tmp_path: Path) -> None:
+    values = ["plain", 'quote " and \\ back', "tab\tnew\nline", "ünïcode ✓", "\x00\x1f\x7f", "🎉"]
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps({"event": "x", "nodeid": v}) + "\n" for v in values))
+    expected = [json.dumps({"event": "x"}, ensure_ascii=False)]
+    expected += [json.dumps({"nodeid": v}, ensure_ascii=False) for v in values]
+    assert _jsonl_fields(read_all(path)).split("\n") == expected
+
+
+def test_the_last_file_read_is_kept_while_it_is_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text('{"event": "a"}\n{"event": "b", "n"')  # a writer killed mid-line
+    first = read_all(path)
+    assert [record["event"] for record in first.records()] == ["a"]
+    assert first.garbled == (b'{"event": "b", "n"',)
+    assert read_all(path) is first
+    with path.open("a") as handle:
+        handle.write(': 2}\n{"event": "c"}\n')  # the same file, grown
+    assert [record["event"] for record in read_all(path).records()] == ["a", "b", "c"]

@@ -23,6 +23,7 @@ import shutil
 import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
+from json.encoder import encode_basestring as _json_text
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from qualify.publish.scan import TEXT, Leak, describe, file_channel, final_scan
 from qualify.publish.secrets import KnownSecret, read_secrets_file
 from qualify.report.junit import serialize
 from qualify.rundir.audit import PublicationRecord, parse_audit
+from qualify.rundir.events import JsonlContent, read_all
 from qualify.verdict import EXIT_ERROR, EXIT_PASSED
 
 LEVELS = PUBLISH_LEVELS
@@ -240,9 +242,9 @@ string they hold is learnt where it comes from, and reading them again would dou
 harvest of a large suite."""
 
 
-def _texts(run_dir: Path) -> list[tuple[Path, str]]:
-    """Every text file of the run directory but public/, qualify's renderings and its copy of
-    the harness (what the sanitizer learns from)."""
+def _learnt_files(run_dir: Path) -> list[Path]:
+    """Every file of the run directory but public/, qualify's renderings and its copy of the
+    harness (what the sanitizer learns from), relative to it."""
     found = []
     for path in sorted(run_dir.rglob("*")):
         relative = path.relative_to(run_dir)
@@ -254,10 +256,7 @@ def _texts(run_dir: Path) -> list[tuple[Path, str]]:
         if str(relative) in _RENDERED:
             continue
         if path.is_file() and not path.is_symlink():
-            with contextlib.suppress(OSError):
-                text = _as_text(path.read_bytes())
-                if text is not None:
-                    found.append((relative, text))
+            found.append(relative)
     return found
 
 
@@ -267,15 +266,15 @@ never a secret, and every line has a new one (the harvest of a JSON-lines file i
 distinct fields)."""
 
 
-def _jsonl_fields(text: str) -> str:
+def _jsonl_fields(content: JsonlContent) -> str:
     """A JSON-lines file as the distinct ``{"key": value}`` pairs of its records (nested values
     walked, list items paired with their key), one per line, and its undecodable lines whole.
 
     The harvest reads this instead of the file: every string the file holds is seen, decoded
     and next to its key (what the key-value rules read), once. An events file repeats each test
-    id on several lines whose times differ; its distinct fields are a tenth of its bytes."""
+    id on several lines whose times differ; its distinct fields are a tenth of its bytes. The
+    file is read as the judge read it just before (``read_all`` keeps it)."""
     pairs: dict[tuple[str, object], None] = {}
-    garbled: list[str] = []
 
     def walk(key: str, value: object) -> None:
         if isinstance(value, dict):
@@ -289,17 +288,7 @@ def _jsonl_fields(text: str) -> str:
         ):
             pairs[key, value] = None
 
-    lines = [line for line in text.splitlines() if line.strip()]
-    try:
-        records = json.loads(f"[{','.join(lines)}]")  # one parse when every line is whole
-    except ValueError:
-        records = []
-        for line in lines:
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                garbled.append(line)  # a cut or garbled line is read as it stands
-    for record in records:  # the usual flat record without a call per field
+    for record in content.values:  # the usual flat record without a call per field
         if not isinstance(record, dict):
             walk("", record)
             continue
@@ -308,18 +297,29 @@ def _jsonl_fields(text: str) -> str:
                 pairs[key, value] = None
             elif key not in _UNLEARNED_NUMBERS:
                 walk(key, value)
-    fields = [json.dumps({key: value}, ensure_ascii=False) for key, value in pairs]
+    fields = [
+        # json.dumps({key: value}, ensure_ascii=False), built directly for the usual string
+        "{" + _json_text(key) + ": " + _json_text(value) + "}"
+        if value.__class__ is str
+        else json.dumps({key: value}, ensure_ascii=False)
+        for key, value in pairs
+    ]
+    garbled = [line.decode("utf-8", errors="surrogateescape") for line in content.garbled]
     return "\n".join([*fields, *garbled])
 
 
 def learn_from_run(run_dir: Path, sanitizer: Sanitizer) -> None:
     """Let ``sanitizer`` learn every value its rules find in the run's files and file names."""
-    for relative, content in _texts(run_dir):
+    for relative in _learnt_files(run_dir):
         sanitizer.harvest(str(relative), "a file name")
-        if relative.suffix == ".jsonl":
-            sanitizer.harvest_records(_jsonl_fields(content), str(relative))
-        else:
-            sanitizer.harvest(content, str(relative))
+        with contextlib.suppress(OSError):
+            if relative.suffix == ".jsonl":
+                content = read_all(run_dir / relative)
+                sanitizer.harvest_records(_jsonl_fields(content), str(relative))
+                continue
+            text = _as_text((run_dir / relative).read_bytes())
+            if text is not None:
+                sanitizer.harvest(text, str(relative))
 
 
 def final_scan_directory(directory: Path, sanitizer: Sanitizer) -> list[Leak]:
