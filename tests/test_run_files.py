@@ -94,12 +94,15 @@ def test_fields_are_written_as_json_writes_them(tmp_path: Path) -> None:
     assert _jsonl_fields(read_all(path)).split("\n") == expected
 
 
-def test_the_last_file_read_is_kept_while_it_is_unchanged(tmp_path: Path) -> None:
+def test_a_file_read_is_kept_while_it_is_unchanged(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     path.write_text('{"event": "a"}\n{"event": "b", "n"')  # a writer killed mid-line
     first = read_all(path)
     assert [record["event"] for record in first.records()] == ["a"]
     assert first.garbled == (b'{"event": "b", "n"',)
+    other = tmp_path / "timeline.jsonl"  # the report reads the timeline in between
+    other.write_text('{"t": 1}\n')
+    assert list(read_all(other).records()) == [{"t": 1}]
     assert read_all(path) is first
     with path.open("a") as handle:
         handle.write(': 2}\n{"event": "c"}\n')  # the same file, grown

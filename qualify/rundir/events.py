@@ -31,15 +31,16 @@ class JsonlContent:
         return (value for value in self.values if isinstance(value, dict))
 
 
-_last_read: list[tuple[tuple[int, ...], JsonlContent]] = []
-"""The last file ``read_all`` read, with its identity (device, inode, size, modification
-time): the judge and the sanitizer's harvest read the same events file one after the other,
-and a suite's is megabytes."""
+_last_read: dict[tuple[int, ...], JsonlContent] = {}
+"""The last files ``read_all`` read, by identity (device, inode, size, modification time):
+the judge and the sanitizer's harvest read the same events file (and the report the timeline)
+one after the other, and a suite's events are megabytes."""
+_KEPT = 4
 
 
 def read_all(path: Path) -> JsonlContent:
     """Every line of a JSON-lines file, decoded where it decodes (see ``JsonlContent``); empty
-    when the file is missing. The last file read is kept while it is unchanged."""
+    when the file is missing. The last files read are kept while they are unchanged."""
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -47,8 +48,8 @@ def read_all(path: Path) -> JsonlContent:
     with handle:
         status = os.fstat(handle.fileno())
         identity = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
-        if _last_read and _last_read[0][0] == identity:
-            return _last_read[0][1]
+        if identity in _last_read:
+            return _last_read[identity]
         data = handle.read()
     values: list[Any] = []
     garbled: list[bytes] = []
@@ -57,7 +58,9 @@ def read_all(path: Path) -> JsonlContent:
         _decode_into(lines[start : start + _CHUNK_LINES], values, garbled)
     content = JsonlContent(tuple(values), tuple(garbled))
     if len(data) == status.st_size:  # nothing was appended while it was read
-        _last_read[:] = [(identity, content)]
+        while len(_last_read) >= _KEPT:
+            del _last_read[next(iter(_last_read))]  # the oldest
+        _last_read[identity] = content
     return content
 
 
