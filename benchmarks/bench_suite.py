@@ -9,19 +9,20 @@ wall ratio and of the CPU ratio (user + system of everything each arm ran, quali
 of `--junitxml` alone and of qualify over it, the E2E's own time under qualify against bare and
 qualify's time around it (start, judging, reports, publication), the monitor's own CPU as a
 share of one core; then the same for a one-test E2E, whose difference in seconds is qualify's
-fixed cost per run; then the monitor's CPU during a fork storm against the pids limit.
-Targets: suite median wall ratio at most 1.05, fixed cost at most 0.15 s. Nothing is
-asserted: the figures are printed.
+fixed cost per run; then the monitor's CPU during a fork storm against the pids limit; then
+the CPU time a Python process of the E2E pays for the harness's start-up (``python -c pass``,
+bare and in a run's environment). Targets: suite median wall ratio at most 1.05, fixed cost
+at most 0.15 s. Nothing is asserted: the figures are printed.
 
     .venv/bin/python benchmarks/bench_suite.py [--rounds 5] [--fixed-rounds 10]
-        [--storm-runs 3] [--venv DIR] [--only suite|fixed|storm] [--from wheel|checkout]
-        [--baseline REF]
+        [--storm-runs 3] [--startup-rounds 40] [--venv DIR]
+        [--only suite|fixed|storm|startup] [--from wheel|checkout] [--baseline REF]
 
 qualify runs as the GitHub Action installs it: this tree `pip install`ed (a wheel, compiled at
 install) into a venv of its own beside the suite's, rebuilt from the tree at every start;
-`--baseline REF` adds qualify at that commit, installed the same way, to the one-test rounds
-(the fixed cost of both, measured side by side). Needs root (a real cgroup cap) and the
-registry the first time (`pip install`).
+`--baseline REF` adds qualify at that commit, installed the same way, to the suite's, the
+one-test and the start-up rounds (both measured side by side). Needs root (a real cgroup cap)
+and the registry the first time (`pip install`).
 """
 
 from __future__ import annotations
@@ -177,8 +178,8 @@ QUALIFY: list[str] = [sys.executable, "-m", "qualify"]
 """How qualify is started: the installed console script (``install_qualify``), or this
 checkout's package (``--from checkout``)."""
 BASELINE: list[str] = []
-"""``--baseline REF``: qualify at that commit, installed the same way, a third arm of the
-one-test rounds (empty: none)."""
+"""``--baseline REF``: qualify at that commit, installed the same way, one more arm of the
+rounds (empty: none)."""
 
 
 def install_qualify(cache: Path) -> list[str]:
@@ -272,14 +273,14 @@ def suite(args: argparse.Namespace, command: list[str], repo: Path, out: Path) -
     bare(command, family)  # one untimed run first: the page cache, numpy's bytecode
     # The floor: pytest's own --junitxml, which qualify asks for, run without qualify.
     junit = [*command, f"--junitxml={out.parent / 'bare-junit.xml'}"]
-    rows = rounds(
-        args.rounds,
-        {
-            "bare": lambda: bare(command, family),
-            "junitxml": lambda: bare(junit, family),
-            "qualify": lambda: under_qualify("suite", repo, out, args.mem),
-        },
-    )
+    arms: dict[str, Callable[[], Measured]] = {
+        "bare": lambda: bare(command, family),
+        "junitxml": lambda: bare(junit, family),
+        "qualify": lambda: under_qualify("suite", repo, out, args.mem),
+    }
+    if BASELINE:
+        arms["baseline"] = lambda: under_qualify("suite", repo, out, args.mem, BASELINE)
+    rows = rounds(args.rounds, arms)
     b = [row["bare"] for row in rows]
     j = [row["junitxml"] for row in rows]
     q = [row["qualify"] for row in rows]
@@ -300,6 +301,14 @@ def suite(args: argparse.Namespace, command: list[str], repo: Path, out: Path) -
     print(f"  E2E ratio      {spread(inside, '.3f')}  (the E2E under qualify / bare)")
     print(f"  outside E2E    {spread(outside, '.2f')} s  (qualify's start and end)")
     print(f"  monitor cpu    {spread(monitor, '.2f')} % of one core (target < 1%)")
+    if BASELINE:
+        a = [row["baseline"] for row in rows]
+        print(f"  qualify at {args.baseline}:")
+        ratios = [x.wall_s / y.wall_s for x, y in zip(a, b, strict=True)]
+        cpu_ratios = [x.cpu_s / y.cpu_s for x, y in zip(a, b, strict=True)]
+        print(f"    wall ratio   {spread(ratios, '.3f')}")
+        print(f"    cpu ratio    {spread(cpu_ratios, '.3f')}")
+        print(f"    outside E2E  {spread([x.wall_s - (x.e2e_s or x.wall_s) for x in a], '.2f')} s")
 
 
 def fixed(args: argparse.Namespace, command: list[str], repo: Path, out: Path) -> None:
@@ -402,7 +411,7 @@ def main() -> int:
         "--baseline",
         metavar="REF",
         default=None,
-        help="also time qualify at this commit (installed like this tree) in the one-test rounds",
+        help="also time qualify at this commit (installed like this tree) in the same rounds",
     )
     parser.add_argument(
         "--from",

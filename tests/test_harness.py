@@ -373,5 +373,7 @@ def test_a_process_that_records_nothing_loads_only_the_startup(tmp_path: Path) -
         )
         loaded[name] = set(done.stdout.split())
     added = loaded["inside"] - loaded["bare"] - {"sitecustomize"}
-    assert added == {"harness", "harness._startup", "harness.contract", "_json"}
+    # (_json, the C encoder the contract uses, may be loaded already: a coverage run's hook)
+    assert {"harness", "harness._startup", "harness.contract"} <= added
+    assert added <= {"harness", "harness._startup", "harness.contract", "_json"}
     assert not (tmp_path / "events.jsonl").exists()
