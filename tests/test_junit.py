@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import random
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import junitparser.junitparser
 import pytest
 from lxml import etree
 
 from qualify.evidence.junit import JUnitCase, parse_pytest_junit, split_nodeid
 from qualify.judge.tests import progress_from_events
+from qualify.report import junit as writer
 from qualify.report.junit import provisional_junit, render_junit, xml_safe
 
 SCHEMA = Path(__file__).resolve().parent / "data" / "schemas" / "junit-10.xsd"
@@ -72,6 +77,50 @@ def test_illegal_characters_are_escaped() -> None:
     assert failure.text == "bad \\x08 bytes \\xd800 here"
 
 
+_HOSTILE = "ab &<>\"'\t\n\r\x00\x1b\x7f\ud800\ufffe\u2603\U0001d11e]]>"
+
+
+def _text(rng: random.Random, most: int) -> str:
+    return "".join(rng.choice(_HOSTILE) for _ in range(rng.randint(0, most)))
+
+
+def _case(rng: random.Random) -> JUnitCase:
+    return JUnitCase(
+        _text(rng, 12),
+        _text(rng, 12),
+        rng.choice(["passed", "failed", "error", "skipped", "xpassed"]),
+        rng.choice([0.0, 1.0, 0.0005, 0.0015, 2.5, rng.random() * 100, 1e-7, 12345.6789]),
+        rng.choice([None, "", _text(rng, 30)]),
+        rng.choice([None, "", _text(rng, 60)]),
+        rng.choice([None, "", "tests/t.py", _text(rng, 8)]),
+        rng.choice([None, 0, 17]),
+        rng.choice([None, "", "OOM_KILLED", _text(rng, 6)]),
+    )
+
+
+def test_the_direct_writer_writes_what_junitparser_writes_over_lxml() -> None:
+    """render_junit builds the text itself; junitparser over lxml (what the dev install has)
+    writes the same bytes for hostile names, messages, times and properties, with and without
+    location, empty suites included; ElementTree's own quirks (``&#09;``, a raw CR in text)
+    are not followed: the direct writer is the same whichever library is installed."""
+    assert etree.__name__ == "lxml.etree"
+    assert vars(junitparser.junitparser)["etree"] is etree
+    rng = random.Random(20261201)
+    for number in range(120):
+        cases = [_case(rng) for _ in range(rng.choice([0, 1, 3, 12]))]
+        properties = {_text(rng, 6): _text(rng, 20) for _ in range(rng.choice([0, 0, 2]))}
+        suite, timestamp, located = (
+            _text(rng, 8),
+            rng.choice(["", "2026-12-01T10:00:00Z"]),
+            bool(number % 2),
+        )
+        cases_xml = [writer.testcase(case, located) for case in cases]
+        expected = writer.render(
+            [writer.testsuite(suite, cases_xml, properties, timestamp, owned=True)]
+        )
+        assert render_junit(suite, cases, properties, timestamp, located) == expected, number
+
+
 @pytest.mark.parametrize(
     ("family", "message"),
     [
@@ -80,16 +129,25 @@ def test_illegal_characters_are_escaped() -> None:
         ("long", "x" * 70_000),
     ],
 )
-def test_provisional_junit_is_what_the_writer_writes(
+def test_provisional_junit_is_valid_and_written_without_junitparser(
     schema: etree.XMLSchema, family: str, message: str
 ) -> None:
-    """The JUnit file written before the E2E starts, built without junitparser, is the one
-    render_junit writes for the same case (canonical XML: quoting and declaration aside)."""
-    case = JUnitCase("qualify", "run", "error", 0.0, message, message, kind="ERROR")
-    expected = render_junit(family, [case], {}, "")
-    written = provisional_junit(family, message)
-    assert ET.canonicalize(written.decode()) == ET.canonicalize(expected.decode())
-    assert schema.validate(etree.fromstring(written))
+    """The JUnit file written before the E2E starts: one error case, valid, its message kept
+    (bounded), and junitparser never imported to write it."""
+    code = (
+        "import sys; from qualify.report.junit import provisional_junit; "
+        "sys.stdout.buffer.write(provisional_junit(sys.argv[1], sys.argv[2])); "
+        "assert 'junitparser' not in sys.modules"
+    )
+    written = subprocess.run(
+        [sys.executable, "-c", code, family, message.replace("\x01", "").replace("\x02", "")],
+        capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    assert written == provisional_junit(family, message.replace("\x01", "").replace("\x02", ""))
+    assert schema.validate(etree.fromstring(provisional_junit(family, message)))
+    error = ET.fromstring(provisional_junit(family, message)).find(".//testcase[@name='run']/error")
+    assert error is not None and error.get("type") == "ERROR"
+    assert error.text == xml_safe(message)
 
 
 def test_xunit1_flavour_adds_location_only_on_request() -> None:

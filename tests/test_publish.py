@@ -14,6 +14,7 @@ import os
 import random
 import string
 import subprocess
+import sys
 import textwrap
 import urllib.parse
 import xml.etree.ElementTree as ET
@@ -21,8 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from qualify.publish.bundle import publish_run, run_sanitizer
+from qualify.evidence.junit import JUnitCase
+from qualify.publish.bundle import _strip_streams, publish_run, run_sanitizer
 from qualify.publish.sanitize import Identities
+from qualify.report.junit import render_junit
 from qualify.rundir.audit import Audit
 from tests.conftest import git, qualify_argv
 
@@ -440,3 +443,38 @@ def test_unknown_level_is_a_usage_error(tmp_path: Path) -> None:
 
     with pytest.raises(UsageError, match="internal, public"):
         publish_run(tmp_path, "everything", run_sanitizer(tmp_path, {}))
+
+
+def test_streams_are_stripped_and_a_junit_without_them_is_kept_as_written(
+    tmp_path: Path,
+) -> None:
+    """pytest's own JUnit with every stream logged (junit_logging=all) loses its system-out
+    and system-err elements; qualify's own JUnit, which has none, comes through unparsed."""
+    (tmp_path / "test_loud.py").write_text(
+        "import sys\n"
+        "def test_loud():\n"
+        "    print('-'.join(['printed', 'out']))\n"
+        "    print('-'.join(['printed', 'err']), file=sys.stderr)\n"
+        "    assert False, 'the failure stays'\n"
+    )
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o",
+         "junit_logging=all", "--junitxml=pytest-junit.xml", "test_loud.py"],
+        cwd=tmp_path, capture_output=True, check=False,
+    )  # fmt: skip
+    written = (tmp_path / "pytest-junit.xml").read_text()
+    assert "<system-out>" in written and "<system-err>" in written
+    stripped = _strip_streams(written)
+    assert "printed-out" in written and "printed-err" in written
+    assert (
+        "printed-out" not in stripped
+        and "printed-err" not in stripped
+        and "the failure stays" in stripped
+    )
+    junit = ET.fromstring(stripped)
+    assert junit.find(".//system-out") is None and junit.find(".//system-err") is None
+    cut = written[: written.index("printed-err") + 9]  # killed while writing: it ends in a stream
+    assert "printed-out" not in _strip_streams(cut) and "printed-e" not in _strip_streams(cut)
+    assert "the failure stays" in _strip_streams(cut)
+    ours = render_junit("fam", [JUnitCase("c", "t", "failed", 1.0, "m", "x < y")], {}, "")
+    assert _strip_streams(ours.decode()) == ours.decode()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import random
+import re
 import urllib.parse
 
 import pytest
@@ -487,3 +489,36 @@ def test_the_final_scan_undoes_each_channels_escaping() -> None:
     coloured = b"\x1b[31mpass:wo\x1b[0mrd,1%\n"
     assert final_scan(coloured, index, TERMINAL, "")
     assert "and 1 more" in describe([*leaks] * 11, limit=10)
+
+
+def test_boundaries_asserted_after_the_first_character_find_what_lookbehinds_find() -> None:
+    """The address and home patterns assert "no word character before" after their first
+    character (for speed); on texts made to sit on every boundary they find exactly what the
+    plain spelling, the lookbehind first, finds."""
+    homes = ["/root", "/home/alice", "/home/al", "/srv/ci-runner"]
+    alternation = "|".join(re.escape(home) for home in sorted(homes, reverse=True))
+    plain = {
+        "ipv4": re.compile(r"(?<![\w.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\w+-]|\.\d)"),
+        "ipv6": re.compile(
+            r"(?<![\w:])f[cde][0-9a-f]{2}:[0-9a-f:]*[0-9a-f](?![\w:])", re.IGNORECASE
+        ),
+        "home": re.compile(rf"(?<![\w.-])({alternation})(?![\w-])"),
+    }
+    fast = {
+        "ipv4": sanitize._IPV4,
+        "ipv6": sanitize._IPV6,
+        "home": sanitize._homes_pattern(homes),
+    }
+    pieces = [
+        "10.1.2.3", "192.168.0.1", "1.2.3.4.5", "fd00::1", "FC12:ab::9", "fe80::1", "/root",
+        "/home/alice", "/home/al", "/srv/ci-runner", "x", "-", ".", ":", "_", " ", "\n", "9",
+        "a", "F", "/", "+", "é",
+    ]  # fmt: skip
+    rng = random.Random(7)
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 8))) for _ in range(4000)]
+    for name, pattern in plain.items():
+        candidate = fast[name]
+        assert candidate is not None
+        for text in texts:
+            expected = [(m.span(), m.groups()) for m in pattern.finditer(text)]
+            assert [(m.span(), m.groups()) for m in candidate.finditer(text)] == expected, text

@@ -1,14 +1,17 @@
-"""The one JUnit writer: a run's JUnit file and the merged JUnit of many runs.
+"""The JUnit writers: a run's JUnit file, and the merged JUnit of many runs.
 
-Built with junitparser; the output validates against the junit-10 schema (no ``skipped`` on
-``<testsuites>``, times as plain decimals), except with ``with_location`` (xunit1's ``file``
-and ``line`` on testcases, which junit-10 does not allow). Illegal XML characters in text that
-came from the family (test ids, failure messages) are written as ``\\xNN``: one such character
-would make the file unreadable for every consumer.
+The output validates against the junit-10 schema (no ``skipped`` on ``<testsuites>``, times
+as plain decimals), except with ``with_location`` (xunit1's ``file`` and ``line`` on
+testcases, which junit-10 does not allow). Illegal XML characters in text that came from the
+family (test ids, failure messages) are written as ``\\xNN``: one such character would make
+the file unreadable for every consumer.
 
-junitparser (with lxml and the ``importlib.metadata`` it loads, a fifth of qualify's start-up)
-is imported by the writers that use it: the provisional JUnit, written before the E2E starts,
-is built without it (:func:`provisional_junit`).
+A run's file (:func:`render_junit`) is written directly as text, byte for byte what
+junitparser writes over lxml, whichever tree library is installed: a suite of thousands of
+testcases costs a few milliseconds, not a tenth of a second, and the start-up never imports
+junitparser (with lxml and the ``importlib.metadata`` it loads, a fifth of qualify's
+start-up). The merged document (:func:`render`) copies the runs' testcase elements as they
+are, through junitparser.
 """
 
 from __future__ import annotations
@@ -129,8 +132,55 @@ def render_junit(
     with_location: bool = False,
 ) -> bytes:
     """A run's JUnit file: one suite holding ``cases`` and the run's properties."""
-    elements = [testcase(case, with_location) for case in cases]
-    return render([testsuite(suite_name, elements, properties, timestamp, owned=True)])
+    counts = dict.fromkeys(_RESULTS, 0)
+    total: float = 0  # junitparser's sum: the rounded times as written, from an int 0
+    body: list[str] = []
+    for case in cases:
+        time = round(case.time_s, 3)
+        total += time
+        attributes = [("name", xml_safe(case.name)), ("classname", xml_safe(case.classname))]
+        attributes.append(("time", str(time)))
+        if with_location and case.file:
+            attributes.append(("file", xml_safe(case.file)))
+            if case.line is not None:
+                attributes.append(("line", str(case.line)))
+        if case.outcome not in _RESULTS:
+            body.append(f"    <testcase{_attributes(attributes)}/>\n")
+            continue
+        counts[case.outcome] += 1
+        result = [("message", xml_safe(case.message or case.outcome, 2000))]
+        if case.kind:
+            result.append(("type", xml_safe(case.kind)))
+        tag = _RESULTS[case.outcome].lower()
+        inner = (
+            f"<{tag}{_attributes(result)}>{xml_safe(case.text).translate(_TEXT_ESCAPES)}</{tag}>"
+            if case.text
+            else f"<{tag}{_attributes(result)}/>"
+        )
+        body.append(f"    <testcase{_attributes(attributes)}>\n      {inner}\n    </testcase>\n")
+    failures, errors, skipped = counts["failed"], counts["error"], counts["skipped"]
+    time = round(total, 3)
+    suite = _attributes(
+        [("name", xml_safe(suite_name)), ("tests", str(len(cases))), ("errors", str(errors)),
+         ("failures", str(failures)), ("skipped", str(skipped)), ("time", str(time)),
+         ("timestamp", timestamp)]
+    )  # fmt: skip
+    head = [
+        "<?xml version='1.0' encoding='UTF-8'?>\n",
+        f'<testsuites name="qualify" tests="{len(cases)}" failures="{failures}" '
+        f'errors="{errors}" time="{round(float(time), 3)}">\n',
+    ]
+    if properties:
+        head.append(f"  <testsuite{suite}>\n    <properties>\n")
+        for key, value in properties.items():
+            pair = _attributes([("name", xml_safe(key)), ("value", xml_safe(value, 2000))])
+            head.append(f"      <property{pair}/>\n")
+        head.append("    </properties>\n")
+    elif body:
+        head.append(f"  <testsuite{suite}>\n")
+    else:
+        return "".join([*head, f"  <testsuite{suite}/>\n</testsuites>"]).encode()
+    return "".join([*head, *body, "  </testsuite>\n</testsuites>"]).encode()
 
 
 def write_junit(
@@ -152,22 +202,13 @@ _ATTRIBUTE_ESCAPES = str.maketrans(
 _TEXT_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
 
 
+def _attributes(pairs: Iterable[tuple[str, str]]) -> str:
+    """`` name="value"`` for each pair, in order, escaped as lxml escapes attribute values."""
+    return "".join(f' {name}="{value.translate(_ATTRIBUTE_ESCAPES)}"' for name, value in pairs)
+
+
 def provisional_junit(suite_name: str, message: str, kind: str = "ERROR") -> bytes:
-    """What :func:`render_junit` writes for a suite of one error case ``qualify.run`` (no
-    properties, no timestamp), ``message`` its message and text: the JUnit file a run holds
-    before its E2E starts, built without junitparser (the start-up does not import it)."""
-    name = xml_safe(suite_name).translate(_ATTRIBUTE_ESCAPES)
-    attribute = xml_safe(message, 2000).translate(_ATTRIBUTE_ESCAPES)
-    text = xml_safe(message).translate(_TEXT_ESCAPES)
-    kind = xml_safe(kind).translate(_ATTRIBUTE_ESCAPES)
-    return (
-        "<?xml version='1.0' encoding='UTF-8'?>\n"
-        '<testsuites name="qualify" tests="1" failures="0" errors="1" time="0.0">\n'
-        f'  <testsuite name="{name}" tests="1" errors="1" failures="0" skipped="0" time="0.0" '
-        'timestamp="">\n'
-        '    <testcase name="run" classname="qualify" time="0.0">\n'
-        f'      <error message="{attribute}" type="{kind}">{text}</error>\n'
-        "    </testcase>\n"
-        "  </testsuite>\n"
-        "</testsuites>"
-    ).encode()
+    """The JUnit file a run holds before its E2E starts: one error case ``qualify.run``,
+    ``message`` its message and text (no properties, no timestamp)."""
+    case = JUnitCase("qualify", "run", "error", message=message, text=message, kind=kind)
+    return render_junit(suite_name, [case], {}, "")
