@@ -8,6 +8,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import junitparser
 import junitparser.junitparser
 import pytest
 from lxml import etree
@@ -225,3 +226,88 @@ def test_progress_names_the_running_test_and_the_never_started() -> None:
     assert progress.not_run == ("t.py::c",)
     assert [(c.name, c.outcome, c.text) for c in progress.cases] == [("a", "failed", "boom")]
     assert progress.session_exitstatus is None
+
+
+_OUTCOMES_MODULE = """
+import pytest
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("setup broke")
+
+@pytest.fixture
+def breaks_after():
+    yield
+    raise RuntimeError("teardown broke")
+
+def test_passes():
+    pass
+
+def test_fails():
+    assert 1 == 2, "one is not two"
+
+def test_setup_error(broken):
+    pass
+
+def test_fails_then_teardown_error(breaks_after):
+    assert False, "failed first"
+
+def test_skipped():
+    pytest.skip("not here")
+
+@pytest.mark.xfail(reason="known bug")
+def test_xfail():
+    assert False
+
+@pytest.mark.xfail(strict=True, reason="fixed now")
+def test_xpass_strict():
+    pass
+
+class TestGroup:
+    @pytest.mark.parametrize("x", ["a<b", "c&d"])
+    def test_param(self, x):
+        assert "&" not in x
+"""
+
+
+def test_pytest_junit_is_read_as_junitparser_reads_it(tmp_path: Path) -> None:
+    """A JUnit file pytest itself wrote, with every outcome it writes: the direct reading
+    gives, case by case, what junitparser's objects give, and the outcomes decided here."""
+    (tmp_path / "test_outcomes.py").write_text(_OUTCOMES_MODULE)
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o",
+         "junit_family=xunit1", "--junitxml=pytest-junit.xml", "test_outcomes.py"],
+        cwd=tmp_path, capture_output=True, check=False,
+    )  # fmt: skip
+    path = tmp_path / "pytest-junit.xml"
+    cases = parse_pytest_junit(path)
+    assert cases is not None
+    # A teardown error after a failure is a second testcase of the same name (pytest's way).
+    assert [(case.name, case.outcome) for case in cases] == [
+        ("test_passes", "passed"),
+        ("test_fails", "failed"),
+        ("test_setup_error", "error"),
+        ("test_fails_then_teardown_error", "failed"),
+        ("test_fails_then_teardown_error", "error"),
+        ("test_skipped", "skipped"),
+        ("test_xfail", "skipped"),
+        ("test_xpass_strict", "failed"),
+        ("test_param[a<b]", "passed"),
+        ("test_param[c&d]", "failed"),
+    ]
+    document = junitparser.JUnitXml.fromfile(str(path))
+    expected = []
+    for suite in document:
+        for case in suite:
+            kinds = (junitparser.Failure, junitparser.Error, junitparser.Skipped)
+            first = [r for kind in kinds for r in case.result if isinstance(r, kind)][:1]
+            expected.append(
+                (
+                    case.classname, case.name, case.time,
+                    first[0].message if first else None, first[0].text if first else None,
+                    case._elem.get("file"), case._elem.get("line"),
+                )
+            )  # fmt: skip
+    read = [(c.classname, c.name, c.time_s, c.message, c.text, c.file, str(c.line)) for c in cases]
+    assert read == expected
+    assert all(case.file == "test_outcomes.py" and case.line for case in cases)

@@ -1,19 +1,21 @@
-"""JUnit files read with junitparser, and ``JUnitCase``, the one testcase type qualify writes.
+"""JUnit files read, and ``JUnitCase``, the one testcase type qualify writes.
 
 junitparser builds on lxml when it is installed and on the standard library's ElementTree
-otherwise; ``_parse`` gives it a parser that resolves no entities either way. junitparser (and
-the ``importlib.metadata`` it loads) is imported by the readers, not with ``JUnitCase``: a run
-needs the type before its E2E starts and the readers only after it.
+otherwise; ``_parse`` uses the same library, with a parser that resolves no entities either
+way. ``read_junit`` gives junitparser's document; ``parse_pytest_junit`` reads the element tree
+itself. junitparser (and the ``importlib.metadata`` it loads) is imported by the readers, not
+with ``JUnitCase``: a run needs the type before its E2E starts and the readers only after it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from junitparser import JUnitXml, TestCase
+    from junitparser import JUnitXml
 
 OUTCOMES = ("passed", "failed", "error", "skipped")
 
@@ -74,45 +76,69 @@ def read_junit(path: Path) -> JUnitXml | None:
         return None
 
 
-def _outcome(case: TestCase) -> tuple[str, str | None, str | None]:
-    results = case.result
-    if not results:
-        return "passed", None, None  # most cases: no import, no scan
-    from junitparser import Error, Failure, Skipped
+_RESULT_TAGS = {"failure": "failed", "error": "error", "skipped": "skipped"}
+_PRECEDENCE = ("failed", "error", "skipped")
 
-    for kind, outcome in ((Failure, "failed"), (Error, "error"), (Skipped, "skipped")):
-        for result in results:
-            if isinstance(result, kind):
-                return outcome, result.message, result.text
+
+def _outcome(case: Any) -> tuple[str, str | None, str | None]:
+    """A testcase element's outcome, message and text: its first failure, else its first
+    error, else its first skip, at any depth (as junitparser reads them); passed without."""
+    found: dict[str, Any] = {}
+    for element in case.iter():
+        outcome = _RESULT_TAGS.get(element.tag) if isinstance(element.tag, str) else None
+        if outcome is not None and outcome not in found:
+            found[outcome] = element
+    for outcome in _PRECEDENCE:
+        result = found.get(outcome)
+        if result is not None:
+            return outcome, result.get("message"), result.text
     return "passed", None, None
 
 
-def _time(case: TestCase) -> float:
+def _time(value: str | None) -> float:
     try:
-        return float(case.time or 0.0)
+        return float(value.replace(",", "")) if value else 0.0
     except ValueError:  # a time attribute that is not a number
         return 0.0
 
 
+def _testcases(suite: Any) -> Iterator[Any]:
+    """A suite's testcase elements, then those of its nested suites (junitparser's order)."""
+    yield from suite.iterfind("testcase")
+    for nested in suite.iterfind("testsuite"):
+        yield from _testcases(nested)
+
+
 def parse_pytest_junit(path: Path) -> list[JUnitCase] | None:
-    """Testcases of a complete pytest JUnit file; None when missing or not valid XML."""
-    document = read_junit(path)
-    if document is None:
+    """Testcases of a complete pytest JUnit file; None when missing or not valid XML.
+
+    Read from the element tree itself, as junitparser would read it (``tests/test_junit.py``
+    compares them): wrapping each of a large suite's testcases in junitparser's objects cost
+    most of the reading."""
+    try:
+        root = _parse(path).getroot()
+    except (OSError, ValueError, SyntaxError):  # ET.ParseError is a SyntaxError
+        return None
+    if root.tag == "testsuite":
+        suites = [root]
+    elif root.tag == "testsuites":
+        suites = list(root.iterfind("testsuite"))
+    else:
         return None
     cases = []
-    for suite in document:
-        for case in suite:
+    for suite in suites:
+        for case in _testcases(suite):
             outcome, message, text = _outcome(case)
-            line = case._elem.get("line")  # xunit1 only; junitparser has no attribute for it
+            line = case.get("line")  # xunit1 only
             cases.append(
                 JUnitCase(
-                    classname=case.classname or "",
-                    name=case.name or "",
+                    classname=case.get("classname") or "",
+                    name=case.get("name") or "",
                     outcome=outcome,
-                    time_s=_time(case),
+                    time_s=_time(case.get("time")),
                     message=message,
                     text=text,
-                    file=case._elem.get("file"),
+                    file=case.get("file"),
                     line=int(line) if line and line.isdigit() else None,
                 )
             )

@@ -87,12 +87,15 @@ def junit_disagreements(pytest_cases: list[JUnitCase], progress: RunProgress) ->
     for nodeid in progress.not_run:
         from_events[split_nodeid(nodeid)] = "not run"
     from_junit = {(case.classname, case.name): case.outcome for case in pytest_cases}
-    lines = []
-    for key in sorted(set(from_events) | set(from_junit)):
+    differing = []
+    for key in from_events.keys() | from_junit.keys():
         ours, theirs = from_events.get(key, "absent"), from_junit.get(key, "absent")
         if _CATEGORY.get(ours, ours) != _CATEGORY.get(theirs, theirs):
-            name = "::".join(part for part in key if part)
-            lines.append(f"{name}: JUnit says {theirs}, the events say {ours}")
+            differing.append((key, ours, theirs))
+    lines = []
+    for key, ours, theirs in sorted(differing):  # only they are sorted: usually none
+        name = "::".join(part for part in key if part)
+        lines.append(f"{name}: JUnit says {theirs}, the events say {ours}")
     return lines
 
 
