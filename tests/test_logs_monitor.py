@@ -296,3 +296,37 @@ def test_process_reader_stays_within_its_share_of_a_core() -> None:
     reader.stop()
     # 20 ms of CPU, then a pause of 1 s (20 ms / 2%), not of 10 ms: no second round yet.
     assert reader.cpu_s < 0.03
+
+
+class SlowProbe(CountingProbe):
+    """Every usage read costs 5 ms of CPU (cgroup files read during a fork storm)."""
+
+    def usage_bytes(self) -> int:
+        started = time.thread_time()
+        while time.thread_time() - started < 0.005:
+            pass
+        return super().usage_bytes()
+
+
+@pytest.mark.parametrize("share", [None, 1.0])
+def test_the_sampler_stays_within_its_share_of_a_core(tmp_path: Path, share: float | None) -> None:
+    """At the default interval, samples that cost 5 ms of CPU each (10% of a core at 20 a
+    second) come less often: over 3 s the sampler stays near its 0.68%; allowed a whole core,
+    it takes them all."""
+    events = tmp_path / "events.jsonl"
+    events.write_text("")
+    monitor = Monitor(
+        SlowProbe(), events, tmp_path / "ack", tmp_path / "timeline.jsonl", cpu_share=share
+    )
+    started = time.monotonic()
+    monitor.start()
+    time.sleep(3)
+    result = monitor.stop()
+    wall = time.monotonic() - started
+    usage_reads = result.samples  # one usage read a sample (and one more at the end)
+    if share is None:
+        # 0.05 s start, then a pause of 5 ms / 0.68% = 0.74 s after each sample: 6 at most.
+        assert usage_reads <= 7, usage_reads
+        assert result.cpu_seconds - monitor.processes.cpu_s < 0.015 * wall
+    else:
+        assert usage_reads >= 30, usage_reads

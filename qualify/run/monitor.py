@@ -26,6 +26,16 @@ from qualify.sandbox.base import Probe
 TOP_PROCESSES = 5
 FLUSH_EVERY = 20
 STOP_JOIN_S = 1.0
+DEFAULT_INTERVAL_S = 0.05
+CPU_SHARE = 0.0068
+"""The share of one core the sampling thread may use on average at the default interval (a
+shorter interval asked for raises it in proportion). With the process reader's
+(``processes.CPU_SHARE``, 0.3%) the monitor stays under 1% of a core whatever the E2E does: a
+wake-up that cost more (cgroup files read slowly during a fork storm, a slower machine) is
+followed by a longer pause, so that samples come less often rather than cost more."""
+MAX_PAUSE_S = 1.0
+"""The longest pause the share stretches a wake-up's to: boundaries are still seen within a
+second (an E2E waits for their acknowledgement; see ``harness._events.sync_point``)."""
 _BOUNDARY_MARKERS = tuple(
     contract.marker(kind) for kind in (*contract.BOUNDARY_EVENTS, contract.ACK_TIMEOUT)
 )
@@ -63,7 +73,8 @@ class MonitorResult:
 
 
 class Monitor(threading.Thread):
-    """Samples every ``interval_s``; checks for phase boundaries every ``boundary_poll_s``."""
+    """Samples every ``interval_s``; checks for phase boundaries every ``boundary_poll_s``;
+    both less often when that would cost more than ``cpu_share`` of a core (see ``CPU_SHARE``)."""
 
     def __init__(
         self,
@@ -71,13 +82,15 @@ class Monitor(threading.Thread):
         events_path: Path,
         ack_path: Path,
         timeline_path: Path,
-        interval_s: float = 0.05,
-        boundary_poll_s: float = 0.05,
+        interval_s: float = DEFAULT_INTERVAL_S,
+        boundary_poll_s: float = DEFAULT_INTERVAL_S,
         process_every: int = 4,
         gpu: NvmlSampler | None = None,
         processes: ProcessReader | None = None,
+        cpu_share: float | None = None,
     ):
         super().__init__(name="qualify-monitor", daemon=True)
+        self.cpu_share = cpu_share or CPU_SHARE * max(1.0, DEFAULT_INTERVAL_S / interval_s)
         self.probe = probe
         self.tail = JsonlTail(events_path)
         self.ack_path = ack_path
@@ -122,8 +135,8 @@ class Monitor(threading.Thread):
 
     def run(self) -> None:
         """Loop until ``stop()``; one sample per interval, boundaries as soon as they appear."""
-        # This thread's CPU clock, read by whoever asks for the result: one system call less
-        # in each of the loop's 20 wake-ups a second.
+        # This thread's CPU clock: the loop paces itself by it, and whoever asks for the result
+        # reads it from outside.
         self._cpu_clock = time.pthread_getcpuclockid(threading.get_ident())
         self._cpu_start = time.clock_gettime(self._cpu_clock)
         self.processes.start()
@@ -139,13 +152,18 @@ class Monitor(threading.Thread):
             self._cpu_clock = None  # a thread's clock dies with it (its id may be reused)
 
     def _loop(self) -> None:
-        assert self._timeline is not None
+        assert self._timeline is not None and self._cpu_clock is not None
         self._sample(self._timeline)
         next_sample = time.monotonic() + self.interval_s
+        pause, cpu = self.boundary_poll_s, time.clock_gettime(self._cpu_clock)
         # time.sleep, not Event.wait: a timed Event.wait costs about 1.5x the CPU per
         # wake-up (a lock acquire with timeout), and the monitor wakes 20 times a second.
         while True:
-            time.sleep(self.boundary_poll_s)
+            time.sleep(pause)
+            # What the last wake-up cost, its own wake included, sets the next pause: at most
+            # ``cpu_share`` of a core on average (one clock read a wake-up, half a microsecond).
+            before, cpu = cpu, time.clock_gettime(self._cpu_clock)
+            pause = min(max(self.boundary_poll_s, (cpu - before) / self.cpu_share), MAX_PAUSE_S)
             # The work of one wake-up is done under a lock: stop() takes it over between two
             # wake-ups, without waiting for the sleep to end (it costs the kill-to-report).
             with self._work:
