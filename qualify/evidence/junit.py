@@ -76,8 +76,9 @@ def read_junit(path: Path) -> JUnitXml | None:
         return None
 
 
-_RESULT_TAGS = {"failure": "failed", "error": "error", "skipped": "skipped"}
-_PRECEDENCE = ("failed", "error", "skipped")
+RESULT_TAGS = {"failed": "failure", "error": "error", "skipped": "skipped"}
+"""Outcome -> the testcase's result element, in the order they decide a testcase read back."""
+_OUTCOME_OF = {tag: outcome for outcome, tag in RESULT_TAGS.items()}
 
 
 def _outcome(case: Any) -> tuple[str, str | None, str | None]:
@@ -85,10 +86,10 @@ def _outcome(case: Any) -> tuple[str, str | None, str | None]:
     error, else its first skip, at any depth (as junitparser reads them); passed without."""
     found: dict[str, Any] = {}
     for element in case.iter():
-        outcome = _RESULT_TAGS.get(element.tag) if isinstance(element.tag, str) else None
+        outcome = _OUTCOME_OF.get(element.tag) if isinstance(element.tag, str) else None
         if outcome is not None and outcome not in found:
             found[outcome] = element
-    for outcome in _PRECEDENCE:
+    for outcome in RESULT_TAGS:
         result = found.get(outcome)
         if result is not None:
             return outcome, result.get("message"), result.text

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qualify.atomic import write_bytes_atomic
-from qualify.evidence.junit import JUnitCase
+from qualify.evidence.junit import RESULT_TAGS, JUnitCase
 
 if TYPE_CHECKING:
     from junitparser import JUnitXml, TestCase, TestSuite
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 # ranges compiles in a tenth of the time.
 _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _TEXT_LIMIT = 64 * 1024
-_RESULTS = {"failed": "Failure", "error": "Error", "skipped": "Skipped"}
 
 
 def xml_safe(text: str | None, limit: int = _TEXT_LIMIT) -> str:
@@ -58,9 +57,9 @@ def testcase(case: JUnitCase, with_location: bool = False) -> TestCase:
         element._elem.set("file", xml_safe(case.file))  # xunit1: junitparser has no such attr
         if case.line is not None:
             element._elem.set("line", str(case.line))
-    kind = _RESULTS.get(case.outcome)
-    if kind is not None:
-        result = getattr(junitparser, kind)(
+    tag = RESULT_TAGS.get(case.outcome)
+    if tag is not None:
+        result = getattr(junitparser, tag.capitalize())(
             xml_safe(case.message or case.outcome, 2000), xml_safe(case.kind) or None
         )
         if case.text:
@@ -132,7 +131,7 @@ def render_junit(
     with_location: bool = False,
 ) -> bytes:
     """A run's JUnit file: one suite holding ``cases`` and the run's properties."""
-    counts = dict.fromkeys(_RESULTS, 0)
+    counts = dict.fromkeys(RESULT_TAGS, 0)
     total: float = 0  # junitparser's sum: the rounded times as written, from an int 0
     body: list[str] = []
     for case in cases:
@@ -144,14 +143,14 @@ def render_junit(
             attributes.append(("file", xml_safe(case.file)))
             if case.line is not None:
                 attributes.append(("line", str(case.line)))
-        if case.outcome not in _RESULTS:
+        if case.outcome not in RESULT_TAGS:
             body.append(f"    <testcase{_attributes(attributes)}/>\n")
             continue
         counts[case.outcome] += 1
         result = [("message", xml_safe(case.message or case.outcome, 2000))]
         if case.kind:
             result.append(("type", xml_safe(case.kind)))
-        tag = _RESULTS[case.outcome].lower()
+        tag = RESULT_TAGS[case.outcome]
         inner = (
             f"<{tag}{_attributes(result)}>{xml_safe(case.text).translate(_TEXT_ESCAPES)}</{tag}>"
             if case.text
