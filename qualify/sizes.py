@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import re
-from fractions import Fraction
 
 from qualify.errors import UsageError
 
@@ -41,10 +40,14 @@ def parse_size(text: str, *, what: str = "size", allow_zero: bool = False) -> in
     if match is None or multiplier is None:
         raise UsageError(f"{what} {text!r} is not valid: expected {_VALID_SIZES}")
     number = match.group(1)
-    # Exact (no float rounding), and no conversion of hundreds of digits to find them too many.
-    too_many_digits = len(number.partition(".")[0].lstrip("0")) > len(str(MAX_SIZE))
+    # Exact (integers, no float rounding), and no conversion of hundreds of digits to find
+    # them too many.
+    whole, _, fraction = number.partition(".")
+    size: int | None = None
+    scale: int = 10 ** len(fraction)
     try:
-        size = None if too_many_digits else int(Fraction(number) * multiplier)
+        if len(whole.lstrip("0")) <= len(str(MAX_SIZE)):
+            size = int(whole + fraction) * multiplier // scale
     except ValueError:  # a fraction of thousands of digits
         raise UsageError(f"{what} {text!r} is not valid: expected {_VALID_SIZES}") from None
     if size is None or size > MAX_SIZE:

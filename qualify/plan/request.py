@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qualify.errors import UsageError
 from qualify.plan.commit import CommitPrefetch, commit_info, record_sha, repo_root
@@ -21,7 +21,6 @@ from qualify.plan.families import (
     validate_name,
 )
 from qualify.plan.limits import Limits
-from qualify.plan.mps import GpuBudgetPlan, plan_budget
 from qualify.plan.nvml import device_totals
 from qualify.plan.output import check_output_dir
 from qualify.plan.profiles import DEFAULT_PIDS, Profile, find_profile
@@ -36,6 +35,9 @@ from qualify.plan.spec import (
     sandbox_env,
 )
 from qualify.sizes import parse_duration, parse_size
+
+if TYPE_CHECKING:  # loaded when a run has a GPU budget
+    from qualify.plan.mps import GpuBudgetPlan
 
 DEFAULT_MEMORY = "4G"
 PUBLISH_LEVELS = ("internal", "public")
@@ -270,6 +272,8 @@ def _gpu_plan(
         return None
     if budget < MIN_MEMORY:
         raise UsageError(f"{source} ({budget} bytes) is too small: at least 1MiB")
+    from qualify.plan.mps import plan_budget
+
     totals, _ = device_totals(nvml)
     for index, total in enumerate(totals):
         if budget > total:

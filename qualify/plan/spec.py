@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import secrets
 import shutil
 import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import harness
 from harness import contract
@@ -20,8 +20,10 @@ from qualify.plan.commit import CommitInfo
 from qualify.plan.docker import DockerOptions
 from qualify.plan.families import Family, OptionValue
 from qualify.plan.limits import Limits
-from qualify.plan.mps import GpuBudgetPlan
 from qualify.plan.option_schema import check_value
+
+if TYPE_CHECKING:  # loaded when a run has a GPU budget
+    from qualify.plan.mps import GpuBudgetPlan
 
 HARNESS_SOURCE = Path(harness.__file__).resolve().parent
 """The installed harness package, copied into each run directory (``stage_harness``)."""
@@ -90,7 +92,7 @@ def harness_root(run_dir: Path) -> Path:
 
 def new_run_id() -> str:
     """Sortable and unique: UTC time plus random hex."""
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + os.urandom(3).hex()
 
 
 def merge_options(family: Family, overrides: Mapping[str, str]) -> dict[str, OptionValue]:
