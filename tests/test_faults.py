@@ -136,6 +136,51 @@ def test_e2e_that_exits_0_inside_a_test_is_failed(tmp_path: Path, run_qualify: R
     assert "not run" in _case(junit, "test_never").find("skipped").get("message")
 
 
+def test_e2e_that_exits_0_after_a_stream_of_tests_is_failed(
+    tmp_path: Path, run_qualify: RunQualify
+) -> None:
+    """The same end after 60 tests over more than a second: qualify read the events while they
+    were written (several wake-ups of its wait), and judges as from the finished file."""
+    repo = family_repo(
+        tmp_path / "repo",
+        "stream",
+        """
+        [e2e]
+        command = ["python", "-m", "pytest", "test_stream.py", "-q", "-p", "no:randomly"]
+        """,
+        {
+            "test_stream.py": """
+            import os, time
+
+            import pytest
+
+            @pytest.mark.parametrize("n", range(60))
+            def test_n(n):
+                time.sleep(0.025)
+
+            def test_leaves():
+                os._exit(0)
+
+            def test_never():
+                pass
+            """
+        },
+    )
+    completed = run_qualify("run", "--family", "stream", "--repo", str(repo), "--mem", "512M")
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    audit, junit = assert_reports(completed)
+    assert audit["verdict"] == "FAILED"
+    reason = audit["reason"]
+    assert "test_stream.py::test_leaves was running (call)" in reason
+    assert "the session never finished" in reason
+    assert "1 of 62 collected test(s) never ran" in reason
+    cases = [case for case in junit.iter("testcase") if case.get("name", "").startswith("test_n[")]
+    assert len(cases) == 60
+    assert all(len(case) == 0 for case in cases)  # passed: no result element
+    assert _case(junit, "test_leaves").find("error") is not None
+    assert "not run" in _case(junit, "test_never").find("skipped").get("message")
+
+
 STORM = """
 import subprocess, time
 subprocess.Popen(["bash", "-c", "bomb() { bomb | bomb & }; bomb"])

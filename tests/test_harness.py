@@ -15,7 +15,7 @@ import pytest
 import harness
 from harness import contract
 from harness._options import parse_option
-from qualify.judge.tests import progress_from_events
+from qualify.judge.tests import ProgressReplay, progress_from_events
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -302,6 +302,89 @@ def test_a_kill_in_any_phase_names_the_test_and_the_phase(
     assert [(c.name, c.outcome) for c in progress.cases] == [("test_first", "passed")]
     assert progress.not_run == ("test_sample.py::test_never",)
     assert progress.session_exitstatus is None
+
+
+def test_events_replayed_in_parts_say_what_the_whole_says(tmp_path: Path) -> None:
+    """``qualify run`` replays the events while the E2E runs, in whatever parts its polls
+    found: each split of a real plugin stream (every outcome, then a kill inside a test) gives
+    what one replay of the whole gives, which is decided here first."""
+    kill = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+    events = _run_plugin(
+        tmp_path,
+        "import pytest\n"
+        "@pytest.fixture\ndef broken():\n    raise RuntimeError('setup')\n"
+        "def test_ok():\n    pass\n"
+        "def test_bad():\n    assert 1 == 2\n"
+        "def test_setup(broken):\n    pass\n"
+        "@pytest.mark.skip(reason='later')\ndef test_skip():\n    pass\n"
+        "@pytest.mark.xfail\ndef test_xfail():\n    assert 0\n"
+        f"def test_dies():\n    {kill}\n"
+        "def test_never():\n    pass\n",
+    )
+    whole = progress_from_events(events)
+    assert [(c.name, c.outcome) for c in whole.cases] == [
+        ("test_ok", "passed"),
+        ("test_bad", "failed"),
+        ("test_setup", "error"),
+        ("test_skip", "skipped"),
+        ("test_xfail", "skipped"),
+    ]
+    assert (whole.running, whole.running_when) == ("test_sample.py::test_dies", "call")
+    assert (whole.not_run, whole.collected) == (("test_sample.py::test_never",), 7)
+    for cut in range(len(events) + 1):
+        replay = ProgressReplay()
+        replay.feed(events[:cut])
+        replay.feed(["a value that is not a record", 3, None])
+        replay.feed(events[cut:])
+        assert replay.result() == whole
+
+
+def test_events_followed_as_pytest_writes_them_are_judged_as_after_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``qualify run`` decodes, replays and gathers while a real pytest writes its events
+    equals what the end of the run would have made of the finished file."""
+    from qualify.commands.run import _EventsAsTheyCome
+    from qualify.publish.bundle import JsonlFields, _jsonl_fields
+    from qualify.rundir.events import JsonlFollower, read_all
+
+    found: list[int] = []
+    poll = JsonlFollower.poll
+    monkeypatch.setattr(JsonlFollower, "poll", lambda self: found.append(len(v := poll(self))) or v)
+    (tmp_path / "test_sample.py").write_text(
+        "import pytest, time\n"
+        "@pytest.mark.parametrize('n', range(60))\n"
+        "def test_n(n):\n    time.sleep(0.01)\n    assert n != 13\n"
+    )
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    events = tmp_path / "events.jsonl"
+    env = dict(
+        os.environ,
+        QUALIFY_EVENTS=str(events),
+        PYTEST_PLUGINS="harness.pytest_plugin",
+        PYTHONPATH=str(ROOT),
+    )
+    streamed = _EventsAsTheyCome(events, threading.Thread(target=lambda: None))  # not started
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    with subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL) as process:
+        while process.poll() is None:
+            streamed.poll()
+            time.sleep(0.02)
+    replayed = streamed.finish()
+    assert sum(1 for count in found if count) >= 3  # decoded in parts, as the tests ran
+    assert replayed is not None
+    content, progress = replayed
+    assert read_all(events) is content
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(events.read_bytes())
+    fresh = read_all(copy)
+    assert (content.values, content.garbled) == (fresh.values, fresh.garbled)
+    assert progress == progress_from_events(fresh.records())
+    assert [c.outcome for c in progress.cases].count("failed") == 1
+    assert (len(progress.cases), progress.session_exitstatus) == (60, 1)
+    whole = JsonlFields()
+    whole.feed(fresh.values)
+    assert _jsonl_fields(content) == whole.text(fresh.garbled)
 
 
 def test_plugin_ignores_reports_that_xdist_replays_in_its_controller(

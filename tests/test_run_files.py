@@ -9,11 +9,18 @@ gives exactly those.
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
-from qualify.publish.bundle import _jsonl_fields, learn_from_run
+from qualify.publish.bundle import JsonlFields, _jsonl_fields, gathered, learn_from_run
 from qualify.publish.sanitize import Identities, Sanitizer
-from qualify.rundir.events import read_all, read_jsonl
+from qualify.rundir.events import (
+    POLL_BYTES,
+    JsonlContent,
+    JsonlFollower,
+    read_all,
+    read_jsonl,
+)
 
 # A GitHub token shape (not a real one), built so that no scanner reads this file as a leak.
 TOKEN = "ghp_" + "Zq7Lk2Wm9Xr4Tn6Vb1Hs8Jd3Fc5Gp0Ya2Ue7"
@@ -107,3 +114,104 @@ def test_a_file_read_is_kept_while_it_is_unchanged(tmp_path: Path) -> None:
     with path.open("a") as handle:
         handle.write(': 2}\n{"event": "c"}\n')  # the same file, grown
     assert [record["event"] for record in read_all(path).records()] == ["a", "b", "c"]
+
+
+def _file_bytes(rng: random.Random, count: int) -> bytes:
+    """Lines of every kind a run's JSON-lines file holds: records (nested too), values that
+    are not records, garbled and blank lines, CRLF endings; sometimes a cut last line."""
+    lines = []
+    for index in range(count):
+        kind = rng.randrange(8)
+        if kind == 0:
+            lines.append(b'{"event": "test_phase", "nodeid": "t::x[')  # garbled
+        elif kind == 1:
+            lines.append(b"")
+        elif kind == 2:
+            lines.append(b"[1, 2]")
+        elif kind == 3:
+            lines.append(json.dumps({"event": "case", "top": [[index, "é"]]}).encode() + b"\r")
+        else:
+            record = {"event": "test_phase", "nodeid": f"t::test_{index}[✓]", "t": index / 3}
+            lines.append(json.dumps(record, ensure_ascii=rng.random() < 0.5).encode())
+    data = b"\n".join(lines) + b"\n"
+    return data[: -rng.randrange(1, 12)] if rng.random() < 0.5 else data
+
+
+def test_a_file_followed_as_it_grows_reads_as_read_all_reads_it(tmp_path: Path) -> None:
+    """Written in pieces cut anywhere (mid-line, mid-character), polled between the pieces
+    (some polls reading less than was written): the values polled, then the rest, are the
+    file's values in order, and the content equals a reading of the whole file; read_all then
+    serves that very content."""
+    rng = random.Random(20261201)
+    for round_ in range(40):
+        data = _file_bytes(rng, rng.randrange(0, 300))
+        path, copy = tmp_path / f"events-{round_}.jsonl", tmp_path / f"copy-{round_}.jsonl"
+        copy.write_bytes(data)
+        follower = JsonlFollower(path)
+        polled = follower.poll()  # the file does not exist yet
+        at = 0
+        with path.open("wb", buffering=0) as writer:
+            while at < len(data):
+                step = rng.randrange(1, 400)
+                writer.write(data[at : at + step])
+                at += step
+                polled += follower.poll(rng.choice([POLL_BYTES, 1, 13, 200]))  # or less
+                if rng.random() < 0.2:
+                    polled += follower.poll()  # the rest of what was written, or nothing
+        rest, content = follower.finish()
+        expected = read_all(copy)
+        assert content is not None
+        assert (content.values, content.garbled) == (expected.values, expected.garbled)
+        assert polled + rest == list(expected.values)
+        assert read_all(path) is content
+
+
+def test_a_followed_file_cut_shorter_or_replaced_is_read_again(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text('{"event": "a"}\n{"event": "b"}\n')
+    follower = JsonlFollower(path)
+    assert follower.poll() == [{"event": "a"}, {"event": "b"}]
+    path.write_text('{"event": "c"}\n')  # truncated and written again
+    assert follower.poll() == []
+    with path.open("a") as handle:
+        handle.write('{"event": "e"}\n')  # back to the length that was read
+    assert follower.finish() == ([], None)
+    assert list(read_all(path).records()) == [{"event": "c"}, {"event": "e"}]
+
+    follower = JsonlFollower(path)
+    assert follower.poll() == [{"event": "c"}, {"event": "e"}]
+    replacement = tmp_path / "other.jsonl"
+    replacement.write_text('{"event": "d"}\n')
+    replacement.rename(path)  # the name now points to another file
+    assert follower.finish() == ([], None)
+    assert list(read_all(path).records()) == [{"event": "d"}]
+
+    missing = JsonlFollower(tmp_path / "missing.jsonl")
+    assert missing.poll() == []
+    assert missing.finish() == ([], JsonlContent((), ()))
+
+
+def test_fields_gathered_in_parts_are_those_of_the_whole_file(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(_file_bytes(rng, 400) + b'{"event": "x", "nodeid": "' + TOKEN.encode())
+    content = read_all(path)
+    whole = _jsonl_fields(content)
+    assert TOKEN in whole  # the cut last line, whole
+    for cut in (0, 1, 57, len(content.values)):
+        fields = JsonlFields()
+        fields.feed(content.values[:cut])
+        fields.feed(content.values[cut:])
+        assert fields.text(content.garbled) == whole
+
+
+def test_gathered_fields_serve_only_the_content_they_were_gathered_from(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text(f'{{"event": "x", "nodeid": "t::a[{TOKEN}]"}}\n')
+    content = read_all(path)
+    nothing = JsonlFields()  # fed nothing: shows which one the harvest takes
+    gathered(content, nothing)
+    assert _jsonl_fields(content) == ""
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(path.read_bytes())
+    assert TOKEN in _jsonl_fields(read_all(copy))  # equal values, another content: walked

@@ -15,7 +15,6 @@ import shutil
 import sys
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -33,6 +32,12 @@ from qualify.verdict import EXIT_ERROR, EXIT_USAGE, PROVISIONAL_REASON
 
 if TYPE_CHECKING:
     from qualify.judge.result import RunResult
+    from qualify.judge.tests import ProgressReplay, RunProgress
+    from qualify.publish.bundle import JsonlFields
+    from qualify.rundir.events import JsonlContent, JsonlFollower
+
+    _Replayed = tuple[JsonlContent, RunProgress]
+    """The events file's content and its replay, as ``_EventsAsTheyCome`` made them."""
 
 
 def _properties(result: RunResult) -> dict[str, str]:
@@ -115,14 +120,18 @@ def _complete_teardown(result: RunResult) -> RunResult:
     return result
 
 
-def _judge_or_error(spec: RunSpec, execution: Execution) -> RunResult:
+def _judge_or_error(
+    spec: RunSpec, execution: Execution, replayed: _Replayed | None = None
+) -> RunResult:
     """The judged result; a bug in judging still yields reports (ERROR, traceback kept in the
     run's debug log)."""
     from qualify.judge.judgement import judge
 
     try:
-        return judge(spec, execution, current_layout().version)
+        return judge(spec, execution, current_layout().version, replayed)
     except Exception as exc:
+        import traceback
+
         RunDir(spec.run_dir).write_debug(traceback.format_exc())
         failed = dataclasses.replace(
             execution,
@@ -203,6 +212,56 @@ def _take_over_dead_runs(run_id: str, stderr: TextIO) -> None:
             stderr.write(f"qualify run: completed the reports of a dead run: {directory.path}\n")
 
 
+class _EventsAsTheyCome:
+    """The run's events decoded, replayed and their fields gathered for the sanitizer's
+    harvest while the E2E runs (at each wake-up of the wait for its end), which the end of the
+    run would otherwise do after it: a suite's thousands of tests write megabytes of them. It
+    starts once the imports of the end of the run are done (no import ever runs in two threads
+    at once); anything that fails here is left to the end, which then reads the file itself."""
+
+    def __init__(self, path: Path, preloading: threading.Thread) -> None:
+        self._path, self._preloading = path, preloading
+        self._follower: JsonlFollower | None = None
+        self._replay: ProgressReplay | None = None
+        self._fields: JsonlFields | None = None
+        self._failed = False
+
+    def poll(self) -> None:
+        """Decode and replay what was appended since the last poll."""
+        if self._failed or self._preloading.is_alive():
+            return
+        try:
+            if self._follower is None or self._replay is None or self._fields is None:
+                from qualify.judge.tests import ProgressReplay
+                from qualify.publish.bundle import JsonlFields
+                from qualify.rundir.events import JsonlFollower
+
+                self._follower, self._replay = JsonlFollower(self._path), ProgressReplay()
+                self._fields = JsonlFields()
+            values = self._follower.poll()
+            self._replay.feed(values)
+            self._fields.feed(values)
+        except Exception:
+            self._failed = True
+
+    def finish(self) -> _Replayed | None:
+        """Once the E2E's processes are gone: the file's whole content and its replay."""
+        if self._failed or self._follower is None or self._replay is None or self._fields is None:
+            return None
+        try:
+            from qualify.publish.bundle import gathered
+
+            rest, content = self._follower.finish()
+            if content is None:
+                return None
+            self._replay.feed(rest)
+            self._fields.feed(rest)
+            gathered(content, self._fields)
+            return content, self._replay.result()
+        except Exception:
+            return None
+
+
 def _execute_and_judge(
     spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts, started_wall: float
 ) -> RunResult:
@@ -216,7 +275,8 @@ def _execute_and_judge(
         _write_provisional_audit(spec, started_wall)
         preloading.start()
 
-    execution = execute(spec, sandbox, interrupts, on_started=started)
+    events = _EventsAsTheyCome(RunDir(spec.run_dir).events_path, preloading)
+    execution = execute(spec, sandbox, interrupts, on_started=started, while_running=events.poll)
     if preloading.is_alive():
         preloading.join()
     if preloading.ident is not None and execution.returncode != 0:
@@ -229,7 +289,7 @@ def _execute_and_judge(
         why = f"--backend auto chose {execution.sandbox.backend}: no --image was given"
         info = dataclasses.replace(execution.sandbox, notes=(why, *execution.sandbox.notes))
         execution = dataclasses.replace(execution, sandbox=info)
-    result = _judge_or_error(spec, execution)
+    result = _judge_or_error(spec, execution, events.finish())
     if preloading.is_alive():
         preloading.join()
     return result

@@ -20,6 +20,7 @@ from qualify.plan.spec import RunSpec
 from qualify.run.execution import Execution
 from qualify.run.monitor import MonitorResult
 from qualify.rundir import RunDir
+from qualify.rundir.events import JsonlContent, read_all
 from qualify.sizes import format_bytes
 from qualify.verdict import Verdict
 
@@ -168,11 +169,24 @@ def inside_limits_error(
     return "limits read inside the sandbox differ from those asked: " + "; ".join(problems)
 
 
-def judge(spec: RunSpec, execution: Execution, cgroup_version: int | None) -> RunResult:
-    """Decide the verdict from every signal and derive the test cases and parity report."""
+def judge(
+    spec: RunSpec,
+    execution: Execution,
+    cgroup_version: int | None,
+    replayed: tuple[JsonlContent, RunProgress] | None = None,
+) -> RunResult:
+    """Decide the verdict from every signal and derive the test cases and parity report.
+
+    ``replayed``: the events file's content and its replay, made while the E2E ran; used when
+    that content is what the file holds now (``read_all`` serves that very object), replayed
+    here otherwise."""
     run_dir = RunDir(spec.run_dir)
-    events = list(run_dir.events())
-    progress = progress_from_events(events)
+    content = read_all(run_dir.events_path)
+    events = list(content.records())
+    if replayed is not None and replayed[0] is content:
+        progress = replayed[1]
+    else:
+        progress = progress_from_events(events)
     gpu = gpu_evidence(events, run_dir.log_tail("stderr"))
     inside = inside_limits(events)
     parity, parity_error = _compare(spec) if execution.setup_error is None else (None, None)

@@ -66,33 +66,57 @@ def _apply(state: _TestState, event: dict[str, Any]) -> None:
         state.outcome = "passed"
 
 
+class ProgressReplay:
+    """``progress_from_events`` fed in parts, as the events arrive (``qualify run`` replays
+    them while the E2E runs): ``feed`` the records in file order, then take the ``result``."""
+
+    def __init__(self) -> None:
+        self._states: dict[str, _TestState] = {}
+        self._collected: list[str] = []
+        self._exitstatus: Any = None
+
+    def feed(self, events: Iterable[Any]) -> None:
+        """Apply the next events (values that are not objects are skipped)."""
+        states = self._states
+        for event in events:
+            if not isinstance(event, dict):
+                continue
+            kind = event.get("event")
+            if kind == contract.TEST_PHASE:
+                nodeid = str(event.get("nodeid"))
+                state = states.get(nodeid)
+                if state is None:
+                    state = states[nodeid] = _TestState(nodeid)
+                _apply(state, event)
+            elif kind == contract.COLLECTION:
+                self._collected = [str(n) for n in event.get("nodeids", [])]
+                for nodeid in self._collected:
+                    if nodeid not in states:
+                        states[nodeid] = _TestState(nodeid)
+            elif kind == contract.SESSION_FINISH:
+                self._exitstatus = event.get("exitstatus")
+
+    def result(self) -> RunProgress:
+        """What the events fed so far say."""
+        states, collected = self._states, self._collected
+        running = next((s for s in states.values() if s.open_when is not None), None)
+        cases = [_case(state) for state in states.values() if state is not running]
+        started = {s.nodeid for s in states.values() if s.phases_ended or s.open_when}
+        return RunProgress(
+            cases=tuple(case for case in cases if case is not None),
+            running=running.nodeid if running else None,
+            running_when=running.open_when if running else None,
+            collected=len(collected),
+            not_run=tuple(nodeid for nodeid in collected if nodeid not in started),
+            session_exitstatus=self._exitstatus,
+        )
+
+
 def progress_from_events(events: Iterable[dict[str, Any]]) -> RunProgress:
     """Replay the plugin's events into per-test results (tests never run have outcome None)."""
-    states: dict[str, _TestState] = {}
-    collected: list[str] = []
-    exitstatus = None
-    for event in events:
-        kind = event.get("event")
-        if kind == contract.COLLECTION:
-            collected = [str(n) for n in event.get("nodeids", [])]
-            for nodeid in collected:
-                states.setdefault(nodeid, _TestState(nodeid))
-        elif kind == contract.TEST_PHASE:
-            nodeid = str(event.get("nodeid"))
-            _apply(states.setdefault(nodeid, _TestState(nodeid)), event)
-        elif kind == contract.SESSION_FINISH:
-            exitstatus = event.get("exitstatus")
-    running = next((s for s in states.values() if s.open_when is not None), None)
-    cases = [_case(state) for state in states.values() if state is not running]
-    started = {s.nodeid for s in states.values() if s.phases_ended or s.open_when}
-    return RunProgress(
-        cases=tuple(case for case in cases if case is not None),
-        running=running.nodeid if running else None,
-        running_when=running.open_when if running else None,
-        collected=len(collected),
-        not_run=tuple(nodeid for nodeid in collected if nodeid not in started),
-        session_exitstatus=exitstatus,
-    )
+    replay = ProgressReplay()
+    replay.feed(events)
+    return replay.result()
 
 
 def _case(state: _TestState) -> JUnitCase | None:

@@ -23,7 +23,7 @@ import re
 import shutil
 import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from json.encoder import encode_basestring as _json_text
 from pathlib import Path
 from typing import Any
@@ -218,6 +218,8 @@ class _Writer:
         if name.endswith(".jsonl"):
             return "".join(self._json_line(line) for line in text.splitlines(keepends=True))
         cleaned = self.sanitizer.clean(text)
+        if cleaned == text:
+            return cleaned  # nothing replaced: nothing broken
         if name.endswith(".xml") and _well_formed(name, text) and not _well_formed(name, cleaned):
             cleaned = _clean_xml(text, self.sanitizer)
         return cleaned
@@ -278,46 +280,80 @@ never a secret, and every line has a new one (the harvest of a JSON-lines file i
 distinct fields)."""
 
 
-def _jsonl_fields(content: JsonlContent) -> str:
-    """A JSON-lines file as the distinct ``{"key": value}`` pairs of its records (nested values
-    walked, list items paired with their key), one per line, and its undecodable lines whole.
+class JsonlFields:
+    """The distinct ``{"key": value}`` pairs of a JSON-lines file's records (nested values
+    walked, list items paired with their key), gathered as the records are fed (``qualify
+    run`` feeds the events while the E2E runs), and the file's text for the harvest.
 
     The harvest reads this instead of the file: every string the file holds is seen, decoded
     and next to its key (what the key-value rules read), once. An events file repeats each test
-    id on several lines whose times differ; its distinct fields are a tenth of its bytes. The
-    file is read as the judge read it just before (``read_all`` keeps it)."""
-    pairs: dict[tuple[str, object], None] = {}
+    id on several lines whose times differ; its distinct fields are a tenth of its bytes."""
 
-    def walk(key: str, value: object) -> None:
-        if isinstance(value, dict):
-            for name, item in value.items():
-                walk(name, item)
-        elif isinstance(value, list):
-            for item in value:
-                walk(key, item)
-        elif isinstance(value, str) or (
-            key not in _UNLEARNED_NUMBERS and value is not None and not isinstance(value, bool)
-        ):
-            pairs[key, value] = None
+    def __init__(self) -> None:
+        self._pairs: dict[tuple[str, object], None] = {}
 
-    for record in content.values:  # the usual flat record without a call per field
-        if not isinstance(record, dict):
-            walk("", record)
-            continue
-        for key, value in record.items():
-            if value.__class__ is str:
+    def feed(self, values: Iterable[Any]) -> None:
+        """Gather the pairs of the next values, in file order."""
+        pairs = self._pairs
+
+        def walk(key: str, value: object) -> None:
+            if isinstance(value, dict):
+                for name, item in value.items():
+                    walk(name, item)
+            elif isinstance(value, list):
+                for item in value:
+                    walk(key, item)
+            elif isinstance(value, str) or (
+                key not in _UNLEARNED_NUMBERS and value is not None and not isinstance(value, bool)
+            ):
                 pairs[key, value] = None
-            elif key not in _UNLEARNED_NUMBERS:
-                walk(key, value)
-    fields = [
-        # json.dumps({key: value}, ensure_ascii=False), built directly for the usual string
-        "{" + _json_text(key) + ": " + _json_text(value) + "}"
-        if value.__class__ is str
-        else json.dumps({key: value}, ensure_ascii=False)
-        for key, value in pairs
-    ]
-    garbled = [line.decode("utf-8", errors="surrogateescape") for line in content.garbled]
-    return "\n".join([*fields, *garbled])
+
+        for record in values:  # the usual flat record without a call per field
+            if not isinstance(record, dict):
+                walk("", record)
+                continue
+            for key, value in record.items():
+                if value.__class__ is str:
+                    pairs[key, value] = None
+                elif key not in _UNLEARNED_NUMBERS:
+                    walk(key, value)
+
+    def text(self, garbled: Iterable[bytes] = ()) -> str:
+        """The pairs, one per line, then the undecodable lines whole."""
+        fields = [
+            # json.dumps({key: value}, ensure_ascii=False), built directly for the usual string
+            "{" + _json_text(key) + ": " + _json_text(value) + "}"
+            if value.__class__ is str
+            else json.dumps({key: value}, ensure_ascii=False)
+            for key, value in self._pairs
+        ]
+        lines = [line.decode("utf-8", errors="surrogateescape") for line in garbled]
+        return "\n".join([*fields, *lines])
+
+
+_gathered: dict[int, tuple[JsonlContent, JsonlFields]] = {}
+"""The pairs of file contents gathered as they were read (``gathered``), by the content."""
+
+
+def gathered(content: JsonlContent, fields: JsonlFields) -> None:
+    """``fields`` were fed all of ``content``'s values in order: the harvest of the file whose
+    content it is takes them instead of walking the values again (while ``read_all`` serves
+    that very content, that is while the file is unchanged)."""
+    _gathered.clear()  # one run's events at a time
+    _gathered[id(content)] = (content, fields)
+
+
+def _jsonl_fields(content: JsonlContent) -> str:
+    """A JSON-lines file as the distinct pairs of its records and its undecodable lines
+    (``JsonlFields``); the file is read as the judge read it just before (``read_all`` keeps
+    it)."""
+    known = _gathered.get(id(content))
+    if known is not None and known[0] is content:
+        fields = known[1]
+    else:
+        fields = JsonlFields()
+        fields.feed(content.values)
+    return fields.text(content.garbled)
 
 
 def learn_from_run(run_dir: Path, sanitizer: Sanitizer) -> None:

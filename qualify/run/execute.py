@@ -11,7 +11,6 @@ import signal
 import subprocess
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
@@ -74,10 +73,15 @@ def _stop(sandbox: Sandbox, process: Child, grace_s: float) -> None:
 
 
 def _wait(
-    spec: RunSpec, sandbox: Sandbox, process: Child, interrupts: Interrupts, monitor: Monitor
+    spec: RunSpec,
+    sandbox: Sandbox,
+    process: Child,
+    interrupts: Interrupts,
+    monitor: Monitor,
+    while_running: Callable[[], None] | None = None,
 ) -> tuple[bool, str | None]:
-    """Wait for the child; stop it on timeout, interruption or an escape. Returns (timed out,
-    why the run must be an ERROR)."""
+    """Wait for the child, calling ``while_running`` at each wake-up; stop it on timeout,
+    interruption or an escape. Returns (timed out, why the run must be an ERROR)."""
     deadline = time.monotonic() + spec.timeout_s
     with _exit_waiter(process) as (wait_for_exit, poll_s):
         while process.poll() is None:
@@ -92,6 +96,8 @@ def _wait(
                 _stop(sandbox, process, spec.grace_s)
                 return True, None
             wait_for_exit(min(poll_s, max(0.0, deadline - time.monotonic())))
+            if while_running is not None and process.poll() is None:
+                while_running()
     return False, None
 
 
@@ -306,10 +312,13 @@ def execute(
     sandbox: Sandbox,
     interrupts: Interrupts,
     on_started: Callable[[], None] | None = None,
+    while_running: Callable[[], None] | None = None,
 ) -> Execution:
     """Run ``spec`` in ``sandbox``; never raises (failures become ``setup_error``).
     ``on_started`` is called once the E2E runs (what can wait until then: the caller's
-    imports for the end of the run)."""
+    imports for the end of the run), ``while_running`` each time the wait for its end wakes
+    (a quarter of a second apart at most: the caller's reading of the run's files as they
+    grow). Neither may raise."""
     run_dir = spec.run_dir
     started_wall, started_mono = time.time(), time.monotonic()
     run = _Run()
@@ -321,13 +330,17 @@ def execute(
         process = _start(spec, sandbox, interrupts, run, on_started)
         pid = getattr(process, "pid", None)
         assert run.monitor is not None
-        timed_out, setup_error = _wait(spec, sandbox, process, interrupts, run.monitor)
+        timed_out, setup_error = _wait(
+            spec, sandbox, process, interrupts, run.monitor, while_running
+        )
         returncode = process.returncode
         killed_by = _signal_of(process)
     except SandboxError as exc:
         setup_error = str(exc)
     except Exception as exc:  # the toolkit failed: keep the traceback, blame nobody else
         setup_error = f"qualify failed: {type(exc).__name__}: {exc} (traceback in the debug log)"
+        import traceback
+
         (run_dir / contract.DEBUG_LOG).write_text(traceback.format_exc(), encoding="utf-8")
     finally:
         monitor, stopped, teardown = _finish(sandbox, run, process)

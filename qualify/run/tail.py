@@ -1,5 +1,5 @@
 """Incremental reader of a JSON-lines file another process appends to (the monitor's view of
-the harness events while the E2E runs)."""
+the harness events while the E2E runs, and ``qualify.rundir.events.JsonlFollower``'s)."""
 
 from __future__ import annotations
 
@@ -26,19 +26,21 @@ class JsonlTail:
         self._partial = b""
         self._fd: int | None = None
 
-    def read(self) -> bytes:
+    def read(self, max_bytes: int | None = None) -> bytes:
         """The complete lines appended since the last read, as bytes (a partial last line
-        waits for its newline); empty when there are none."""
+        waits for its newline); empty when there are none. With ``max_bytes``, from about
+        that much of the file at most (the rest waits for the next read)."""
         if self._fd is None:
             try:
                 self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
             except FileNotFoundError:
                 return b""
-        chunk = os.pread(self._fd, READ_BYTES, self.offset)
+        size = READ_BYTES if max_bytes is None else max(1, min(READ_BYTES, max_bytes))
+        chunk = os.pread(self._fd, size, self.offset)
         if not chunk:
             return b""  # the common case: one system call
-        while len(chunk) % READ_BYTES == 0:  # more than one read's worth appended
-            more = os.pread(self._fd, READ_BYTES, self.offset + len(chunk))
+        while len(chunk) % READ_BYTES == 0 and (max_bytes is None or len(chunk) < max_bytes):
+            more = os.pread(self._fd, READ_BYTES, self.offset + len(chunk))  # more was appended
             if not more:
                 break
             chunk += more
@@ -47,6 +49,20 @@ class JsonlTail:
         cut = data.rfind(b"\n") + 1
         self._partial = data[cut:]
         return data[:cut]
+
+    def rest(self) -> bytes:
+        """The partial last line held back, taken (what a writer killed mid-line left)."""
+        rest, self._partial = self._partial, b""
+        return rest
+
+    def status(self) -> os.stat_result | None:
+        """The open file's status (None: not opened yet, it did not exist)."""
+        return os.fstat(self._fd) if self._fd is not None else None
+
+    def shrank(self) -> bool:
+        """The file is shorter than what was read of it: no longer the file that was read."""
+        status = self.status()
+        return status is not None and status.st_size < self.offset
 
     def poll(self) -> list[dict[str, Any]]:
         """New complete records, decoded."""
