@@ -27,12 +27,14 @@ TOP_PROCESSES = 5
 FLUSH_EVERY = 20
 STOP_JOIN_S = 1.0
 DEFAULT_INTERVAL_S = 0.05
-CPU_SHARE = 0.0068
+CPU_SHARE = 0.0055
 """The share of one core the sampling thread may use on average at the default interval (a
 shorter interval asked for raises it in proportion). With the process reader's
-(``processes.CPU_SHARE``, 0.3%) the monitor stays under 1% of a core whatever the E2E does: a
+(``processes.CPU_SHARE``, 0.25%) the monitor stays under 1% of a core whatever the E2E does: a
 wake-up that cost more (cgroup files read slowly during a fork storm, a slower machine) is
-followed by a longer pause, so that samples come less often rather than cost more."""
+followed by a longer pause, so that samples come less often rather than cost more. Both
+threads run at their share on a busy suite or a fork storm; what neither pays back (the last
+wake-up and round before the end, a few milliseconds) needs the 0.2% left."""
 MAX_PAUSE_S = 1.0
 """The longest pause the share stretches a wake-up's to: boundaries are still seen within a
 second (an E2E waits for their acknowledgement; see ``harness._events.sync_point``)."""

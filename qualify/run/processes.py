@@ -115,9 +115,9 @@ def children_of(pid: int) -> list[int]:
     return children
 
 
-CPU_SHARE = 0.003
+CPU_SHARE = 0.0025
 """The share of one core the reader may use on average: with the sampler's, the monitor stays
-under 1% of a core whatever the E2E does."""
+under 1% of a core whatever the E2E does (``qualify.run.monitor.CPU_SHARE``)."""
 
 
 class ProcessReader(threading.Thread):
