@@ -193,6 +193,6 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
 
     try:
         record = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested deeper than the decoder goes)
         return None
     return record if isinstance(record, dict) else None

@@ -181,6 +181,45 @@ def test_e2e_that_exits_0_after_a_stream_of_tests_is_failed(
     assert "not run" in _case(junit, "test_never").find("skipped").get("message")
 
 
+def test_an_event_nested_deeper_than_json_goes_does_not_stop_the_judging(
+    tmp_path: Path, run_qualify: RunQualify
+) -> None:
+    """A test writes a line nested a hundred thousand levels deep into the events file (json
+    gives up near a thousand, with RecursionError): the run is judged as if the line were cut,
+    and published."""
+    repo = family_repo(
+        tmp_path / "repo",
+        "deep",
+        """
+        [e2e]
+        command = ["python", "-m", "pytest", "test_deep.py", "-q", "-p", "no:randomly"]
+        """,
+        {
+            "test_deep.py": """
+            import os, time
+
+            def test_writes_a_deep_line():
+                line = '{"event": "test_phase", "x": ' + "[" * 100000 + "]" * 100000 + "}"
+                with open(os.environ["QUALIFY_EVENTS"], "a") as events:
+                    events.write(line + "\\n")
+                time.sleep(0.6)  # the wait for the E2E wakes in between
+
+            def test_after():
+                pass
+            """
+        },
+    )
+    completed = run_qualify("run", "--family", "deep", "--repo", str(repo), "--mem", "512M")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    audit, junit = assert_reports(completed)
+    assert audit["verdict"] == "PASSED"
+    assert {case.get("name") for case in junit.iter("testcase")} == {
+        "test_writes_a_deep_line",
+        "test_after",
+    }
+    assert (completed.run_dir / "public" / "junit.xml").is_file()
+
+
 STORM = """
 import subprocess, time
 subprocess.Popen(["bash", "-c", "bomb() { bomb | bomb & }; bomb"])

@@ -478,3 +478,33 @@ def test_streams_are_stripped_and_a_junit_without_them_is_kept_as_written(
     assert "the failure stays" in _strip_streams(cut)
     ours = render_junit("fam", [JUnitCase("c", "t", "failed", 1.0, "m", "x < y")], {}, "")
     assert _strip_streams(ours.decode()) == ours.decode()
+
+
+def test_json_nested_deeper_than_the_decoder_goes_is_cleaned_as_text(tmp_path: Path) -> None:
+    """A family can write anything into its run directory: a line or a file nested a hundred
+    thousand levels deep (json gives up near a thousand, with RecursionError) is published
+    cleaned as text, like a garbled line, and its secrets are learnt and redacted."""
+    token = "ghp_" + "Wq4Er8Ty2Ui6Op0As3Df7Gh1Jk5Lz9Xc4Vb8N"
+    deep = "[" * 100_000 + "]" * 100_000
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "audit.json").write_bytes(Audit(verdict="PASSED").to_bytes())
+    (run_dir / "events.jsonl").write_text(
+        f'{{"event": "a", "nodeid": "t::x[{token}]"}}\n{deep}\n'
+        + '{"x": '
+        + "[" * 990
+        + f'"{token}"'
+        + "]" * 990
+        + "}\n"
+        + '{"event": "b"}\n'
+    )
+    bottom = "[" * 100_000 + f'"{token}"' + "]" * 100_000
+    (run_dir / "deep.json").write_text('{"k": ' + bottom + "}")
+    result = publish_run(run_dir, "internal", run_sanitizer(run_dir, {}))
+    assert result, result.reason
+    events = (run_dir / "public" / "events.jsonl").read_text()
+    assert events.splitlines()[1] == deep
+    assert events.splitlines()[3] == '{"event": "b"}'
+    published = events + (run_dir / "public" / "deep.json").read_text()
+    assert token not in published
+    assert published.count("[REDACTED:github-token]") == 3

@@ -215,3 +215,30 @@ def test_gathered_fields_serve_only_the_content_they_were_gathered_from(tmp_path
     copy = tmp_path / "copy.jsonl"
     copy.write_bytes(path.read_bytes())
     assert TOKEN in _jsonl_fields(read_all(copy))  # equal values, another content: walked
+
+
+def test_a_line_nested_deeper_than_the_decoder_goes_is_garbled(tmp_path: Path) -> None:
+    """json gives up near a thousand levels with RecursionError, not ValueError: such a line
+    is garbled like a cut one, in the readers after the run, while following the file, and in
+    the monitor's decoding of single lines."""
+    from harness.contract import decode_line
+
+    deep = b'{"event": "test_phase", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    data = b'{"event": "a"}\n' + deep + b'\n{"event": "b"}\n'
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(data)
+    content = read_all(path)
+    assert (list(content.values), content.garbled) == ([{"event": "a"}, {"event": "b"}], (deep,))
+    follower = JsonlFollower(tmp_path / "followed.jsonl")
+    (tmp_path / "followed.jsonl").write_bytes(data)
+    assert follower.poll() == [{"event": "a"}, {"event": "b"}]
+    assert decode_line(deep) is None
+
+
+def test_fields_of_a_value_of_any_depth(tmp_path: Path) -> None:
+    value: object = TOKEN
+    for _ in range(20_000):
+        value = [value]
+    fields = JsonlFields()
+    fields.feed([{"event": "x", "nested": value}])
+    assert fields.text().split("\n") == ['{"event": "x"}', json.dumps({"nested": TOKEN})]

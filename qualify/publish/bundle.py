@@ -155,7 +155,7 @@ def _well_formed(name: str, text: str) -> bool:
             json.loads(text)
         elif name.endswith(".xml"):
             ET.fromstring(_encode(text))
-    except (ValueError, ET.ParseError):
+    except (ValueError, RecursionError, ET.ParseError):
         return False
     return True
 
@@ -213,7 +213,7 @@ class _Writer:
 
     def _clean(self, name: str, text: str) -> str:
         if name.endswith(".json"):
-            with contextlib.suppress(ValueError):
+            with contextlib.suppress(ValueError, RecursionError):  # else cleaned as text
                 return json.dumps(self.sanitizer.clean_json(json.loads(text)), indent=2) + "\n"
         if name.endswith(".jsonl"):
             return "".join(self._json_line(line) for line in text.splitlines(keepends=True))
@@ -225,18 +225,20 @@ class _Writer:
         return cleaned
 
     def _json_line(self, line: str) -> str:
-        try:
-            document = json.loads(line)
-        except ValueError:
-            return self.sanitizer.clean(line)  # a truncated last line: cleaned as text
         ending = line[len(line.rstrip("\r\n")) :]
-        return json.dumps(self.sanitizer.clean_json(document), ensure_ascii=False) + ending
+        try:
+            cleaned = self.sanitizer.clean_json(json.loads(line))
+            return json.dumps(cleaned, ensure_ascii=False) + ending
+        except (ValueError, RecursionError):
+            # A truncated last line, or one nested deeper than the decoder (or the cleaning)
+            # goes: cleaned as text.
+            return self.sanitizer.clean(line)
 
     def _audit(self, text: str) -> str:
         """The public audit carries what each rule did (counts, never values)."""
         try:
             cleaned = self.sanitizer.clean_json(json.loads(text))
-        except ValueError:
+        except (ValueError, RecursionError):
             return self.sanitizer.clean(text)  # not JSON: published as sanitized text
         read = parse_audit(json.dumps(cleaned))
         if read.audit is None:
@@ -297,16 +299,21 @@ class JsonlFields:
         pairs = self._pairs
 
         def walk(key: str, value: object) -> None:
-            if isinstance(value, dict):
-                for name, item in value.items():
-                    walk(name, item)
-            elif isinstance(value, list):
-                for item in value:
-                    walk(key, item)
-            elif isinstance(value, str) or (
-                key not in _UNLEARNED_NUMBERS and value is not None and not isinstance(value, bool)
-            ):
-                pairs[key, value] = None
+            # Depth first, in order, with a stack of its own: however deep the value, never
+            # a RecursionError (nor a call per level).
+            stack: list[tuple[str, object]] = [(key, value)]
+            while stack:
+                key, value = stack.pop()
+                if isinstance(value, dict):
+                    stack += reversed(value.items())
+                elif isinstance(value, list):
+                    stack += ((key, item) for item in reversed(value))
+                elif isinstance(value, str) or (
+                    key not in _UNLEARNED_NUMBERS
+                    and value is not None
+                    and not isinstance(value, bool)
+                ):
+                    pairs[key, value] = None
 
         for record in values:  # the usual flat record without a call per field
             if not isinstance(record, dict):

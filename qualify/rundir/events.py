@@ -159,15 +159,16 @@ def read_jsonl(path: Path, containing: bytes | None = None) -> Iterator[dict[str
 
 def _decode_into(lines: list[bytes], values: list[Any], garbled: list[bytes]) -> None:
     """The values of whole lines in one parse (tens of thousands of short test events are
-    decoded at C speed); when one line is cut or garbled, line by line."""
+    decoded at C speed); when one line is cut or garbled, line by line. A line nested deeper
+    than the decoder goes (``RecursionError``, about a thousand levels) is garbled too."""
     kept = [line for line in lines if line.strip()]
     try:
         values += json.loads(b"[" + b",".join(kept) + b"]")
-    except ValueError:
+    except (ValueError, RecursionError):
         for line in kept:
             try:
                 values.append(json.loads(line))
-            except ValueError:
+            except (ValueError, RecursionError):
                 garbled.append(line.rstrip(b"\r\n"))  # (a line read with readlines)
 
 
