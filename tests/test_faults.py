@@ -44,6 +44,12 @@ def family_repo(root: Path, name: str, toml: str, files: dict[str, str]) -> Path
     return root
 
 
+def pytest_family(root: Path, name: str, source: str) -> Path:
+    """``family_repo`` of a family whose E2E is pytest on ``source`` (test_<name>.py)."""
+    command = f'["python", "-m", "pytest", "test_{name}.py", "-q", "-p", "no:randomly"]'
+    return family_repo(root, name, f"[e2e]\ncommand = {command}\n", {f"test_{name}.py": source})
+
+
 def _cgroup_dirs_named(name: str) -> list[Path]:
     found = []
     for top in Path("/sys/fs/cgroup").iterdir():
@@ -93,29 +99,25 @@ def _case(junit: etree._Element, name: str) -> etree._Element:
     return found
 
 
-def test_e2e_that_exits_0_inside_a_test_is_failed(tmp_path: Path, run_qualify: RunQualify) -> None:
-    repo = family_repo(
-        tmp_path / "repo",
-        "early",
-        """
-        [e2e]
-        command = ["python", "-m", "pytest", "test_early.py", "-q", "-p", "no:randomly"]
-        """,
-        {
-            "test_early.py": """
-            import os
+EARLIER_TESTS = {
+    "one": "def test_first():\n    pass\n",
+    # More than a second of tests: qualify reads the events while they are written (several
+    # wake-ups of its wait) and must judge as from the finished file.
+    "a stream": (
+        "import pytest, time\n"
+        "@pytest.mark.parametrize('n', range(60))\n"
+        "def test_first(n):\n    time.sleep(0.025)\n"
+    ),
+}
 
-            def test_first():
-                pass
 
-            def test_leaves():
-                os._exit(0)
-
-            def test_never():
-                pass
-            """
-        },
-    )
+@pytest.mark.parametrize("earlier", sorted(EARLIER_TESTS))
+def test_e2e_that_exits_0_inside_a_test_is_failed(
+    tmp_path: Path, run_qualify: RunQualify, earlier: str
+) -> None:
+    source = EARLIER_TESTS[earlier]
+    source += "import os\ndef test_leaves():\n    os._exit(0)\ndef test_never():\n    pass\n"
+    repo = pytest_family(tmp_path / "repo", "early", source)
     completed = run_qualify("run", "--family", "early", "--repo", str(repo), "--mem", "512M")
     assert completed.returncode == 1, completed.stdout + completed.stderr
     audit, junit = assert_reports(completed)
@@ -126,57 +128,15 @@ def test_e2e_that_exits_0_inside_a_test_is_failed(tmp_path: Path, run_qualify: R
         "pid": audit["exit"]["pid"],
         "timed_out": False,
     }
+    collected = 3 if earlier == "one" else 62
     reason = audit["reason"]
     assert "test_early.py::test_leaves was running (call)" in reason
     assert "the session never finished" in reason
-    assert "1 of 3 collected test(s) never ran" in reason
+    assert f"1 of {collected} collected test(s) never ran" in reason
     assert audit["tests"]["running_at_end"] == "test_early.py::test_leaves"
-    assert _case(junit, "test_first").find("error") is None
-    assert _case(junit, "test_leaves").find("error") is not None
-    assert "not run" in _case(junit, "test_never").find("skipped").get("message")
-
-
-def test_e2e_that_exits_0_after_a_stream_of_tests_is_failed(
-    tmp_path: Path, run_qualify: RunQualify
-) -> None:
-    """The same end after 60 tests over more than a second: qualify read the events while they
-    were written (several wake-ups of its wait), and judges as from the finished file."""
-    repo = family_repo(
-        tmp_path / "repo",
-        "stream",
-        """
-        [e2e]
-        command = ["python", "-m", "pytest", "test_stream.py", "-q", "-p", "no:randomly"]
-        """,
-        {
-            "test_stream.py": """
-            import os, time
-
-            import pytest
-
-            @pytest.mark.parametrize("n", range(60))
-            def test_n(n):
-                time.sleep(0.025)
-
-            def test_leaves():
-                os._exit(0)
-
-            def test_never():
-                pass
-            """
-        },
-    )
-    completed = run_qualify("run", "--family", "stream", "--repo", str(repo), "--mem", "512M")
-    assert completed.returncode == 1, completed.stdout + completed.stderr
-    audit, junit = assert_reports(completed)
-    assert audit["verdict"] == "FAILED"
-    reason = audit["reason"]
-    assert "test_stream.py::test_leaves was running (call)" in reason
-    assert "the session never finished" in reason
-    assert "1 of 62 collected test(s) never ran" in reason
-    cases = [case for case in junit.iter("testcase") if case.get("name", "").startswith("test_n[")]
-    assert len(cases) == 60
-    assert all(len(case) == 0 for case in cases)  # passed: no result element
+    first = [case for case in junit.iter("testcase") if case.get("name").startswith("test_first")]
+    assert len(first) == collected - 2
+    assert all(len(case) == 0 for case in first)  # passed: no result element
     assert _case(junit, "test_leaves").find("error") is not None
     assert "not run" in _case(junit, "test_never").find("skipped").get("message")
 
@@ -187,27 +147,17 @@ def test_an_event_nested_deeper_than_json_goes_does_not_stop_the_judging(
     """A test writes a line nested a hundred thousand levels deep into the events file (json
     gives up near a thousand, with RecursionError): the run is judged as if the line were cut,
     and published."""
-    repo = family_repo(
+    line = '{"event": "test_phase", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    repo = pytest_family(
         tmp_path / "repo",
         "deep",
-        """
-        [e2e]
-        command = ["python", "-m", "pytest", "test_deep.py", "-q", "-p", "no:randomly"]
-        """,
-        {
-            "test_deep.py": """
-            import os, time
-
-            def test_writes_a_deep_line():
-                line = '{"event": "test_phase", "x": ' + "[" * 100000 + "]" * 100000 + "}"
-                with open(os.environ["QUALIFY_EVENTS"], "a") as events:
-                    events.write(line + "\\n")
-                time.sleep(0.6)  # the wait for the E2E wakes in between
-
-            def test_after():
-                pass
-            """
-        },
+        "import os, time\n"
+        "def test_writes_a_deep_line():\n"
+        "    with open(os.environ['QUALIFY_EVENTS'], 'a') as events:\n"
+        f"        events.write({line!r} + '\\n')\n"
+        "    time.sleep(0.6)  # the wait for the E2E wakes in between\n"
+        "def test_after():\n"
+        "    pass\n",
     )
     completed = run_qualify("run", "--family", "deep", "--repo", str(repo), "--mem", "512M")
     assert completed.returncode == 0, completed.stdout + completed.stderr
