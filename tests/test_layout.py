@@ -163,6 +163,7 @@ def test_audit_round_trips_exactly() -> None:
         ('{"limits": {"requested": {"memory_bytes": true}}}', "memory_bytes: bool"),
         ("[1, 2]", "is not a JSON object"),
         ('{"verdict": "PASS', "not valid JSON"),
+        ('{"verdict": ' + "[" * 100_000 + "]" * 100_000 + "}", "not valid JSON (RecursionError)"),
     ],
 )
 def test_a_foreign_or_broken_audit_is_read_with_problems(document: str, problem: str) -> None:

@@ -340,6 +340,30 @@ def test_malformed_json_in_the_middle_names_the_line(tmp_path: Path) -> None:
     assert str(raised.value) == f"{path}:2: not valid JSON (Expecting ',' delimiter)"
 
 
+def test_a_line_nested_deeper_than_json_goes_names_the_line(tmp_path: Path) -> None:
+    """json raises RecursionError near a thousand levels: the same one-line error as any line
+    that is not JSON, in the record and in its top-k read on demand."""
+    native, reference = pair("c", [1], [1])
+    path = write(tmp_path / "p.jsonl", native)
+    with path.open("a") as handle:
+        handle.write('{"event": "case", "x": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+        handle.write(jsonl([reference]))
+    with pytest.raises(ParityInputError) as raised:
+        compare_files(path, None, ParityGate())
+    assert str(raised.value) == f"{path}:2: not valid JSON (nested deeper than the decoder goes)"
+    native, reference = pair("c", [9], [3])  # the reference's top-k is read where they diverge
+    first_step = '"top_logprobs":[[[3,'
+    assert first_step in jsonl([reference])
+    deep_step = "[" * 100_000 + "]" * 100_000
+    deep = jsonl([reference]).replace(first_step, '"top_logprobs":[' + deep_step + ",[[3,", 1)
+    path = tmp_path / "q.jsonl"
+    path.write_text(jsonl([native]) + deep)
+    with pytest.raises(ParityInputError) as raised:
+        compare_files(path, None, ParityGate())
+    expected = "field 'top_logprobs' is not valid JSON (nested deeper than the decoder goes)"
+    assert str(raised.value) == f"{path}:2: {expected}"
+
+
 def test_malformed_topk_in_the_middle_names_the_line(tmp_path: Path) -> None:
     native, reference = pair("c", [1, 2], [1, 2])
     broken = jsonl([native]).replace("]],[[", "]],[", 1)  # a bracket lost in top_logprobs

@@ -242,3 +242,26 @@ def test_fields_of_a_value_of_any_depth(tmp_path: Path) -> None:
     fields = JsonlFields()
     fields.feed([{"event": "x", "nested": value}])
     assert fields.text().split("\n") == ['{"event": "x"}', json.dumps({"nested": TOKEN})]
+
+
+def test_run_files_and_artifacts_nested_too_deep_read_as_not_json(tmp_path: Path) -> None:
+    """The other readers of JSON a family or an artifact can hold: a run directory's JSON
+    files, a pytest report log (one deep line among good ones) and the detection of one."""
+    from qualify.evidence.detect import detect
+    from qualify.evidence.testresults import read_report_log
+    from qualify.rundir import RunDir
+
+    deep = "[" * 100_000 + "]" * 100_000
+    (tmp_path / "gpu-nvml.json").write_text(deep)
+    (tmp_path / "other.json").write_text(deep)
+    assert RunDir(tmp_path).gpu_summary() is None
+    assert RunDir(tmp_path).read_json("other.json") is None
+    report = tmp_path / "report.jsonl"
+    finish = '{"$report_type": "SessionFinish", "exitstatus": 1}\n'
+    failed = '{"$report_type": "TestReport", "when": "call", "outcome": "failed", "nodeid": "t::x"}'
+    report.write_text(failed + "\n" + '{"$report_type": ' + deep + "}\n" + finish)
+    outcomes = read_report_log(report)
+    assert (outcomes.tests, outcomes.exitstatus, outcomes.problem) == (1, 1, None)
+    first = tmp_path / "first.jsonl"
+    first.write_text('{"$report_type": ' + "[" * 5_000 + "]" * 5_000 + "}\n" + finish)
+    assert detect(first) == "log"  # its first line is not a record

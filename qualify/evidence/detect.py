@@ -82,7 +82,7 @@ def detect(path: Path) -> str:
 def _is_json(line: str) -> bool:
     try:
         return isinstance(json.loads(line), dict)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 

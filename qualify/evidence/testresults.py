@@ -74,7 +74,7 @@ def read_report_log(path: Path, source: str | None = None) -> TestOutcomes:
             for number, raw in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES), b""), 1):
                 try:
                     record = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):  # (RecursionError: nested too deep)
                     bad += 1
                     continue
                 if not isinstance(record, dict):

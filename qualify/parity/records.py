@@ -25,6 +25,10 @@ _REQUIRED = ("case_id", "side", "token_ids", "top_logprobs", "eos")
 _MIN_ENTRY, _MAX_ENTRY = 2, 3
 
 
+TOO_DEEP = "nested deeper than the decoder goes"
+"""json raises RecursionError, not a decoding error, near a thousand levels."""
+
+
 class ParityInputError(UsageError, ValueError):
     """A parity file that cannot be compared: one line naming the file and the line."""
 
@@ -80,6 +84,10 @@ class Record:
                 ) from None
             except UnicodeDecodeError:
                 raise ParityInputError(f"{self.where}: not valid UTF-8") from None
+            except RecursionError:
+                raise ParityInputError(
+                    f"{self.where}: field 'top_logprobs' is not valid JSON ({TOO_DEEP})"
+                ) from None
         return () if step is None else parse_topk_step(step, index, self.where)
 
 
@@ -197,7 +205,7 @@ def _parse(
     if span is not None:
         try:
             record = json.loads(line[: span[0]] + b"null" + line[span[1] :])
-        except ValueError:
+        except (ValueError, RecursionError):
             record = None
         # The span must have been the top-level key's value; anything else: parse it all.
         if isinstance(record, dict) and record.get("top_logprobs", False) is None:
@@ -217,6 +225,8 @@ def _loads(data: bytes, where: str) -> object:
         raise ParityInputError(f"{where}: not valid JSON ({exc.msg})") from None
     except UnicodeDecodeError:
         raise ParityInputError(f"{where}: not valid UTF-8") from None
+    except RecursionError:
+        raise ParityInputError(f"{where}: not valid JSON ({TOO_DEEP})") from None
 
 
 def _header(record: dict[str, object], where: str) -> tuple[str, Side] | None:

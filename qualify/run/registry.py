@@ -120,7 +120,7 @@ def _take_over(path: Path) -> Abandoned | None:
             raise
         try:
             entry = _entry(json.loads(os.pread(fd, 1 << 20, 0) or b"{}"))
-        except ValueError:
+        except (ValueError, RecursionError):
             entry = None
         path.unlink()
     finally:

@@ -317,7 +317,7 @@ def parse_audit(data: bytes | str, name: str = contract.AUDIT) -> AuditRead:
     """Read an audit from its bytes; never raises on content."""
     try:
         document = json.loads(data)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # (RecursionError: nested too deep)
         return AuditRead(None, (f"{name} is not valid JSON ({type(exc).__name__})",))
     if not isinstance(document, dict):
         return AuditRead(None, (f"{name} is not a JSON object",))

@@ -123,7 +123,7 @@ class RunDir:
         """The NVML sampler's peaks, or None when no sampler ran."""
         try:
             document = json.loads((self.path / contract.GPU_SUMMARY).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return None
         return document if isinstance(document, dict) else None
 
@@ -131,7 +131,7 @@ class RunDir:
         """Another JSON file of the run directory (None when missing or not JSON)."""
         try:
             return json.loads((self.path / name).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # (RecursionError: nested too deep)
             return None
 
     # --- writing
