@@ -221,9 +221,7 @@ class _EventsAsTheyCome:
 
     def __init__(self, path: Path, preloading: threading.Thread) -> None:
         self._path, self._preloading = path, preloading
-        self._follower: JsonlFollower | None = None
-        self._replay: ProgressReplay | None = None
-        self._fields: JsonlFields | None = None
+        self._readers: tuple[JsonlFollower, ProgressReplay, JsonlFields] | None = None
         self._failed = False
 
     def poll(self) -> None:
@@ -231,33 +229,34 @@ class _EventsAsTheyCome:
         if self._failed or self._preloading.is_alive():
             return
         try:
-            if self._follower is None or self._replay is None or self._fields is None:
+            if self._readers is None:
                 from qualify.judge.tests import ProgressReplay
                 from qualify.publish.bundle import JsonlFields
                 from qualify.rundir.events import JsonlFollower
 
-                self._follower, self._replay = JsonlFollower(self._path), ProgressReplay()
-                self._fields = JsonlFields()
-            values = self._follower.poll()
-            self._replay.feed(values)
-            self._fields.feed(values)
+                self._readers = JsonlFollower(self._path), ProgressReplay(), JsonlFields()
+            follower, replay, fields = self._readers
+            values = follower.poll()
+            replay.feed(values)
+            fields.feed(values)
         except Exception:
             self._failed = True
 
     def finish(self) -> _Replayed | None:
         """Once the E2E's processes are gone: the file's whole content and its replay."""
-        if self._failed or self._follower is None or self._replay is None or self._fields is None:
+        if self._failed or self._readers is None:
             return None
+        follower, replay, fields = self._readers
         try:
             from qualify.publish.bundle import gathered
 
-            rest, content = self._follower.finish()
+            rest, content = follower.finish()
             if content is None:
                 return None
-            self._replay.feed(rest)
-            self._fields.feed(rest)
-            gathered(content, self._fields)
-            return content, self._replay.result()
+            replay.feed(rest)
+            fields.feed(rest)
+            gathered(content, fields)
+            return content, replay.result()
         except Exception:
             return None
 
