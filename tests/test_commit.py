@@ -90,3 +90,31 @@ def test_the_prefetched_commit_is_taken_only_for_the_same_repository_and_base(
     # A prefetch that failed (no repository there) is read again where asked.
     failed = CommitPrefetch(tmp_path / "nowhere", None, {})
     assert failed.get(project, None, {}) == commit_info(project)
+
+
+def test_the_prefetched_top_level_is_taken_for_the_same_path_with_no_git_of_its_own(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import qualify.plan.commit as commit_module
+    from qualify.plan.commit import CommitPrefetch
+
+    prefetch = CommitPrefetch(project / "src", None, {})
+    prefetch.get(project, None, {})  # the thread is done
+    nowhere = CommitPrefetch(tmp_path, None, {})
+    nowhere.get(project, None, {})
+
+    def no_git(*args: object, **kwargs: object) -> None:
+        raise AssertionError("git was run again")
+
+    monkeypatch.setattr(commit_module, "run_capture", no_git)
+    assert prefetch.root(project / "src") == project
+    # A path the thread did not look at is looked at now.
+    with pytest.raises(AssertionError, match="git was run again"):
+        prefetch.root(project)
+    # What the thread found wrong is the same one-line error as a fresh look gives.
+    with pytest.raises(UsageError, match="is not a git repository") as found:
+        nowhere.root(tmp_path)
+    monkeypatch.undo()
+    with pytest.raises(UsageError) as fresh:
+        repo_root(tmp_path)
+    assert str(found.value) == str(fresh.value)

@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -94,6 +95,49 @@ def test_passes_with_exact_phase_peaks(repo: Path, run_qualify: RunQualify) -> N
     assert len(timeline) >= 10
     assert any("second" in sample["phases"] for sample in timeline)
     assert leftover_cgroups() == []
+
+
+SPAWN_SPY = """
+import sys
+import qualify.run.execute as execute
+loaded = []
+spawn = execute._spawn
+def spy(*args, **kwargs):
+    loaded.append(set(sys.modules))
+    return spawn(*args, **kwargs)
+execute._spawn = spy
+from qualify.cli import main
+code = main(sys.argv[1:])
+print("AT SPAWN " + " ".join(sorted(loaded[0])))
+sys.exit(code)
+"""
+NOT_BEFORE_THE_E2E = (
+    "qualify.run.monitor", "qualify.run.execution", "qualify.run.processes",
+    "qualify.run.timeline", "qualify.plan.nvml", "qualify.plan.docker", "qualify.plan.mps",
+    "qualify.judge", "qualify.publish", "qualify.report.audit", "qualify.report.html",
+    "qualify.triage", "rich", "junitparser", "lxml", "hashlib", "psutil", "docker",
+)  # fmt: skip
+"""What a run of the cgroup backend without a GPU budget or a container does not need before
+its E2E starts: the watchers start after it, the end of the run is imported while it runs."""
+
+
+def test_the_e2e_starts_before_what_only_the_watchers_and_the_end_of_the_run_need(
+    repo: Path, tmp_path: Path
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")}
+    argv = ["run", "--family", "hog", "--repo", str(repo), "--mem", "768M", "--out", "out"]
+    done = subprocess.run(
+        [sys.executable, "-c", SPAWN_SPY, *argv],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    loaded = done.stdout.split("AT SPAWN ", 1)[1].split()
+    early = [
+        name for name in loaded
+        if any(name == prefix or name.startswith(prefix + ".") for prefix in NOT_BEFORE_THE_E2E)
+    ]  # fmt: skip
+    assert early == []
+    assert "qualify.sandbox.cgroup.v1" in loaded or "qualify.sandbox.cgroup.v2" in loaded
 
 
 def test_timeout(repo: Path, run_qualify: RunQualify) -> None:

@@ -172,6 +172,32 @@ def test_this_machines_names_when_sources_are_missing_short_or_generic(
     assert Identities.current({"HOME": "/home/REX/"}).homes == {"/home/REX"}
 
 
+def test_the_fully_qualified_name_is_looked_up_once_per_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from qualify.publish.sanitize import fully_qualified
+
+    lookups: list[str] = []
+    names = iter(["node-1.example.org", "node-1.other.example"])
+
+    def resolver() -> str:  # the resolver's answer may change: the first one stays
+        lookups.append("lookup")
+        return next(names)
+
+    monkeypatch.setattr(Identities, "HOSTNAME_FILE", tmp_path / "absent")
+    monkeypatch.setattr(socket, "gethostname", lambda: "node-1")
+    monkeypatch.setattr(socket, "getfqdn", resolver)
+    assert fully_qualified("node-1") == "node-1.example.org"
+    first = Identities.current({})
+    assert Identities.current({}) == first
+    assert first.hostnames == {"node-1", "node-1.example.org"}
+    assert lookups == ["lookup"]
+    # Another name (the machine renamed) is looked up.
+    monkeypatch.setattr(socket, "gethostname", lambda: "node-2")
+    assert Identities.current({}).hostnames == {"node-2", "node-1.other.example", "node-1"}
+    assert lookups == ["lookup", "lookup"]
+
+
 # ---- pseudonyms
 
 

@@ -56,7 +56,7 @@ def write_report(run_dir: RunDir) -> Path | None:
     try:
         read = run_dir.read_audit()
         failed = read.audit is None or read.audit.verdict != "PASSED"
-        return write_html_report(run_dir, triage_findings(run_dir) if failed else None)
+        return write_html_report(run_dir, triage_findings(run_dir) if failed else None, read.audit)
     except Exception:
         with contextlib.suppress(OSError):
             run_dir.write_debug(traceback.format_exc())

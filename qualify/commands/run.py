@@ -23,7 +23,6 @@ from qualify.plan.request import RunRequest, build_spec
 from qualify.plan.spec import RunSpec, harness_root
 from qualify.report.junit import provisional_junit
 from qualify.run.execute import Interrupts, execute
-from qualify.run.execution import Execution
 from qualify.run.registry import take_over_dead_runs
 from qualify.rundir.directory import RunDir
 from qualify.sandbox import Sandbox, select_sandbox
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
     from qualify.judge.result import RunResult
     from qualify.judge.tests import ProgressReplay, RunProgress
     from qualify.publish.bundle import JsonlFields
+    from qualify.run.execution import Execution
     from qualify.rundir.events import JsonlContent, JsonlFollower
 
     _Replayed = tuple[JsonlContent, RunProgress]
@@ -189,12 +189,18 @@ def _preload(names: tuple[str, ...] = END_OF_RUN_MODULES) -> None:
 
 
 def _prepare_end_of_run() -> None:
-    """While the E2E runs: what the end of the run imports, and the host's package versions
-    that judging records (read once per process: a seventieth of a second)."""
+    """While the E2E runs: what the end of the run imports, the host's package versions that
+    judging records (read once per process: a seventieth of a second), and the machine's fully
+    qualified name that the sanitizer redacts (a lookup by the resolver)."""
     _preload(END_OF_RUN_MODULES)
+    import socket
+
     from qualify.plan.fingerprint import package_versions
+    from qualify.publish.sanitize import fully_qualified
 
     package_versions()
+    with contextlib.suppress(OSError, UnicodeError):
+        fully_qualified(socket.gethostname())
 
 
 def _take_over_dead_runs(run_id: str, stderr: TextIO) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import subprocess
@@ -95,6 +94,12 @@ GITLINK = "160000"
 MAX_NESTING = 8
 
 
+_WORKING_TREE = "git read-tree HEAD && git add -A && git write-tree && exec git ls-files -s -z"
+"""Run by ``sh`` in the work tree (a fixed script: nothing of the caller's in it). One process
+started, not four: git reads the tree beside qualify's own start-up, whose imports would hold
+the interpreter between the steps."""
+
+
 def _working_tree(repo: Path) -> tuple[str, list[str]]:
     """The tree on disk, and the gitlinks (submodules, nested repositories) in it.
 
@@ -105,16 +110,13 @@ def _working_tree(repo: Path) -> tuple[str, list[str]]:
     """
     with tempfile.TemporaryDirectory(prefix="qualify-index-") as scratch:
         env = dict(os.environ, GIT_INDEX_FILE=str(Path(scratch) / "index"))
-        _git(repo, "read-tree", "HEAD", env=env)
-        _git(repo, "add", "-A", env=env)
-        listing = _start_git(repo, "ls-files", "-s", "-z", env=env)  # beside write-tree
-        tree = _git(repo, "write-tree", env=env)
-        out, err = listing.communicate(timeout=GIT_TIMEOUT_S)
-        if listing.returncode != 0:
-            raise RuntimeError(f"git ls-files: {err.decode(errors='replace')}")
-        staged = out.decode().strip().split("\0")
+        result = run_capture(["sh", "-c", _WORKING_TREE], cwd=repo, env=env)
+    if result.returncode != 0:
+        raise RuntimeError(f"git (the working tree): {result.stderr.decode(errors='replace')}")
+    tree, _, listing = result.stdout.decode().partition("\n")
+    staged = listing.split("\0")
     gitlinks = [line.split("\t", 1)[1] for line in staged if line.startswith(GITLINK + " ")]
-    return tree, gitlinks
+    return tree.strip(), gitlinks
 
 
 def _nested_changes(repo: Path, gitlinks: list[str], depth: int = 0) -> list[tuple[str, bytes]]:
@@ -141,6 +143,8 @@ def _diff(repo: Path, tree: str) -> bytes:
 
 
 def _diff_hash(repo: Path, tree: str, nested: list[tuple[str, bytes]]) -> str:
+    import hashlib  # (OpenSSL, 3 ms of the start-up: loaded for a dirty tree only)
+
     digest = hashlib.sha256(_diff(repo, tree))
     for path, diff in nested:
         digest.update(f"\0nested {path}\0".encode() + diff)
@@ -240,13 +244,16 @@ def commit_info(
 
 class CommitPrefetch:
     """``commit_info`` read by a thread (its git commands run beside qualify's own start-up),
-    for ``build_spec`` to take when it asks for the same repository and base ref. Reading fails
-    quietly here: ``build_spec`` then reads again and reports the problem itself, in its order.
-    Not a daemon: an exit waits for it, so that its scratch index is always removed."""
+    for ``build_spec`` to take when it asks for the same repository and base ref; the work
+    tree's top level (``root``) is known first. Reading fails quietly here: ``build_spec`` then
+    reads again and reports the problem itself, in its order. Not a daemon: an exit waits for
+    it, so that its scratch index is always removed."""
 
     def __init__(self, path: Path | None, base_ref: str | None, environ: Mapping[str, str]) -> None:
         """Start reading the repository at ``path`` (None: the current directory's)."""
-        self._base_ref = base_ref
+        self._path, self._base_ref = path, base_ref
+        self._root: Path | UsageError | None = None
+        self._rooted = threading.Event()
         self._read: tuple[Path, CommitInfo] | None = None
         self._thread = threading.Thread(
             target=self._work, args=(path, environ), name="qualify-commit"
@@ -255,10 +262,29 @@ class CommitPrefetch:
 
     def _work(self, path: Path | None, environ: Mapping[str, str]) -> None:
         try:
-            root = repo_root(path if path is not None else Path.cwd())
+            try:
+                root = repo_root(path if path is not None else Path.cwd())
+            except UsageError as exc:
+                self._root = exc
+                return
+            self._root = root
+            self._rooted.set()
             self._read = (root, commit_info(root, self._base_ref, environ))
         except Exception:  # read again by build_spec, which reports it
             self._read = None
+        finally:
+            self._rooted.set()
+
+    def root(self, path: Path | None) -> Path:
+        """``repo_root(path)``: what the thread found, when it looked at the same ``path``
+        (its UsageError raised again); read now otherwise."""
+        if path == self._path:
+            self._rooted.wait()
+            if isinstance(self._root, Path):
+                return self._root
+            if isinstance(self._root, UsageError):
+                raise UsageError(str(self._root))
+        return repo_root(path if path is not None else Path.cwd())
 
     def get(self, root: Path, base_ref: str | None, environ: Mapping[str, str]) -> CommitInfo:
         """What the thread read for ``root`` and ``base_ref``; read now otherwise."""

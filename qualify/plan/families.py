@@ -6,7 +6,6 @@ Unknown keys are errors naming the key: a typo must not silently fall back to a 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib.util
 import math
 import re
@@ -280,6 +279,8 @@ SKIPPED_IN_HASH = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".gi
 def content_hash(directory: Path) -> str:
     """sha256 over every file of a family directory (relative path and bytes, in path order;
     caches skipped): what was run, when it is not in the repository's commit."""
+    import hashlib  # (loaded for a family outside the repository only)
+
     digest = hashlib.sha256()
     files = sorted(
         path

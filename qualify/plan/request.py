@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from qualify.errors import UsageError
 from qualify.plan.commit import CommitPrefetch, commit_info, record_sha, repo_root
-from qualify.plan.docker import DEFAULT_SHM, DockerOptions, device_requests, host_gpu_count
 from qualify.plan.families import (
     Family,
     content_hash,
@@ -21,7 +20,6 @@ from qualify.plan.families import (
     validate_name,
 )
 from qualify.plan.limits import Limits
-from qualify.plan.nvml import device_totals
 from qualify.plan.output import check_output_dir
 from qualify.plan.profiles import DEFAULT_PIDS, Profile, find_profile
 from qualify.plan.spec import (
@@ -36,7 +34,8 @@ from qualify.plan.spec import (
 )
 from qualify.sizes import parse_duration, parse_size
 
-if TYPE_CHECKING:  # loaded when a run has a GPU budget
+if TYPE_CHECKING:  # loaded when a run asks for a container, a GPU budget
+    from qualify.plan.docker import DockerOptions
     from qualify.plan.mps import GpuBudgetPlan
 
 DEFAULT_MEMORY = "4G"
@@ -129,7 +128,11 @@ def build_spec(request: RunRequest) -> RunSpec:
     if request.publish not in PUBLISH_LEVELS:
         valid = ", ".join(PUBLISH_LEVELS)
         raise UsageError(f"--publish {request.publish!r} is not valid (valid: {valid})")
-    root = repo_root(request.repo if request.repo is not None else Path.cwd())
+    prefetch = request.commit_prefetch
+    if prefetch is not None:
+        root = prefetch.root(request.repo)
+    else:
+        root = repo_root(request.repo if request.repo is not None else Path.cwd())
     search = list(request.families_dirs) or default_family_dirs(root)
     family = find_family(request.family_name, search)
     profile = find_profile(request.profile_name) if request.profile_name else None
@@ -148,8 +151,8 @@ def build_spec(request: RunRequest) -> RunSpec:
     options = merge_options(family, _parse_sets(request.sets))
     interval = parse_duration(request.sample_interval, what="--interval")
     run_id = new_run_id()
-    if request.commit_prefetch is not None:
-        commit = request.commit_prefetch.get(root, request.base_ref, os.environ)
+    if prefetch is not None:
+        commit = prefetch.get(root, request.base_ref, os.environ)
     else:
         commit = commit_info(root, request.base_ref, os.environ)
     # Keyed by the commit under test: the PR head on pull_request events, not the merge commit.
@@ -238,6 +241,8 @@ def _docker_options(request: RunRequest) -> DockerOptions | None:
         raise UsageError(f"--image only applies to --backend docker or auto, not {backend}")
     if not network:
         raise UsageError("--network '' is not valid: name a docker network (bridge, host)")
+    from qualify.plan.docker import DEFAULT_SHM, DockerOptions, device_requests, host_gpu_count
+
     device_requests(request.gpus, host_gpu_count())
     return DockerOptions(
         image=image,
@@ -273,6 +278,7 @@ def _gpu_plan(
     if budget < MIN_MEMORY:
         raise UsageError(f"{source} ({budget} bytes) is too small: at least 1MiB")
     from qualify.plan.mps import plan_budget
+    from qualify.plan.nvml import device_totals
 
     totals, _ = device_totals(nvml)
     for index, total in enumerate(totals):

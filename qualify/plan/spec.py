@@ -17,12 +17,12 @@ from harness import contract
 from harness._options import env_name, parse_like
 from qualify.errors import UsageError
 from qualify.plan.commit import CommitInfo
-from qualify.plan.docker import DockerOptions
 from qualify.plan.families import Family, OptionValue
 from qualify.plan.limits import Limits
 from qualify.plan.option_schema import check_value
 
-if TYPE_CHECKING:  # loaded when a run has a GPU budget
+if TYPE_CHECKING:  # loaded when a run asks for a container, a GPU budget
+    from qualify.plan.docker import DockerOptions
     from qualify.plan.mps import GpuBudgetPlan
 
 HARNESS_SOURCE = Path(harness.__file__).resolve().parent

@@ -299,6 +299,19 @@ _INTERNAL_V4 = [
 _INTERNAL_V6 = [ipaddress.ip_network(net) for net in ("fc00::/7", "fe80::/10")]
 
 
+_FQDN: dict[tuple[str, Callable[[], str]], str] = {}
+
+
+def fully_qualified(hostname: str) -> str:
+    """``socket.getfqdn()`` for this machine's ``hostname``, looked up once per process: the
+    lookup goes to the resolver (milliseconds; seconds where DNS is slow), so ``qualify run``
+    makes it while the E2E runs."""
+    key = (hostname, socket.getfqdn)
+    if key not in _FQDN:
+        _FQDN[key] = socket.getfqdn()
+    return _FQDN[key]
+
+
 @dataclasses.dataclass(frozen=True)
 class Identities:
     """Values replaced by pseudonyms: this machine's names, its users and their homes."""
@@ -312,7 +325,8 @@ class Identities:
     @classmethod
     def current(cls, environ: Mapping[str, str]) -> Identities:
         """Read from this machine: hostname, /etc/hostname, FQDN, uid's passwd entry, env."""
-        hosts = {socket.gethostname(), socket.getfqdn()}
+        hostname = socket.gethostname()
+        hosts = {hostname, fully_qualified(hostname)}
         with contextlib.suppress(OSError):
             hosts.add(cls.HOSTNAME_FILE.read_bytes().decode().strip())
         hosts |= {host.split(".")[0] for host in hosts}

@@ -137,10 +137,13 @@ def _timeline_section(timeline: Timeline, audit: Audit) -> str:
     return "<h2>Memory timeline</h2>" + facts + render_timeline(timeline) + legend
 
 
-def render_html(run_dir: RunDir, triage: Mapping[str, Any] | None = None) -> str:
+def render_html(
+    run_dir: RunDir, triage: Mapping[str, Any] | None = None, audit: Audit | None = None
+) -> str:
     """The whole page of ``run_dir``; ``triage`` holds triage's findings for a failed run
-    (class, summary, findings, conflicts, remedies, warnings), computed by the caller."""
-    audit = load_audit(run_dir)
+    (class, summary, findings, conflicts, remedies, warnings), computed by the caller;
+    ``audit``, the run's audit when the caller has read it already."""
+    audit = audit if audit is not None else load_audit(run_dir)
     timeline = build_timeline(run_dir, audit)
     title = f"qualify {audit.verdict} {audit.family.name}"
     body = [
@@ -163,9 +166,12 @@ def render_html(run_dir: RunDir, triage: Mapping[str, Any] | None = None) -> str
     )
 
 
-def write_html_report(run_dir: RunDir, triage: Mapping[str, Any] | None = None) -> Path:
-    """Write the run's report page atomically and return its path."""
+def write_html_report(
+    run_dir: RunDir, triage: Mapping[str, Any] | None = None, audit: Audit | None = None
+) -> Path:
+    """Write the run's report page atomically and return its path (``render_html``)."""
     path = run_dir.report_path
     # Derived from the run directory (``qualify report`` writes it again): no fsync.
-    write_bytes_atomic(path, render_html(run_dir, triage).encode("utf-8"), durable=False)
+    page = render_html(run_dir, triage, audit)
+    write_bytes_atomic(path, page.encode("utf-8"), durable=False)
     return path

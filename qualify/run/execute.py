@@ -14,21 +14,25 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import contract
 from qualify.errors import SandboxError
 from qualify.plan.limits import limit_mismatches
-from qualify.plan.nvml import NvmlSampler
 from qualify.plan.spec import HARNESS_SOURCE, RunSpec, harness_root
 from qualify.run.children import Watchdog, reap, set_subreaper
-from qualify.run.execution import Execution
-from qualify.run.logs import BoundedLog
-from qualify.run.monitor import Monitor, MonitorResult
-from qualify.run.processes import Escape, ProcessReader
 from qualify.run.registry import Registration, register
 from qualify.sandbox import Sandbox, SandboxInfo
 from qualify.sandbox.base import Child, Probe, StartsItself, StopReport
+
+if TYPE_CHECKING:
+    # Imported once the E2E has started (``_watch``): the monitor, its samplers and readers,
+    # the logs and the execution record are a tenth of what qualify imports, and nothing
+    # before the E2E's start needs them.
+    from qualify.run.execution import Execution
+    from qualify.run.logs import BoundedLog
+    from qualify.run.monitor import Monitor, MonitorResult
+    from qualify.run.processes import Escape
 
 POLL_S = 0.05
 PIDFD_POLL_S = 0.25
@@ -218,32 +222,27 @@ def _start(
     if interrupts.received:
         raise SandboxError(f"interrupted by {interrupts.received} before the E2E started")
     cgroups = sandbox.cgroup_dirs()
-    probe = sandbox.probe()
-    reader = ProcessReader(probe.pids, cgroup=run.info.cgroup if cgroups else None)
     if cgroups:
         run.watchdog = Watchdog(cgroups)
-        reader.exempt.add(run.watchdog.pid)
         run.registration = register(spec.run_id, spec.run_dir, cgroups)
         run.subreaper = set_subreaper(True)
-    monitor = Monitor(
-        probe,
-        events_path=spec.run_dir / contract.EVENTS,
-        ack_path=spec.run_dir / contract.PHASE_ACK,
-        timeline_path=spec.run_dir / contract.TIMELINE,
-        interval_s=spec.sample_interval_s,
-        gpu=NvmlSampler(mps=spec.gpu_budget is not None and spec.gpu_budget.mode == "mps"),
-        processes=reader,
-    )
     process = _spawn(spec, sandbox)
-    # Started once the E2E is: its start-up (its first sample, its process reader) then runs
-    # beside the E2E's, not before it. It misses nothing: peaks come from the kernel's
-    # watermark, and the E2E reaches its first phase boundary long after.
-    monitor.start()
-    run.monitor = monitor
-    if not isinstance(sandbox, StartsItself):
-        sandbox.attach(process.pid)
-        _confirm_inside(probe, process, process.pid)
-    reader.root = process.pid if isinstance(process.pid, int) and process.pid > 0 else None
+    _watch(spec, sandbox, run, process, cgroup=run.info.cgroup if cgroups else None)
+    if on_started is not None:
+        on_started()
+    return process
+
+
+def _watch(spec: RunSpec, sandbox: Sandbox, run: _Run, process: Any, cgroup: str | None) -> None:
+    """The watchers of the started E2E: its logs, and the monitor. Both start once the E2E
+    has: their imports and start-up (the first sample, the first round of the process reader)
+    run beside the E2E's interpreter start-up, not before it. The monitor misses nothing: peaks
+    come from the kernel's watermark, and the E2E reaches its first phase boundary long after."""
+    from qualify.plan.nvml import NvmlSampler
+    from qualify.run.logs import BoundedLog
+    from qualify.run.monitor import Monitor
+    from qualify.run.processes import ProcessReader
+
     streams = (
         ("stdout", process.stdout, contract.STDOUT),
         ("stderr", process.stderr, contract.STDERR),
@@ -252,9 +251,24 @@ def _start(
         assert pipe is not None
         run.logs[stream] = BoundedLog(pipe, spec.run_dir / name)
         run.logs[stream].start()
-    if on_started is not None:
-        on_started()
-    return process
+    probe = sandbox.probe()
+    reader = ProcessReader(probe.pids, cgroup=cgroup)
+    if run.watchdog is not None:
+        reader.exempt.add(run.watchdog.pid)
+    run.monitor = Monitor(
+        probe,
+        events_path=spec.run_dir / contract.EVENTS,
+        ack_path=spec.run_dir / contract.PHASE_ACK,
+        timeline_path=spec.run_dir / contract.TIMELINE,
+        interval_s=spec.sample_interval_s,
+        gpu=NvmlSampler(mps=spec.gpu_budget is not None and spec.gpu_budget.mode == "mps"),
+        processes=reader,
+    )
+    run.monitor.start()
+    if not isinstance(sandbox, StartsItself):
+        sandbox.attach(process.pid)
+        _confirm_inside(probe, process, process.pid)
+    reader.root = process.pid if isinstance(process.pid, int) and process.pid > 0 else None
 
 
 class Teardown:
@@ -352,6 +366,8 @@ def execute(
             info = sandbox.info() or info
     if setup_error is None and monitor is not None and monitor.escapes:
         setup_error = escape_error(monitor.escapes)
+    from qualify.run.execution import Execution
+
     return Execution(
         sandbox=info,
         returncode=returncode,

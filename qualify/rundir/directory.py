@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from harness import contract
 from qualify.atomic import write_bytes_atomic
-from qualify.run.timeline import TimelineSample
-from qualify.rundir.events import read_jsonl, read_timeline
 
 if TYPE_CHECKING:
+    from qualify.run.timeline import TimelineSample
     from qualify.rundir.audit import Audit, AuditRead
 
 LOG_TAIL_BYTES = 64 * 1024
@@ -103,10 +102,14 @@ class RunDir:
     def events(self, containing: bytes | None = None) -> Iterator[dict[str, Any]]:
         """The harness's events in file order (a truncated last line skipped); with
         ``containing``, only those whose line holds those bytes (e.g. an event's name)."""
+        from qualify.rundir.events import read_jsonl
+
         return read_jsonl(self.events_path, containing)
 
     def timeline(self) -> Iterator[TimelineSample]:
         """The monitor's samples in time order."""
+        from qualify.rundir.events import read_timeline
+
         return read_timeline(self.timeline_path)
 
     def log_tail(self, stream: str, limit: int = LOG_TAIL_BYTES) -> str:

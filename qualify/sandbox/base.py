@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from qualify.plan.docker import DockerOptions
 from qualify.plan.limits import Limits
+
+if TYPE_CHECKING:  # loaded when a run asks for a container
+    from qualify.plan.docker import DockerOptions
 
 
 @dataclasses.dataclass(frozen=True)
