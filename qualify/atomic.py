@@ -44,7 +44,15 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None
         os.close(directory)
 
 
-def write_json_atomic(path: Path, document: Any) -> None:
-    """Pretty, stable JSON (sorted keys), written atomically."""
+def write_json_atomic(path: Path, document: Any, *, if_changed: bool = False) -> None:
+    """Pretty, stable JSON (sorted keys), written atomically; ``if_changed``: not written again
+    when the file already holds exactly these bytes."""
     text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False, default=str)
-    write_bytes_atomic(path, (text + "\n").encode())
+    data = (text + "\n").encode()
+    if if_changed:
+        try:
+            if path.read_bytes() == data:
+                return
+        except OSError:
+            pass
+    write_bytes_atomic(path, data)

@@ -155,6 +155,24 @@ def test_audit_round_trips_exactly() -> None:
     assert read.problems == () and read.audit == audit
 
 
+def test_prepared_hints_cover_every_dataclass_an_audit_is_read_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from qualify.rundir import record
+
+    monkeypatch.setattr(record, "_HINTS", {})
+    record.prepare(Audit)
+
+    def not_prepared(cls: object) -> None:
+        raise AssertionError(f"{cls} was not prepared")
+
+    monkeypatch.setattr(record.typing, "get_type_hints", not_prepared)
+    # The schema walks every dataclass the audit can hold, filled or not.
+    assert audit_schema() == json.loads(render())
+    read = parse_audit(Audit(run_id="r", verdict="FAILED").to_bytes())
+    assert read.problems == ()
+
+
 @pytest.mark.parametrize(
     ("document", "problem"),
     [

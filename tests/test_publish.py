@@ -500,11 +500,33 @@ def test_json_nested_deeper_than_the_decoder_goes_is_cleaned_as_text(tmp_path: P
     )
     bottom = "[" * 100_000 + f'"{token}"' + "]" * 100_000
     (run_dir / "deep.json").write_text('{"k": ' + bottom + "}")
+    (run_dir / "sanitize-map.json").write_text('{"pseudonyms": ' + deep + "}")  # read as none
     result = publish_run(run_dir, "internal", run_sanitizer(run_dir, {}))
     assert result, result.reason
+    assert isinstance(json.loads((run_dir / "sanitize-map.json").read_text())["pseudonyms"], dict)
     events = (run_dir / "public" / "events.jsonl").read_text()
     assert events.splitlines()[1] == deep
     assert events.splitlines()[3] == '{"event": "b"}'
     published = events + (run_dir / "public" / "deep.json").read_text()
     assert token not in published
     assert published.count("[REDACTED:github-token]") == 3
+
+
+def test_the_pseudonym_map_is_written_again_only_when_it_changed(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "audit.json").write_bytes(Audit(verdict="PASSED").to_bytes())
+    (run_dir / "stdout.log").write_text("nothing to hide\n")
+    sanitizer = run_sanitizer(run_dir, {})
+    written = (run_dir / "sanitize-map.json").stat()
+    assert publish_run(run_dir, "internal", sanitizer)
+    kept = (run_dir / "sanitize-map.json").stat()
+    assert (kept.st_ino, kept.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
+    # A pseudonym learnt while publishing is recorded.
+    (run_dir / "stdout.log").write_text("owner: /home/zed-planted/x\n")
+    identities = Identities(homes=frozenset({"/home/zed-planted"}))
+    sanitizer = run_sanitizer(run_dir, {}, identities=identities)
+    assert publish_run(run_dir, "internal", sanitizer)
+    pseudonyms = json.loads((run_dir / "sanitize-map.json").read_text())["pseudonyms"]
+    assert "/home/zed-planted" in pseudonyms
+    assert "zed-planted" not in (run_dir / "public" / "stdout.log").read_text()

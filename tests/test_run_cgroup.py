@@ -115,10 +115,12 @@ NOT_BEFORE_THE_E2E = (
     "qualify.run.monitor", "qualify.run.execution", "qualify.run.processes",
     "qualify.run.timeline", "qualify.plan.nvml", "qualify.plan.docker", "qualify.plan.mps",
     "qualify.judge", "qualify.publish", "qualify.report.audit", "qualify.report.html",
-    "qualify.triage", "rich", "junitparser", "lxml", "hashlib", "psutil", "docker",
+    "qualify.triage", "qualify.plan.profiles", "rich", "junitparser", "lxml", "hashlib",
+    "psutil", "docker",
 )  # fmt: skip
-"""What a run of the cgroup backend without a GPU budget or a container does not need before
-its E2E starts: the watchers start after it, the end of the run is imported while it runs."""
+"""What a run of the cgroup backend without a profile, a GPU budget or a container does not
+need before its E2E starts: the watchers start after it, the end of the run is imported while
+it runs."""
 
 
 def test_the_e2e_starts_before_what_only_the_watchers_and_the_end_of_the_run_need(

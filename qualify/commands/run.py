@@ -190,15 +190,19 @@ def _preload(names: tuple[str, ...] = END_OF_RUN_MODULES) -> None:
 
 def _prepare_end_of_run() -> None:
     """While the E2E runs: what the end of the run imports, the host's package versions that
-    judging records (read once per process: a seventieth of a second), and the machine's fully
-    qualified name that the sanitizer redacts (a lookup by the resolver)."""
+    judging records (read once per process: a seventieth of a second), the type hints the
+    audit is read back with, and the machine's fully qualified name that the sanitizer redacts
+    (a lookup by the resolver)."""
     _preload(END_OF_RUN_MODULES)
     import socket
 
     from qualify.plan.fingerprint import package_versions
     from qualify.publish.sanitize import fully_qualified
+    from qualify.rundir.audit import Audit
+    from qualify.rundir.record import prepare
 
     package_versions()
+    prepare(Audit)
     with contextlib.suppress(OSError, UnicodeError):
         fully_qualified(socket.gethostname())
 

@@ -6,6 +6,8 @@ import dataclasses
 
 # Kernels keep memory limits in pages: a limit written in bytes reads back rounded down.
 PAGE_SIZE = 4096
+DEFAULT_PIDS = 4096
+"""The pids limit of a run (and of a profile) that names none."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,10 +7,9 @@ from pathlib import Path
 
 from qualify.errors import UsageError
 from qualify.plan.data import PROFILES_DIR
+from qualify.plan.limits import DEFAULT_PIDS
 from qualify.plan.tomlfile import check_keys, get_table, get_typed, load_toml
 from qualify.sizes import parse_size
-
-DEFAULT_PIDS = 4096
 
 
 @dataclasses.dataclass(frozen=True)

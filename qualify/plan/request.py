@@ -19,9 +19,8 @@ from qualify.plan.families import (
     missing_modules,
     validate_name,
 )
-from qualify.plan.limits import Limits
+from qualify.plan.limits import DEFAULT_PIDS, Limits
 from qualify.plan.output import check_output_dir
-from qualify.plan.profiles import DEFAULT_PIDS, Profile, find_profile
 from qualify.plan.spec import (
     MIN_MEMORY,
     RunSpec,
@@ -34,9 +33,10 @@ from qualify.plan.spec import (
 )
 from qualify.sizes import parse_duration, parse_size
 
-if TYPE_CHECKING:  # loaded when a run asks for a container, a GPU budget
+if TYPE_CHECKING:  # loaded when a run asks for a profile, a container, a GPU budget
     from qualify.plan.docker import DockerOptions
     from qualify.plan.mps import GpuBudgetPlan
+    from qualify.plan.profiles import Profile
 
 DEFAULT_MEMORY = "4G"
 PUBLISH_LEVELS = ("internal", "public")
@@ -135,7 +135,7 @@ def build_spec(request: RunRequest) -> RunSpec:
         root = repo_root(request.repo if request.repo is not None else Path.cwd())
     search = list(request.families_dirs) or default_family_dirs(root)
     family = find_family(request.family_name, search)
-    profile = find_profile(request.profile_name) if request.profile_name else None
+    profile = _profile(request.profile_name)
     if request.mem is not None:
         memory = parse_size(request.mem, what="--mem")
     elif profile is not None:
@@ -210,6 +210,15 @@ def build_spec(request: RunRequest) -> RunSpec:
         family_outside_repo=outside,
         family_content_sha256=content_hash(family.directory) if outside else None,
     )
+
+
+def _profile(name: str | None) -> Profile | None:
+    """``--profile NAME`` read (None without one)."""
+    if not name:
+        return None
+    from qualify.plan.profiles import find_profile
+
+    return find_profile(name)
 
 
 def _check_requires(family: Family) -> None:

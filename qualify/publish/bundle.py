@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import contract
-from qualify.atomic import write_bytes_atomic, write_json_atomic
+from qualify.atomic import write_json_atomic
 from qualify.errors import UsageError
 from qualify.plan.request import PUBLISH_LEVELS
 from qualify.publish.sanitize import Identities, Sanitizer
@@ -207,8 +207,11 @@ class _Writer:
         audit = relative == Path(contract.AUDIT)
         cleaned = self._audit(text) if audit else self._clean(name, text)
         target.parent.mkdir(parents=True, exist_ok=True)
-        # Staged: the bundle is published whole (a rename) and can be made again from the run.
-        write_bytes_atomic(target, _encode(cleaned), durable=False)
+        # Written straight into the staging directory: the bundle is published whole (a rename
+        # of that directory), a failure removes it, and it can be made again from the run.
+        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        with open(descriptor, "wb") as handle:
+            handle.write(_encode(cleaned))
         self.files.append(name)
 
     def _clean(self, name: str, text: str) -> str:
@@ -412,7 +415,7 @@ class SecretSources:
 def _read_map(run_dir: Path) -> dict[str, Any]:
     try:
         document = json.loads((run_dir / contract.SANITIZE_MAP).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # (RecursionError: nested too deep)
         return {}
     return document if isinstance(document, dict) else {}
 
@@ -434,7 +437,8 @@ def _load_map(run_dir: Path) -> dict[str, str]:
 
 
 def save_map(run_dir: Path, sanitizer: Sanitizer, sources: SecretSources) -> None:
-    """The run's pseudonyms and secret sources (internal: never published)."""
+    """The run's pseudonyms and secret sources (internal: never published); written only when
+    they changed (publishing learns no new pseudonym from most runs)."""
     write_json_atomic(
         run_dir / contract.SANITIZE_MAP,
         {
@@ -442,6 +446,7 @@ def save_map(run_dir: Path, sanitizer: Sanitizer, sources: SecretSources) -> Non
             "secret_env": list(sources.secret_env),
             "secrets_file": str(sources.secrets_file) if sources.secrets_file else None,
         },
+        if_changed=True,
     )
 
 

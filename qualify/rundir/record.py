@@ -42,6 +42,25 @@ def _hints(cls: Any) -> dict[str, Any]:
     return _HINTS[cls]
 
 
+def prepare(cls: type[Any]) -> None:
+    """Resolve the type hints of ``cls`` and of every dataclass in them, ahead of the first
+    reading (``qualify run`` does it while the E2E runs: a few milliseconds of evaluating
+    annotation strings off the end of the run)."""
+    pending, seen = [cls], set()
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        for hint in _hints(current).values():
+            stack = [hint]
+            while stack:
+                part = stack.pop()
+                if dataclasses.is_dataclass(part) and isinstance(part, type):
+                    pending.append(part)
+                stack.extend(typing.get_args(part))
+
+
 def _options(hint: Any) -> tuple[Any, ...]:
     """The members of a union (``X | None``), or the hint alone."""
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
