@@ -471,3 +471,43 @@ def test_each_command_parses_alone_as_in_the_whole_command_line() -> None:
     for name in _COMMANDS:
         alone = commands(build_parser(name))
         assert alone[name].format_help() == whole[name].format_help()
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+"""JSON nested far deeper than the decoder goes (it raises RecursionError, not ValueError)."""
+
+
+def _deep_inputs(tmp_path: Path) -> list[tuple[str, Callable[[], object]]]:
+    from qualify.commands.merge import parse_expected
+    from qualify.commands.submit import _read_index
+    from qualify.experiment.record import AB_JSON
+    from qualify.experiment.record import read_record as read_ab_record
+    from qualify.plan.commit import github_commit
+    from qualify.schedule.record import read_record as read_submit_record
+    from qualify.tokenizer.source import CONFIG_FILE, check_source
+
+    deep = tmp_path / "deep.json"
+    deep.write_text(DEEP)
+    (tmp_path / "ab").mkdir()
+    (tmp_path / "ab" / AB_JSON).write_text(DEEP)
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / CONFIG_FILE).write_text('{"auto_map": ' + DEEP + "}")
+    event = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request"}
+    assert _read_index(deep) is None  # an index that cannot be read is made again
+    return [
+        ("GITHUB_EVENT_PATH", lambda: github_commit({**event, "GITHUB_EVENT_PATH": str(deep)})),
+        ("is not a qualify A/B record", lambda: read_ab_record(tmp_path / "ab")),
+        ("is not a qualify submit record", lambda: read_submit_record(deep)),
+        ("--matrix", lambda: parse_expected(None, deep)),
+        ("is not valid JSON", lambda: check_source(tmp_path / "model")),
+    ]
+
+
+def test_json_input_nested_deeper_than_the_decoder_goes_is_bad_input(tmp_path: Path) -> None:
+    from qualify.errors import UsageError
+
+    for expected, read in _deep_inputs(tmp_path):
+        with pytest.raises(UsageError) as raised:
+            read()
+        message = str(raised.value)
+        assert expected in message and "\n" not in message, message

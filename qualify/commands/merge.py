@@ -175,7 +175,7 @@ def parse_expected(expect: str | None, matrix_file: Path | None) -> list[tuple[s
             document = json.loads(matrix_file.read_text(encoding="utf-8"))
             rows = document["include"] if isinstance(document, dict) else document
             pairs += [(str(row["family"]), str(row["profile"])) for row in rows]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
             raise UsageError(f"--matrix {matrix_file} is not a matrix JSON: {exc!r}") from None
     return list(dict.fromkeys(pairs))
 

@@ -374,7 +374,7 @@ def _rows_of(index: dict[str, Any], record: SubmitRecord) -> dict[str, dict[str,
 def _read_index(path: Path) -> dict[str, Any] | None:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return document if isinstance(document, dict) else None
 

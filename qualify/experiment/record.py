@@ -115,7 +115,7 @@ def read_record(directory: Path) -> AbRecord:
         if document.get("kind") != KIND:
             raise ValueError(f"kind is {document.get('kind')!r}, not {KIND!r}")
         return AbRecord.from_dict(document)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise UsageError(f"{path} is not a qualify A/B record: {exc}") from None
 
 

@@ -95,7 +95,7 @@ MAX_NESTING = 8
 
 
 _WORKING_TREE = "git read-tree HEAD && git add -A && git write-tree && exec git ls-files -s -z"
-"""Run by ``sh`` in the work tree (a fixed script: nothing of the caller's in it). One process
+"""Run by ``/bin/sh`` in the work tree (a fixed script: nothing of the caller's in it). One process
 started, not four: git reads the tree beside qualify's own start-up, whose imports would hold
 the interpreter between the steps."""
 
@@ -110,7 +110,7 @@ def _working_tree(repo: Path) -> tuple[str, list[str]]:
     """
     with tempfile.TemporaryDirectory(prefix="qualify-index-") as scratch:
         env = dict(os.environ, GIT_INDEX_FILE=str(Path(scratch) / "index"))
-        result = run_capture(["sh", "-c", _WORKING_TREE], cwd=repo, env=env)
+        result = run_capture(["/bin/sh", "-c", _WORKING_TREE], cwd=repo, env=env)
     if result.returncode != 0:
         raise RuntimeError(f"git (the working tree): {result.stderr.decode(errors='replace')}")
     tree, _, listing = result.stdout.decode().partition("\n")
@@ -180,7 +180,7 @@ def github_commit(environ: Mapping[str, str]) -> dict[str, Any] | None:
             base=pull["base"]["sha"],
             pr_number=pull.get("number", event.get("number")),
         )
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
         raise UsageError(
             f"GITHUB_EVENT_PATH {environ.get('GITHUB_EVENT_PATH')!r} is not a readable "
             f"pull_request event ({exc!r}): the PR head cannot be told from the merge commit"

@@ -165,7 +165,7 @@ def read_record(path: Path) -> SubmitRecord:
     """The record in ``path``; UsageError naming the file when it is not one."""
     try:
         return parse_record(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
         raise UsageError(f"{path} is not a qualify submit record: {exc!r}") from None
 
 

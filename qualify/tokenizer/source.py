@@ -83,7 +83,7 @@ def _auto_map(directory: Path) -> Any:
             continue
         try:
             document = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise UsageError(f"--model-dir {directory}: {name} is not valid JSON ({exc})") from None
         auto_map = document.get("auto_map") if isinstance(document, dict) else None
         if isinstance(auto_map, dict) and "AutoTokenizer" in auto_map:
