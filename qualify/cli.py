@@ -513,6 +513,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         # git reads the tree while Python imports what the run needs.
         prefetch = CommitPrefetch(args.repo, args.base_ref, os.environ)
+        if args.backend in ("auto", "cgroup") and args.image is None:
+            from qualify.sandbox.cgroup import prime
+
+            prime.start_here()  # the kernel's first cgroup move, made beside the imports
         from qualify.commands.run import run
         from qualify.plan.request import RunRequest
 

@@ -224,3 +224,50 @@ def test_pick_keyed_agrees_with_the_full_parse(name: Path, keys: tuple[bytes, ..
     # "rss" must not match inside "total_rss": keys match whole line starts only.
     if b"rss" in keys:
         assert pick_keyed(data, (b"rss",))["rss"] == full["rss"]
+
+
+@pytest.mark.privileged
+def test_the_primer_moves_nothing_and_stops_when_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The primer writes this process's pid into the cgroup it is in: membership is what it
+    was, the thread runs until ``stop`` (which waits for it), and gives up on a file it cannot
+    write or after its lifetime."""
+    import os
+    import threading
+
+    from qualify.sandbox.cgroup import prime
+    from qualify.sandbox.cgroup.layout import current_layout
+
+    before = Path("/proc/self/cgroup").read_text()
+    layout = current_layout()
+    assert layout.memory_dir is not None
+    written: list[bytes] = []
+    write = os.write
+
+    def counted(fd: int, data: bytes) -> int:
+        if threading.current_thread().name == "qualify-prime":
+            written.append(bytes(data))
+        return write(fd, data)
+
+    monkeypatch.setattr(prime.os, "write", counted)
+    prime.start(layout.memory_dir)
+    (thread,) = prime._thread
+    prime.start(layout.memory_dir)  # one at a time
+    assert prime._thread == [thread]
+    assert not prime._stop.wait(0.05) and thread.is_alive()
+    prime.stop()
+    assert not thread.is_alive() and prime._thread == []
+    assert len(written) >= 2 and set(written) == {str(os.getpid()).encode()}
+    assert Path("/proc/self/cgroup").read_text() == before
+    # Nothing it can write to: the thread ends at once; stop() still returns.
+    prime.start(tmp_path / "no-cgroup")
+    prime._thread[0].join(timeout=5)
+    assert not prime._thread[0].is_alive()
+    prime.stop()
+    # A run that never reaches its cgroups: the thread ends by itself.
+    monkeypatch.setattr(prime, "LIFETIME_S", 0.05)
+    prime.start(layout.memory_dir)
+    prime._thread[0].join(timeout=5)
+    assert not prime._thread[0].is_alive()
+    prime.stop()
