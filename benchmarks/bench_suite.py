@@ -334,6 +334,10 @@ def fixed(args: argparse.Namespace, command: list[str], repo: Path, out: Path) -
         print(f"    fixed cost   {spread(extra, '.3f')} s  (target: median <= 0.15 s)")
         print(f"    of it in E2E {spread(inside, '.3f')} s  (sandbox, harness, junit)")
         print(f"    cpu added    {spread(added, '.3f')} s")
+    if BASELINE:
+        paired = [row["qualify"].wall_s - row["baseline"].wall_s for row in rows]
+        print(f"  qualify - qualify at {args.baseline}, round by round:")
+        print(f"    wall         {spread(paired, '.3f')} s")
 
 
 def storm(args: argparse.Namespace, repo: Path, out: Path) -> None:
