@@ -329,10 +329,12 @@ def fixed(args: argparse.Namespace, command: list[str], repo: Path, out: Path) -
         extra = [row[name].wall_s - row["bare"].wall_s for row in rows]
         inside = [(row[name].e2e_s or row[name].wall_s) - row["bare"].wall_s for row in rows]
         added = [row[name].cpu_s - row["bare"].cpu_s for row in rows]
+        outside = [row[name].wall_s - (row[name].e2e_s or row[name].wall_s) for row in rows]
         print(f"  {label}:")
         print(f"    wall         {spread([row[name].wall_s for row in rows], '.3f')} s")
         print(f"    fixed cost   {spread(extra, '.3f')} s  (target: median <= 0.15 s)")
         print(f"    of it in E2E {spread(inside, '.3f')} s  (sandbox, harness, junit)")
+        print(f"    outside E2E  {spread(outside, '.3f')} s  (qualify's start and end)")
         print(f"    cpu added    {spread(added, '.3f')} s")
     if BASELINE:
         paired = [row["qualify"].wall_s - row["baseline"].wall_s for row in rows]
