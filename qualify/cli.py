@@ -27,7 +27,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports bad usage as one line and exit code 2 (no usage dump)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        from qualify.errors import error_line
+
+        sys.stderr.write(error_line(self.prog, message))
         raise SystemExit(EXIT_USAGE)
 
 

@@ -511,3 +511,34 @@ def test_json_input_nested_deeper_than_the_decoder_goes_is_bad_input(tmp_path: P
             read()
         message = str(raised.value)
         assert expected in message and "\n" not in message, message
+
+
+TOKEN = "ghp_" + "Zq7Xw2Er5Ty8Ui1Op4As6Df9Gh3Jk0Lz2Xc5V"
+PASSWORD = "Corr3ct-Horse-Battery-71"
+
+
+@pytest.mark.parametrize(
+    ("args", "secret", "marker"),
+    [
+        (["run", "--family", TOKEN, "--mem", "1G"], TOKEN, "[REDACTED:github-token]"),
+        (["run", "--family", "hog", "--backend", TOKEN], TOKEN, "[REDACTED:github-token]"),
+        (["run", "--family", "hog", "--mem", TOKEN], TOKEN, "[REDACTED:github-token]"),
+        (["run", "--family", PASSWORD, "--mem", "1G"], PASSWORD, "[REDACTED:"),
+        (["report", f"/nowhere/{TOKEN}"], TOKEN, "[REDACTED:github-token]"),
+    ],
+)
+def test_a_secret_in_a_bad_value_is_not_echoed(
+    repo: Path, tmp_path: Path, args: list[str], secret: str, marker: str
+) -> None:
+    """The error line goes to a log that may be public (a CI job's): a token passed by
+    mistake, or the value of a secret variable, is redacted in it."""
+    env = dict(os.environ, DB_PASSWORD=PASSWORD)
+    done = subprocess.run(
+        [*qualify_argv(*args), *(["--repo", str(repo)] if args[0] == "run" else [])],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "error:" in lines[0], done.stderr
+    assert secret not in done.stderr + done.stdout
+    assert marker in lines[0]

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from qualify.errors import UsageError
+from qualify.errors import UsageError, error_line
 from qualify.experiment.pins import differences, limit_pins, pins
 from qualify.experiment.plan import AbPlan, Slot, build_plan, parse_sets
 from qualify.experiment.record import RUNS_DIR, AbRecord, write_record
@@ -137,7 +137,7 @@ def ab(request: AbRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.std
         )
         where = experiment(root, request.out, family, "ab", request.timeout)
     except UsageError as exc:
-        stderr.write(f"qualify ab: error: {exc}\n")
+        stderr.write(error_line("qualify ab", exc))
         return EXIT_USAGE
     directory = where.directory
     directory.mkdir(parents=True)
@@ -196,10 +196,10 @@ def _run_all(
         try:
             run_dir = run_once(args, cwd=Path.cwd(), timeout_s=timeout_s)
         except UsageError as exc:
-            stderr.write(f"qualify ab: error: run {index + 1} refused: {exc}\n")
+            stderr.write(error_line("qualify ab", f"run {index + 1} refused: {exc}"))
             return EXIT_USAGE, dataclasses.replace(record, repetitions=runs, refused=str(exc))
         except (RuntimeError, OSError) as exc:
-            stderr.write(f"qualify ab: error: run {index + 1} could not be made: {exc}\n")
+            stderr.write(error_line("qualify ab", f"run {index + 1} could not be made: {exc}"))
             failed = f"run {index + 1} could not be made: {exc}"
             return EXIT_ERROR, dataclasses.replace(record, repetitions=runs, refused=failed)
         except KeyboardInterrupt:
@@ -217,7 +217,7 @@ def _run_all(
         limits = first_limits.setdefault(slot.level, limit_pins(audit))
         refusal = _refusal({**first, **limits}, {**found, **limit_pins(audit)}, run)
         if refusal is not None:
-            stderr.write(f"qualify ab: error: refused: {refusal}\n")
+            stderr.write(error_line("qualify ab", f"refused: {refusal}"))
             return EXIT_USAGE, dataclasses.replace(record, repetitions=runs, refused=refusal)
     # A run qualify itself could not judge (ERROR) says nothing about the policy: exit 4.
     errors = any(run.verdict == "ERROR" for run in runs)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
+from qualify.errors import error_line
 from qualify.parity import (
     CaseResult,
     ParityConfigError,
@@ -101,5 +102,5 @@ def _gate_line(report: ParityReport) -> str:
 
 
 def _usage_error(stderr: TextIO, message: str) -> int:
-    print(f"qualify compare: error: {message}", file=stderr)
+    stderr.write(error_line("qualify compare", message))
     return 2

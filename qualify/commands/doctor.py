@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO, TextIO
 
-from qualify.errors import UsageError
+from qualify.errors import UsageError, error_line
 from qualify.sandbox.choice import Diagnosis, choose, decision, diagnose, run_argv
 from qualify.sandbox.hostfacts import HostFacts, gather
 from qualify.verdict import EXIT_USAGE
@@ -115,7 +115,9 @@ def doctor(
     ``plan_run`` the argv of the run (exit 2 with every reason when nothing can run it)."""
     environ = os.environ if environ is None else environ
     if output_format not in FORMATS:
-        stderr.write(f"qualify doctor: error: --format {output_format!r} is not one of {FORMATS}\n")
+        stderr.write(
+            error_line("qualify doctor", f"--format {output_format!r} is not one of {FORMATS}")
+        )
         return EXIT_USAGE
     facts = gather(environ)
     diagnosis = diagnose(facts)
@@ -131,7 +133,7 @@ def doctor(
                 executable=sys.executable,
             )
         except UsageError as exc:
-            stderr.write(f"qualify doctor: error: {exc}\n")
+            stderr.write(error_line("qualify doctor", exc))
             return EXIT_USAGE
         stderr.write(f"qualify doctor: {why}\n")
         out = binary_stdout if binary_stdout is not None else sys.stdout.buffer

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from qualify.errors import UsageError
+from qualify.errors import UsageError, error_line
 from qualify.plan.commit import find_repo
 from qualify.plan.families import FAMILY_FILE, load_family, search_path
 from qualify.verdict import EXIT_USAGE
@@ -52,14 +52,13 @@ def families(
     """Print the families; exit 2 for bad input (an unknown format, a --repo that is not a
     directory). A broken family.toml is listed with its error, not fatal."""
     if output_format not in FORMATS:
-        stderr.write(
-            f"qualify families: error: --format {output_format!r} is not one of {FORMATS}\n"
-        )
+        message = f"--format {output_format!r} is not one of {FORMATS}"
+        stderr.write(error_line("qualify families", message))
         return EXIT_USAGE
     try:
         root = find_repo(repo if repo is not None else Path.cwd(), required=repo is not None)
     except UsageError as exc:
-        stderr.write(f"qualify families: error: {exc}\n")
+        stderr.write(error_line("qualify families", exc))
         return EXIT_USAGE
     entries = listing(families_dirs, root)
     if output_format == "json":

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from qualify.atomic import write_bytes_atomic, write_json_atomic
-from qualify.errors import UsageError
+from qualify.errors import UsageError, error_line
 from qualify.experiment.bisect import Resolution, Search, bisect
 from qualify.experiment.pins import differences, pins
 from qualify.experiment.plan import parse_sets
@@ -187,7 +187,7 @@ def headroom(
             raise UsageError(f"--repeat {request.repeat} is not valid (valid: 1 or more)")
         where = experiment(root, request.out, family, "headroom", request.timeout)
     except UsageError as exc:
-        stderr.write(f"qualify headroom: error: {exc}\n")
+        stderr.write(error_line("qualify headroom", exc))
         return EXIT_USAGE
     directory, head = where.directory, where.head
     directory.mkdir(parents=True)
@@ -217,13 +217,13 @@ def headroom(
     try:
         search = bisect(lo, hi, resolution, request.repeat, probe)
     except _Drift as exc:
-        stderr.write(f"qualify headroom: error: refused: {exc}\n")
+        stderr.write(error_line("qualify headroom", f"refused: {exc}"))
         search, code = Search(made, None, None, [], f"refused: {exc}"), EXIT_USAGE
     except KeyboardInterrupt:
         stderr.write("qualify headroom: interrupted\n")
         search, code = Search(made, None, None, [], "interrupted"), EXIT_ERROR
     except (RuntimeError, OSError, UsageError) as exc:
-        stderr.write(f"qualify headroom: error: a probe could not be made: {exc}\n")
+        stderr.write(error_line("qualify headroom", f"a probe could not be made: {exc}"))
         search, code = Search(made, None, None, [], f"a probe could not be made: {exc}"), EXIT_ERROR
     else:
         code = 0 if search.stopped is None else _stopped_code(search)

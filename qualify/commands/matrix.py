@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from qualify.errors import UsageError
+from qualify.errors import UsageError, error_line
 from qualify.plan.families import available_families, default_family_dirs, validate_name
 from qualify.plan.profiles import available_profiles
 from qualify.verdict import EXIT_USAGE
@@ -56,7 +56,7 @@ def matrix(
             split_names(families, "--families"), split_names(profiles, "--profiles"), search
         )
     except UsageError as exc:
-        stderr.write(f"qualify matrix: error: {exc}\n")
+        stderr.write(error_line("qualify matrix", exc))
         return EXIT_USAGE
     stdout.write(json.dumps(document, separators=(",", ":")) + "\n")
     return 0

@@ -26,7 +26,7 @@ from junitparser import TestCase, TestSuite
 from harness import contract
 from qualify.atomic import write_bytes_atomic, write_json_atomic
 from qualify.commands.matrix import split_names
-from qualify.errors import UsageError
+from qualify.errors import UsageError, error_line
 from qualify.evidence.junit import JUnitCase, read_junit
 from qualify.plan.output import check_output_dir
 from qualify.report.junit import render, testcase, testsuite
@@ -387,7 +387,7 @@ def merge(
             what = "--out" if out is not None else "the default --out"
             check_output_dir(out or DEFAULT_OUT, what, below=target)
     except UsageError as exc:
-        stderr.write(f"qualify merge: error: {exc}\n")
+        stderr.write(error_line("qualify merge", exc))
         return EXIT_USAGE
     worst = 0
     for head in heads:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from qualify.errors import UsageError
+from qualify.errors import UsageError, error_line
 from qualify.plan.profiles import available_profiles, find_profile
 from qualify.sizes import format_bytes
 from qualify.verdict import EXIT_USAGE
@@ -16,7 +16,7 @@ def profiles(*, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int
     try:
         loaded = [find_profile(name) for name in available_profiles()]
     except UsageError as exc:
-        stderr.write(f"qualify profiles: error: {exc}\n")
+        stderr.write(error_line("qualify profiles", exc))
         return EXIT_USAGE
     for profile in loaded:
         gpu = "no GPU"

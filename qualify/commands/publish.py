@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness import contract
-from qualify.errors import UsageError
+from qualify.errors import UsageError, error_line
 from qualify.plan.request import PUBLISH_LEVELS
 from qualify.publish.bundle import PublishResult, SecretSources, publish_run, run_sanitizer
 from qualify.publish.sanitize import Sanitizer
@@ -171,7 +171,7 @@ def publish(
         if level is not None and level not in PUBLISH_LEVELS:
             raise UsageError(f"--level {level!r} is not valid (valid: {', '.join(PUBLISH_LEVELS)})")
     except UsageError as exc:
-        stderr.write(f"qualify publish: error: {exc}\n")
+        stderr.write(error_line("qualify publish", exc))
         return EXIT_USAGE
     chosen = level or recorded_level(directory)
     result = publish_channels(

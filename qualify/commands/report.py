@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TextIO
 
 from qualify.commands.publish import terminal_text, wants_github, write_report
+from qualify.errors import error_line
 from qualify.publish.bundle import SecretSources, run_sanitizer
 from qualify.publish.github import publish_github
 from qualify.rundir import RunDir
@@ -28,9 +29,8 @@ def report(
     environ = os.environ if environ is None else environ
     directory = RunDir(run_dir)
     if not directory.exists():
-        stderr.write(
-            f"qualify report: error: {str(run_dir)!r} is not a run directory (it holds no audit)\n"
-        )
+        message = f"{str(run_dir)!r} is not a run directory (it holds no audit)"
+        stderr.write(error_line("qualify report", message))
         return EXIT_USAGE
     path = write_report(directory)
     sanitizer = run_sanitizer(run_dir, environ, sources)

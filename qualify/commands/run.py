@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from qualify.errors import UsageError
+from qualify.errors import UsageError, error_line
 from qualify.plan.request import RunRequest, build_spec
 from qualify.plan.spec import RunSpec, harness_root
 from qualify.report.junit import provisional_junit
@@ -316,7 +316,7 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
             harness_root=harness_root(spec.run_dir),
         )
     except UsageError as exc:
-        stderr.write(f"qualify run: error: {exc}\n")
+        stderr.write(error_line("qualify run", exc))
         return EXIT_USAGE
     _take_over_dead_runs(spec.run_id, stderr)
     try:
@@ -325,13 +325,15 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
         # Checked at planning; what only the attempt shows (a denial os.access cannot see, a
         # file created in between) is still bad input, a full disk is not.
         code = EXIT_ERROR if exc.errno in (errno.ENOSPC, errno.EDQUOT) else EXIT_USAGE
-        stderr.write(f"qualify run: error: cannot create the run directory: {_os_error(exc)}\n")
+        stderr.write(
+            error_line("qualify run", f"cannot create the run directory: {_os_error(exc)}")
+        )
         return code
     started_wall = time.time()
     try:
         _write_provisional_junit(spec)
     except OSError as exc:
-        stderr.write(f"qualify run: error: cannot write the run directory: {_os_error(exc)}\n")
+        stderr.write(error_line("qualify run", f"cannot write the run directory: {_os_error(exc)}"))
         return EXIT_ERROR
     interrupts = Interrupts()
     with interrupts.installed():
@@ -356,7 +358,7 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
                 result = _complete_teardown(result)
         except OSError as exc:
             # The provisional reports, written atomically as the E2E started, stay valid.
-            stderr.write(f"qualify run: error: cannot write the reports: {_os_error(exc)}\n")
+            stderr.write(error_line("qualify run", f"cannot write the reports: {_os_error(exc)}"))
             stdout.write(f"{display_path(spec.run_dir)}\n")
             return EXIT_ERROR
     sanitizer = publication.sanitizer

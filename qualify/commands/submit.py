@@ -21,7 +21,7 @@ from typing import Any, TextIO
 from qualify.atomic import write_json_atomic
 from qualify.commands.matrix import build_matrix, matrix, split_names
 from qualify.commands.merge import merge
-from qualify.errors import UsageError
+from qualify.errors import UsageError, error_line
 from qualify.plan.commit import commit_info, record_sha, repo_root
 from qualify.plan.families import default_family_dirs
 from qualify.plan.output import check_output_dir
@@ -523,7 +523,7 @@ def submit(
         else:
             record, path = _submit_slurm(request, slurm)
     except UsageError as exc:
-        stderr.write(f"qualify submit: error: {exc}\n")
+        stderr.write(error_line("qualify submit", exc))
         return EXIT_USAGE
     except SchedulerError as exc:
         stderr.write(f"qualify submit: Slurm refused: {exc}\n")

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from qualify.errors import UsageError
+from qualify.errors import UsageError, error_line
 from qualify.tokenizer.checks import Check
 from qualify.verdict import EXIT_FAILED, EXIT_PASSED, EXIT_USAGE
 
@@ -32,7 +32,7 @@ def export(
 
         result = export_tokenizer(source_dir, output_dir)
     except UsageError as exc:
-        stderr.write(f"qualify tokenizer export: error: {exc}\n")
+        stderr.write(error_line("qualify tokenizer export", exc))
         return EXIT_USAGE
     _print_checks(result.checks, stdout)
     if not result:
@@ -68,7 +68,7 @@ def verify(
         interpreter = python if python is not None else clientenv.ensure_venv(pinned)
         result = verify_export(export_dir, pinned, interpreter)
     except UsageError as exc:
-        stderr.write(f"qualify tokenizer verify: error: {exc}\n")
+        stderr.write(error_line("qualify tokenizer verify", exc))
         return EXIT_USAGE
     versions = ", ".join(
         f"{name} {version}" for name, version in result.versions.items() if version

@@ -21,6 +21,7 @@ from pathlib import Path
 from rich.console import Console
 
 from qualify.commands.publish import in_ci, terminal_text
+from qualify.errors import error_line
 from qualify.publish.bundle import learn_from_run
 from qualify.publish.sanitize import Identities, Sanitizer
 from qualify.publish.scan import TERMINAL, describe, final_scan
@@ -33,7 +34,7 @@ FORMATS = ("text", "markdown", "json")
 
 
 def _usage(message: str) -> int:
-    sys.stderr.write(f"qualify triage: error: {message}\n")
+    sys.stderr.write(error_line("qualify triage", message))
     return EXIT_USAGE
 
 

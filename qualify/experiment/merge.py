@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from harness import contract
 from qualify.atomic import write_json_atomic
-from qualify.errors import UsageError
+from qualify.errors import UsageError, error_line
 from qualify.experiment.record import AbRecord, find_records, read_record, write_pages
 from qualify.plan.output import check_output_dir
 
@@ -105,7 +105,7 @@ def merge_ab(
         target = out or Path("reports") / "merged" / records[0].head / "ab"
         check_output_dir(target, "--out")
     except UsageError as exc:
-        stderr.write(f"qualify merge: error: {exc}\n")
+        stderr.write(error_line("qualify merge", exc))
         return 2
     target.mkdir(parents=True, exist_ok=True)
     document: dict[str, Any] = {
