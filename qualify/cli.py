@@ -27,7 +27,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports bad usage as one line and exit code 2 (no usage dump)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        from qualify.errors import error_line
+        from qualify.publish.errorline import error_line
 
         sys.stderr.write(error_line(self.prog, message))
         raise SystemExit(EXIT_USAGE)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from qualify.errors import UsageError, error_line
+from qualify.errors import UsageError
 from qualify.experiment.pins import differences, limit_pins, pins
 from qualify.experiment.plan import AbPlan, Slot, build_plan, parse_sets
 from qualify.experiment.record import RUNS_DIR, AbRecord, write_record
@@ -26,6 +26,7 @@ from qualify.experiment.tables import show_spread, show_verdicts
 from qualify.judge.judgement import display_path
 from qualify.plan.commit import repo_root
 from qualify.plan.families import default_family_dirs, find_family
+from qualify.publish.errorline import error_line
 from qualify.sizes import format_bytes
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE
 

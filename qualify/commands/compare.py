@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from qualify.errors import error_line
 from qualify.parity import (
     CaseResult,
     ParityConfigError,
@@ -18,6 +17,7 @@ from qualify.parity import (
     compare_files,
 )
 from qualify.parity.render import show_token
+from qualify.publish.errorline import error_line
 from qualify.rundir import RunDir
 
 FORMATS = ("text", "json")

@@ -13,7 +13,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO, TextIO
 
-from qualify.errors import UsageError, error_line
+from qualify.errors import UsageError
+from qualify.publish.errorline import error_line
 from qualify.sandbox.choice import Diagnosis, choose, decision, diagnose, run_argv
 from qualify.sandbox.hostfacts import HostFacts, gather
 from qualify.verdict import EXIT_USAGE

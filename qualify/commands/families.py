@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from qualify.errors import UsageError, error_line
+from qualify.errors import UsageError
 from qualify.plan.commit import find_repo
 from qualify.plan.families import FAMILY_FILE, load_family, search_path
+from qualify.publish.errorline import error_line
 from qualify.verdict import EXIT_USAGE
 
 FORMATS = ("text", "json")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from qualify.atomic import write_bytes_atomic, write_json_atomic
-from qualify.errors import UsageError, error_line
+from qualify.errors import UsageError
 from qualify.experiment.bisect import Resolution, Search, bisect
 from qualify.experiment.pins import differences, pins
 from qualify.experiment.plan import parse_sets
@@ -28,6 +28,7 @@ from qualify.plan.commit import repo_root
 from qualify.plan.families import Family, default_family_dirs, find_family
 from qualify.plan.profiles import available_profiles, find_profile
 from qualify.plan.spec import MIN_MEMORY, merge_options
+from qualify.publish.errorline import error_line
 from qualify.sizes import format_bytes, parse_size
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE
 

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from qualify.errors import UsageError, error_line
+from qualify.errors import UsageError
 from qualify.plan.families import available_families, default_family_dirs, validate_name
 from qualify.plan.profiles import available_profiles
+from qualify.publish.errorline import error_line
 from qualify.verdict import EXIT_USAGE
 
 

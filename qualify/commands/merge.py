@@ -26,9 +26,10 @@ from junitparser import TestCase, TestSuite
 from harness import contract
 from qualify.atomic import write_bytes_atomic, write_json_atomic
 from qualify.commands.matrix import split_names
-from qualify.errors import UsageError, error_line
+from qualify.errors import UsageError
 from qualify.evidence.junit import JUnitCase, read_junit
 from qualify.plan.output import check_output_dir
+from qualify.publish.errorline import error_line
 from qualify.report.junit import render, testcase, testsuite
 from qualify.rundir import Audit, RunDir
 from qualify.schedule.record import SubmitRecord, find_records

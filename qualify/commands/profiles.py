@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from qualify.errors import UsageError, error_line
+from qualify.errors import UsageError
 from qualify.plan.profiles import available_profiles, find_profile
+from qualify.publish.errorline import error_line
 from qualify.sizes import format_bytes
 from qualify.verdict import EXIT_USAGE
 

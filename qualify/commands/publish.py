@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness import contract
-from qualify.errors import UsageError, error_line
+from qualify.errors import UsageError
 from qualify.plan.request import PUBLISH_LEVELS
 from qualify.publish.bundle import PublishResult, SecretSources, publish_run, run_sanitizer
+from qualify.publish.errorline import error_line
 from qualify.publish.sanitize import Sanitizer
 from qualify.publish.scan import TERMINAL, describe, final_scan
 from qualify.report.html import write_html_report

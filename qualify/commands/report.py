@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TextIO
 
 from qualify.commands.publish import terminal_text, wants_github, write_report
-from qualify.errors import error_line
 from qualify.publish.bundle import SecretSources, run_sanitizer
+from qualify.publish.errorline import error_line
 from qualify.publish.github import publish_github
 from qualify.rundir import RunDir
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE

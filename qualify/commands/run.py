@@ -18,9 +18,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from qualify.errors import UsageError, error_line
+from qualify.errors import UsageError
 from qualify.plan.request import RunRequest, build_spec
 from qualify.plan.spec import RunSpec, harness_root
+from qualify.publish.errorline import error_line
 from qualify.report.junit import provisional_junit
 from qualify.run.execute import Interrupts, execute
 from qualify.run.registry import take_over_dead_runs

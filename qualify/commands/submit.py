@@ -21,10 +21,11 @@ from typing import Any, TextIO
 from qualify.atomic import write_json_atomic
 from qualify.commands.matrix import build_matrix, matrix, split_names
 from qualify.commands.merge import merge
-from qualify.errors import UsageError, error_line
+from qualify.errors import UsageError
 from qualify.plan.commit import commit_info, record_sha, repo_root
 from qualify.plan.families import default_family_dirs
 from qualify.plan.output import check_output_dir
+from qualify.publish.errorline import error_line
 from qualify.schedule import kubernetes
 from qualify.schedule.cells import Cell, parse_cell, parse_overhead, plan_cells
 from qualify.schedule.record import (

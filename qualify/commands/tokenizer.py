@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from qualify.errors import UsageError, error_line
+from qualify.errors import UsageError
+from qualify.publish.errorline import error_line
 from qualify.tokenizer.checks import Check
 from qualify.verdict import EXIT_FAILED, EXIT_PASSED, EXIT_USAGE
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from rich.console import Console
 
 from qualify.commands.publish import in_ci, terminal_text
-from qualify.errors import error_line
 from qualify.publish.bundle import learn_from_run
+from qualify.publish.errorline import error_line
 from qualify.publish.sanitize import Identities, Sanitizer
 from qualify.publish.scan import TERMINAL, describe, final_scan
 from qualify.triage import Sources

@@ -16,9 +16,10 @@ from typing import Any, TextIO
 
 from harness import contract
 from qualify.atomic import write_json_atomic
-from qualify.errors import UsageError, error_line
+from qualify.errors import UsageError
 from qualify.experiment.record import AbRecord, find_records, read_record, write_pages
 from qualify.plan.output import check_output_dir
+from qualify.publish.errorline import error_line
 
 MERGED_JSON = "ab-merged.json"
 SAME_EXPERIMENT = ("family", "head", "arms", "common", "levels", "coupled", "metrics_asked")
