@@ -513,7 +513,7 @@ def test_json_input_nested_deeper_than_the_decoder_goes_is_bad_input(tmp_path: P
         assert expected in message and "\n" not in message, message
 
 
-TOKEN = "ghp_" + "Zq7Xw2Er5Ty8Ui1Op4As6Df9Gh3Jk0Lz2Xc5V"
+TOKEN = "ghp_" + "Zq7Xw2Er5Ty8Ui1Op4As6Df9Gh3Jk0Lz2Xc5"
 PASSWORD = "Corr3ct-Horse-Battery-71"
 
 
@@ -542,3 +542,4 @@ def test_a_secret_in_a_bad_value_is_not_echoed(
     assert len(lines) == 1 and "error:" in lines[0], done.stderr
     assert secret not in done.stderr + done.stdout
     assert marker in lines[0]
+    assert secret[-6:] not in lines[0]  # the whole value, not a prefix of it
