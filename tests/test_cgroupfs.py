@@ -251,6 +251,7 @@ def test_the_primer_moves_nothing_and_stops_when_told(
         return write(fd, data)
 
     monkeypatch.setattr(prime.os, "write", counted)
+    prime.stop()  # one an earlier command line of this process may have left
     prime.start(layout.memory_dir)
     (thread,) = prime._thread
     prime.start(layout.memory_dir)  # one at a time

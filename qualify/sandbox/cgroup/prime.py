@@ -41,9 +41,10 @@ def start_here() -> None:
 
 def start(own_cgroup: Path) -> None:
     """Keep the migration path ready, moving this process into ``own_cgroup`` (the directory
-    of the cgroup it is in) until ``stop``; a second call before ``stop`` does nothing."""
-    if _thread:
+    of the cgroup it is in) until ``stop``; a call while a thread still runs does nothing."""
+    if any(thread.is_alive() for thread in _thread):
         return
+    _thread.clear()
     _stop.clear()
     thread = threading.Thread(
         target=_work, args=(own_cgroup / "cgroup.procs",), name="qualify-prime", daemon=True
