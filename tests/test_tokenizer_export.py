@@ -244,6 +244,32 @@ def test_unknown_family_and_client_are_usage_errors(
     assert "not a tokenizer export" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        (contract.TOKENIZER_AUDIT, '{"files": ', "not valid JSON (JSONDecodeError)"),
+        (export.EXPECTED_FILE, "\udcff", "not valid JSON"),
+        (export.EXPECTED_FILE, "[" * 100_000 + "]" * 100_000, "not valid JSON (RecursionError)"),
+        (export.EXPECTED_FILE, "[1, 2]", "not a JSON object"),
+        (export.EXPECTED_FILE, '{"record": {}}', "no record and probes in it"),
+        (export.EXPECTED_FILE, '{"record": {}, "probes": {"texts": []}}', "the probes have no"),
+    ],
+)
+def test_a_damaged_export_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, expected: str
+) -> None:
+    """An export directory whose files were cut, edited or replaced: exit 2 and one line
+    naming the file, before any client is installed (it was a traceback)."""
+    for file in (contract.TOKENIZER_AUDIT, export.EXPECTED_FILE):
+        (tmp_path / file).write_text('{"record": {}, "probes": {}}')
+    (tmp_path / name).write_text(text, encoding="utf-8", errors="surrogateescape")
+    code = main(["tokenizer", "verify", str(tmp_path), "--client", "transformers==4.57.1"])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert f"{tmp_path / name}: {expected}" in err, err
+
+
 # --- the real client: AIPerf pip-installed into its own venv (cached across runs)
 
 

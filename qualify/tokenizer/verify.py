@@ -64,9 +64,29 @@ def load_export(directory: Path) -> tuple[dict[str, Any], dict[str, Any]]:
             f"{directory}: not a tokenizer export (no {contract.TOKENIZER_AUDIT} and "
             f"{EXPECTED_FILE}; make one with `qualify tokenizer export`)"
         )
-    audit = json.loads(audit_path.read_text(encoding="utf-8"))
-    expected = json.loads(expected_path.read_text(encoding="utf-8"))
+    audit, expected = _object(audit_path), _object(expected_path)
+    record, probes = expected.get("record"), expected.get("probes")
+    if not isinstance(record, dict) or not isinstance(probes, dict):
+        raise UsageError(f"{expected_path}: no record and probes in it; {_MAKE_AGAIN}")
+    try:
+        Probes.from_dict(probes)
+    except KeyError as exc:
+        raise UsageError(f"{expected_path}: the probes have no {exc}; {_MAKE_AGAIN}") from None
     return audit, expected
+
+
+_MAKE_AGAIN = "make the export again with `qualify tokenizer export`"
+
+
+def _object(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``; UsageError naming the file when it holds none."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:  # (RecursionError: nested too deep)
+        raise UsageError(f"{path}: not valid JSON ({type(exc).__name__}); {_MAKE_AGAIN}") from None
+    if not isinstance(document, dict):
+        raise UsageError(f"{path}: not a JSON object; {_MAKE_AGAIN}")
+    return document
 
 
 def verify_export(directory: Path, client: Client, python: Path) -> VerifyResult:
