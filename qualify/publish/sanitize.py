@@ -299,17 +299,16 @@ _INTERNAL_V4 = [
 _INTERNAL_V6 = [ipaddress.ip_network(net) for net in ("fc00::/7", "fe80::/10")]
 
 
-_FQDN: dict[tuple[str, Callable[[], str]], str] = {}
+_FQDN: dict[str, str] = {}
 
 
 def fully_qualified(hostname: str) -> str:
-    """``socket.getfqdn()`` for this machine's ``hostname``, looked up once per process: the
-    lookup goes to the resolver (milliseconds; seconds where DNS is slow), so ``qualify run``
-    makes it while the E2E runs."""
-    key = (hostname, socket.getfqdn)
-    if key not in _FQDN:
-        _FQDN[key] = socket.getfqdn()
-    return _FQDN[key]
+    """``socket.getfqdn()`` for this machine's ``hostname``, looked up once per process and
+    name: the lookup goes to the resolver (milliseconds; seconds where DNS is slow), so
+    ``qualify run`` makes it while the E2E runs."""
+    if hostname not in _FQDN:
+        _FQDN[hostname] = socket.getfqdn()
+    return _FQDN[hostname]
 
 
 @dataclasses.dataclass(frozen=True)
