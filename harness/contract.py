@@ -154,6 +154,12 @@ def encode_line(record: dict[str, Any]) -> bytes:
     return (_ENCODER[0].encode(record) + "\n").encode()
 
 
+_STAMP = ',"t":%.6f,"mono":%.6f,"pid":%d}\n'
+"""The end of a test line: its times to the microsecond. The shortest round-trip ``repr`` of a
+float, which the generic encoder writes, costs twice as many instructions as this fixed format
+(about 8,000 per time); the plugin writes nine times a test."""
+
+
 def encode_test_start(
     when: str,
     nodeid: str,
@@ -161,16 +167,15 @@ def encode_test_start(
     location: tuple[str, int | None] | None = None,
 ) -> bytes:
     """``encode_line`` of a TEST_PHASE start (``file`` and ``line`` from ``location``, then
-    ``t``, ``mono`` and ``pid`` from ``stamp``), the same bytes built in a third of the time:
-    a suite writes three of them per test."""
+    ``t``, ``mono`` and ``pid`` from ``stamp``, the times rounded to the microsecond), built in
+    a fraction of the time: a suite writes three of them per test."""
     where = ""
     if location is not None:
         line = "null" if location[1] is None else int(location[1])
         where = f',"file":{_json_str(location[0])},"line":{line}'
     return (
         f'{{"event":"{TEST_PHASE}","state":"{TEST_START}","when":{_json_str(when)},'
-        f'"nodeid":{_json_str(nodeid)}{where},"t":{stamp[0]!r},"mono":{stamp[1]!r},'
-        f'"pid":{int(stamp[2])}}}\n'
+        f'"nodeid":{_json_str(nodeid)}{where}' + _STAMP % stamp
     ).encode()
 
 
@@ -178,12 +183,12 @@ def encode_test_end(
     when: str, nodeid: str, outcome: str, duration: float, stamp: tuple[float, float, int]
 ) -> bytes:
     """``encode_line`` of a TEST_PHASE end without ``longrepr`` (a test that passed), built
-    like ``encode_test_start``: most tests of a suite end with one."""
+    like ``encode_test_start`` (``duration`` to the microsecond too): most tests of a suite
+    end with one."""
     return (
         f'{{"event":"{TEST_PHASE}","state":"{TEST_END}","when":{_json_str(when)},'
         f'"nodeid":{_json_str(nodeid)},"outcome":{_json_str(outcome)},'
-        f'"duration":{float(duration)!r},"t":{stamp[0]!r},"mono":{stamp[1]!r},'
-        f'"pid":{int(stamp[2])}}}\n'
+        '"duration":%.6f' % duration + _STAMP % stamp
     ).encode()
 
 

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -143,9 +144,8 @@ def test_test_start_lines_are_those_of_the_generic_encoder(
     if location is not None:
         record.update(file=location[0], line=location[1])
     record.update(t=stamp[0], mono=stamp[1], pid=stamp[2])
-    assert contract.encode_test_start("call", nodeid, stamp, location) == contract.encode_line(
-        record
-    )
+    line = contract.encode_test_start("call", nodeid, stamp, location)
+    _same_but_times_to_the_microsecond(line, record)
 
 
 @pytest.mark.parametrize("outcome", ["passed", "failed"])
@@ -164,7 +164,21 @@ def test_test_end_lines_are_those_of_the_generic_encoder(outcome: str) -> None:
         "pid": stamp[2],
     }
     line = contract.encode_test_end("teardown", nodeid, outcome, 0.000123, stamp)
-    assert line == contract.encode_line(record)
+    _same_but_times_to_the_microsecond(line, record)
+
+
+def _same_but_times_to_the_microsecond(line: bytes, record: dict[str, Any]) -> None:
+    """``line`` is ``encode_line(record)``, byte for byte, but for its times: written to the
+    microsecond (``1796055357.799167``), where the generic encoder writes a float's shortest
+    round trip (``1796055357.7991667``)."""
+    timed = {"t", "mono", "duration"} & set(record)
+    expected = contract.encode_line({k: f"@{k}@" if k in timed else v for k, v in record.items()})
+    for key in timed:
+        expected = expected.replace(f'"@{key}@"'.encode(), b"%.6f" % record[key])
+    assert line == expected
+    decoded = json.loads(line)
+    for key in timed:
+        assert abs(decoded[key] - record[key]) <= 5e-7, key
 
 
 def test_a_forked_child_stamps_its_own_pid(tmp_path: Path) -> None:
