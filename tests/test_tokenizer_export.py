@@ -270,6 +270,39 @@ def test_a_damaged_export_is_bad_input(
     assert f"{tmp_path / name}: {expected}" in err, err
 
 
+def _first_probe(record: dict[str, Any]) -> dict[str, Any]:
+    return record["probes"][0]  # type: ignore[no-any-return]
+
+
+RECORD_DAMAGE: dict[str, Callable[[dict[str, Any]], object]] = {
+    "a probe without its decoded text": lambda r: _first_probe(r).pop("decoded"),
+    "the vocabulary as a list": lambda r: r.update(vocab=sorted(r["vocab"])),
+    "no chats": lambda r: r.pop("chats"),
+    "an added token without content": lambda r: r.update(added_tokens=[{"id": 1}]),
+    "the pipeline as a string": lambda r: r.update(pipeline="ByteLevel"),
+}
+
+
+@pytest.mark.parametrize("damage", list(RECORD_DAMAGE))
+def test_a_record_damaged_deep_inside_is_bad_input(
+    damage: str, exports: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The expected record is valid JSON with a record and probes, but a field the checks read
+    is gone or of another type: exit 2 and one line naming the file (it was a KeyError's
+    traceback once the client was installed and had run)."""
+    directory = tmp_path / "export"
+    shutil.copytree(exports["tiny"], directory)
+    path = directory / export.EXPECTED_FILE
+    expected = json.loads(path.read_text(encoding="utf-8"))
+    RECORD_DAMAGE[damage](expected["record"])
+    path.write_text(json.dumps(expected), encoding="utf-8")
+    code = main(["tokenizer", "verify", str(directory), "--client", "transformers==4.57.1"])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert f"{path}: the record is not as an export writes it (" in err, err
+
+
 # --- the real client: AIPerf pip-installed into its own venv (cached across runs)
 
 

@@ -69,9 +69,16 @@ def load_export(directory: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     if not isinstance(record, dict) or not isinstance(probes, dict):
         raise UsageError(f"{expected_path}: no record and probes in it; {_MAKE_AGAIN}")
     try:
-        Probes.from_dict(probes)
+        probe_set = Probes.from_dict(probes)
     except KeyError as exc:
         raise UsageError(f"{expected_path}: the probes have no {exc}; {_MAKE_AGAIN}") from None
+    try:  # the record against itself: every field a check reads, read as the checks read it
+        checks.compare(record, record, probe_set)
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+        what = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        raise UsageError(
+            f"{expected_path}: the record is not as an export writes it ({what}); {_MAKE_AGAIN}"
+        ) from None
     return audit, expected
 
 
