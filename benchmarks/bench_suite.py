@@ -12,11 +12,14 @@ share of one core; then the same for a one-test E2E, whose difference in seconds
 fixed cost per run; then the monitor's CPU during a fork storm against the pids limit; then
 the CPU time a Python process of the E2E pays for the harness's start-up (``python -c pass``,
 bare and in a run's environment). Targets: suite median wall ratio at most 1.05, fixed cost
-at most 0.15 s. Nothing is asserted: the figures are printed.
+at most 0.15 s. Nothing is asserted: the figures are printed. `--only instructions` (a few
+minutes, needs valgrind) counts the instructions of one module's run instead: bare, with
+`--junitxml` and under qualify, figures that the machine's other users do not move.
 
     .venv/bin/python benchmarks/bench_suite.py [--rounds 5] [--fixed-rounds 10]
         [--storm-runs 3] [--startup-rounds 40] [--venv DIR]
-        [--only suite|fixed|storm|startup] [--from wheel|checkout] [--baseline REF]
+        [--only suite|fixed|storm|startup|instructions] [--from wheel|checkout]
+        [--baseline REF]
 
 qualify runs as the GitHub Action installs it: this tree `pip install`ed (a wheel, compiled at
 install) into a venv of its own beside the suite's, rebuilt from the tree at every start;
@@ -56,6 +59,9 @@ MODULES = tuple(
         "test_index_tricks",
     )
 )
+COUNTED = "numpy.lib.tests.test_arraypad"
+"""The module whose instructions ``--only instructions`` counts (617 tests of 1.4 ms: the
+suite's six modules under callgrind would take ten minutes an arm)."""
 ONE_TEST = "def test_one():\n    pass\n"
 STORM = """
 import subprocess, sys, time
@@ -97,12 +103,14 @@ def versions(python: Path) -> str:
 
 
 def make_repo(directory: Path, python: Path) -> dict[str, list[str]]:
-    """A git repository with three families (the suite, one test, a fork storm); returns the
-    pytest families' commands (their bare argv)."""
+    """A git repository with four families (the suite, one test, the counted module, a fork
+    storm); returns the pytest families' commands (their bare argv)."""
     commands = {
         "suite": [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs",
                   *MODULES],
         "one": [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_one.py"],
+        "counted": [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs",
+                    COUNTED],
     }  # fmt: skip
     for name, command in commands.items():
         family = directory / "families" / name
@@ -355,6 +363,116 @@ def storm(args: argparse.Namespace, repo: Path, out: Path) -> None:
     print(f"  monitor cpu    {spread(shares, '.2f')} % of one core (target < 1%)")
 
 
+def callgrind(argv: Sequence[str], cwd: Path, env: dict[str, str], out: Path) -> dict[str, int]:
+    """``argv`` and every process it starts run under callgrind: the instructions each
+    executed, by the command line of its last image (an ``exec`` replaces the file of the
+    image before it, so the launch shim's ``sh`` is counted as the E2E it becomes)."""
+    out.mkdir()
+    vg = ["valgrind", "--tool=callgrind", "--trace-children=yes",
+          f"--callgrind-out-file={out}/cg.%p"]  # fmt: skip
+    completed = subprocess.run(
+        [*vg, *argv], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+    if completed.returncode not in (0, 1):
+        raise SystemExit(f"{argv[:4]} under callgrind failed ({completed.returncode}):\n"
+                         f"{completed.stderr[-2000:]}")  # fmt: skip
+    counts: dict[str, int] = {}
+    for path in sorted(out.glob("cg.*")):
+        cmd, total = "", 0
+        for line in path.read_text(errors="replace").splitlines():
+            if line.startswith("cmd:"):
+                cmd = line[4:].strip()
+            elif line.startswith("summary:"):
+                total = int(line.split()[1])
+        counts[f"{cmd} [{path.suffix[1:]}]"] = total
+    return counts
+
+
+def instructions(args: argparse.Namespace, command: list[str], repo: Path, out: Path) -> None:
+    """The instructions each arm executes, counted by callgrind: the same for every run of the
+    same code and data (``PYTHONHASHSEED=0``), where the wall and CPU times of this shared
+    machine vary by a tenth between rounds. Arms: bare pytest, bare pytest with
+    ``--junitxml``, and ``qualify run`` of the same module (its E2E, qualify's own process,
+    and the helpers it starts: git, the watchdog), with ``--baseline``'s qualify as one more.
+    The E2E's count is a cost per test; qualify's own is not of the same kind, as its monitor
+    samples by the clock and valgrind makes the E2E some 50 times slower. Counts are not
+    exactly repeatable: the same arm twice differs by a few tenths of a percent (the module's
+    own randomness, the interpreter's memory layout), hence rounds."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit(
+            "--only instructions: valgrind not found (Debian: apt-get install valgrind)"
+        )
+    family = repo / "families" / "counted"
+    env = dict(bare_env(), PYTHONHASHSEED="0")
+    scratch = out.parent / "callgrind"
+    scratch.mkdir(exist_ok=True)
+    bare(command, family)  # the page cache, numpy's bytecode
+    junit = [*command, f"--junitxml={out.parent / 'counted-junit.xml'}"]
+    installs = {"qualify": QUALIFY}
+    if BASELINE:
+        installs[f"qualify at {args.baseline}"] = BASELINE
+
+    def pytest_arm(argv: list[str]) -> Callable[[int], dict[str, int]]:
+        return lambda n: {"e2e": sum(callgrind(argv, family, env, scratch / f"{n}").values())}
+
+    def qualify_arm(name: str, qualify: Sequence[str]) -> Callable[[int], dict[str, int]]:
+        python = str(Path(qualify[0]).with_name("python"))
+        argv = [python, "-m", "qualify", "run", "--family", "counted", "--repo", str(repo),
+                "--mem", args.mem, "--out", str(out)]  # fmt: skip
+
+        def arm(n: int) -> dict[str, int]:
+            counts = callgrind(argv, out.parent, env, scratch / f"{n}")
+            own = {k: v for k, v in counts.items() if "-m qualify run" in k}
+            e2e = {k: v for k, v in counts.items() if "-m pytest" in k and k not in own}
+            rest = {k: v for k, v in counts.items() if k not in own and k not in e2e}
+            if len(own) != 1 or len(e2e) != 1:
+                raise SystemExit(f"{name}: expected one qualify and one E2E process: {counts}")
+            return {"e2e": sum(e2e.values()), "own": sum(own.values()),
+                    "rest": sum(rest.values()), "helpers": len(rest)}  # fmt: skip
+
+        return arm
+
+    arms = {"bare": pytest_arm(command), "junitxml": pytest_arm(junit)}
+    arms.update({name: qualify_arm(name, qualify) for name, qualify in installs.items()})
+    names = list(arms)
+    runs: dict[str, list[dict[str, int]]] = {name: [] for name in names}
+    for index in range(args.count_rounds):
+        for name in names[index % len(names) :] + names[: index % len(names)]:
+            runs[name].append(arms[name](len(list(scratch.iterdir()))))
+        row = " | ".join(f"{name} {runs[name][-1]['e2e'] / 1e6:.1f} M" for name in names)
+        print(f"  round {index + 1}: {row}", file=sys.stderr)
+    tests = _tests_in(out.parent / "counted-junit.xml")
+
+    def median(name: str, part: str = "e2e") -> float:
+        return statistics.median(run[part] for run in runs[name])
+
+    def millions(name: str, part: str = "e2e") -> str:
+        return spread([run[part] / 1e6 for run in runs[name]], ".1f")
+
+    base, floor = median("bare"), median("junitxml")
+    print(f"instructions (callgrind, {COUNTED}, {tests} tests, PYTHONHASHSEED=0), "
+          f"{args.count_rounds} rounds, millions, min / median / max:")  # fmt: skip
+    print(f"  bare pytest        {millions('bare')}")
+    added = f"{(floor - base) / tests / 1e3:+.1f} k a test"
+    print(f"  with --junitxml    {millions('junitxml')}  ({floor / base:.4f} x bare; {added})")
+    for name in installs:
+        e2e = median(name)
+        over = f"{(e2e - floor) / tests / 1e3:+.1f} k a test over it"
+        print(f"  {name}:")
+        print(f"    the E2E          {millions(name)}  ({e2e / base:.4f} x bare, "
+              f"{e2e / floor:.4f} x with --junitxml; {over})")  # fmt: skip
+        print(f"    qualify itself   {millions(name, 'own')}  (its monitor stretched by valgrind)")
+        helpers = runs[name][0]["helpers"]
+        print(f"    {helpers} helpers        {millions(name, 'rest')}  (git, the watchdog)")
+    print("  (ratios and k a test: of the medians)")
+
+
+def _tests_in(junit: Path) -> int:
+    import xml.etree.ElementTree as ET
+
+    return sum(1 for _ in ET.parse(junit).getroot().iter("testcase"))
+
+
 STAGE = (
     "import sys; from pathlib import Path; from qualify.run.execute import stage_harness; "
     "print(stage_harness(Path(sys.argv[1])).parent)"
@@ -412,7 +530,15 @@ def main() -> int:
     parser.add_argument("--venv", type=Path, default=None, help="the suite's venv (cached)")
     parser.add_argument("--mem", default="2G")
     parser.add_argument("--startup-rounds", type=int, default=40, help="python -c pass rounds")
-    parser.add_argument("--only", choices=("suite", "fixed", "storm", "startup"), default=None)
+    parser.add_argument(
+        "--count-rounds", type=int, default=3, help="instruction-count rounds (default 3)"
+    )
+    parser.add_argument(
+        "--only",
+        choices=("suite", "fixed", "storm", "startup", "instructions"),
+        default=None,
+        help="one part; instructions (callgrind, a few minutes) runs only when named",
+    )
     parser.add_argument(
         "--baseline",
         metavar="REF",
@@ -459,6 +585,8 @@ def main() -> int:
             storm(args, repo, out)
         if args.only in (None, "startup") and args.source == "wheel":
             startup(args, python, Path(scratch))
+        if args.only == "instructions":
+            instructions(args, commands["counted"], repo, out)
     return 0
 
 

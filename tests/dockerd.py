@@ -13,12 +13,10 @@ and pytest as the suite.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import shutil
 import socket
 import subprocess
-import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -109,29 +107,17 @@ def engine() -> Iterator[str]:
             process.wait()
 
 
-def _rootfs_tar() -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        # sbin is a real directory: the engine mounts docker-init at /sbin/docker-init.
-        for directory in ("usr", "sbin", "tmp", "proc", "sys", "dev", "etc"):
-            info = tarfile.TarInfo(directory)
-            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if directory == "tmp" else 0o755
-            tar.addfile(info)
-        for link in ("bin", "lib", "lib64"):
-            info = tarfile.TarInfo(link)
-            info.type, info.linkname = tarfile.SYMTYPE, f"usr/{link}"
-            tar.addfile(info)
-    return buffer.getvalue()
-
-
 def build_image(host: str) -> str:
-    """Import the empty test image (idempotent); returns its name."""
+    """Import the empty test image (idempotent), the root filesystem of qualify's own
+    host-Python image; returns its name."""
     import docker
+
+    from qualify.sandbox.docker.image import host_python_rootfs
 
     client: Any = docker.DockerClient(base_url=host, timeout=60)
     try:
         repository, tag = IMAGE.split(":")
-        client.api.import_image_from_data(_rootfs_tar(), repository=repository, tag=tag)
+        client.api.import_image_from_data(host_python_rootfs(), repository=repository, tag=tag)
     finally:
         client.close()
     return IMAGE
