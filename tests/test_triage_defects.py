@@ -37,7 +37,7 @@ def every_artifact() -> list[Path]:
         CORPUS,
         *(SAMPLES / d for d in ("cuda_oom", "ci_console", "kernel_oom", "tensorrt_oom")),
     ]
-    dirs.append(SAMPLES / "pytest_crash")
+    dirs += [SAMPLES / "pytest_crash", SAMPLES / "pytest_summary"]
     return sorted(p for d in dirs for p in d.glob("*.txt"))
 
 
@@ -126,14 +126,14 @@ def test_every_stated_comparison_holds(path: Path) -> None:
 # ---- an OOM that was handled is not the cause of death
 
 
-def run_pytest(tmp_path: Path, body: str) -> tuple[Path, Path]:
+def run_pytest(tmp_path: Path, body: str, *options: str) -> tuple[Path, Path]:
     """A real pytest run of one test: (console log, JUnit XML)."""
     test = tmp_path / "test_handled.py"
     test.write_text(body)
     junit = tmp_path / "junit.xml"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-s", "-p", "no:cacheprovider", "-o", "addopts=",
-         f"--junitxml={junit}", str(test)],
+         f"--junitxml={junit}", *options, str(test)],
         cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     log = tmp_path / "console.log"
@@ -168,6 +168,46 @@ def test_oom_followed_by_a_passing_summary_is_handled(tmp_path: Path) -> None:
     cut = tmp_path / "cut.log"
     cut.write_text(text[: text.rindex("=" * 5, 0, text.index(" passed in"))])
     assert triage(Sources(paths=(cut,))).triage_class.name.startswith("CUDA_OOM")
+
+
+@pytest.mark.parametrize("color", ["no", "yes"])
+def test_oom_followed_by_a_quiet_passing_summary_is_handled(tmp_path: Path, color: str) -> None:
+    """The same under ``pytest -q``, whose summary is one line without ``=`` rules (and, with
+    ``--color=yes``, with the colour codes between its words): it was not read, so the OOM
+    the test caught was taken for what ended the run."""
+    sample = one(CUDA, "torch2.2plus")
+    log, _ = run_pytest(tmp_path, CAUGHT.format(sample=str(sample)), "-q", f"--color={color}")
+    text = log.read_text()
+    last = text.rstrip().splitlines()[-1]
+    assert "=" not in last and "1 passed" in last and "CUDA out of memory" in text
+    assert ("\x1b[" in last) == (color == "yes")
+    result = triage(Sources(paths=(log,)))
+    assert result.triage_class is TriageClass.PASSED
+    (handled,) = [f for f in result.findings if "handled" in f.title]
+    assert handled.evidence[0].kind == "cuda_oom"
+    cut = tmp_path / "cut.log"
+    cut.write_text(text[: text.rindex(last)])
+    assert triage(Sources(paths=(cut,))).triage_class.name.startswith("CUDA_OOM")
+
+
+FAILS_AFTER = """
+from pathlib import Path
+
+def test_oom_then_a_failure():
+    print(Path({sample!r}).read_text())
+    assert False, "the retry failed too"
+"""
+
+
+@pytest.mark.parametrize("color", ["no", "yes"])
+def test_a_quiet_failing_summary_counts_the_failure(tmp_path: Path, color: str) -> None:
+    """``pytest -q`` with a test that failed after the OOM: the summary names the failure and
+    the OOM stays the cause."""
+    sample = one(CUDA, "torch2.2plus")
+    log, _ = run_pytest(tmp_path, FAILS_AFTER.format(sample=str(sample)), "-q", f"--color={color}")
+    summaries = scan_log(log).of_kind("pytest_summary")
+    assert [s.signal.fields["summary"] for s in summaries] == ["1 failed"]
+    assert triage(Sources(paths=(log,))).triage_class.name.startswith("CUDA_OOM")
 
 
 @pytest.mark.parametrize(
@@ -240,7 +280,8 @@ def test_cgroup_oom_without_figures_still_gets_a_remedy() -> None:
 @pytest.mark.parametrize(
     ("directory", "kind"),
     [("kernel_oom", "kernel"), ("docker_inspect", "inspect"), ("ci_console", "log"),
-     ("cuda_oom", "log"), ("tensorrt_oom", "log"), ("pytest_crash", "log")],
+     ("cuda_oom", "log"), ("tensorrt_oom", "log"), ("pytest_crash", "log"),
+     ("pytest_summary", "log")],
 )  # fmt: skip
 def test_kind_is_detected_from_the_content(directory: str, kind: str) -> None:
     for path in (SAMPLES / directory).glob("*.txt"):

@@ -221,6 +221,26 @@ def test_pytest_crash(row: tuple[Any, ...]) -> None:
     assert any("worker died" in m for m in result.missing)
 
 
+# file prefix, signal kind, the summary's counts
+SUMMARY_TABLE: list[tuple[str, str, str]] = [
+    ("quiet-failed-errors", "pytest_summary", "841 failed, 8423 passed, 968 skipped, 16 errors"),
+    ("rule-one-equals-rerun", "pytest_summary",
+     "2 failed, 2424 passed, 149 skipped, 14 xfailed, 16 rerun"),
+]  # fmt: skip
+
+
+def test_pytest_summary_table_covers_every_sample() -> None:
+    covered("pytest_summary", SUMMARY_TABLE)
+
+
+@pytest.mark.parametrize("row", SUMMARY_TABLE, ids=[row[0] for row in SUMMARY_TABLE])
+def test_pytest_summary(row: tuple[str, str, str]) -> None:
+    """The summary line, with ``=`` rules or alone (``-q``), gives the counts."""
+    prefix, kind, counts = row
+    found = scan_log(sample("pytest_summary", prefix)).of_kind("pytest_summary", "pytest_passed")
+    assert [(s.signal.kind, s.signal.fields["summary"]) for s in found] == [(kind, counts)]
+
+
 def test_crashed_worker_with_a_kernel_report_is_the_oom() -> None:
     result = triage(
         Sources(

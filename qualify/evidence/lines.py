@@ -34,8 +34,9 @@ formats are those of the real captures in tests/data/samples/ and tests/data/tri
   terminated program cc1plus", a shell's "Segmentation fault" / "Aborted (core dumped)".
 - pytest and pytest-xdist: "FAILED nodeid" and "FAILED [0.09s] nodeid" (pytest 8.4 durations),
   "E   AssertionError" and "path.py:5: AssertionError" blocks, the final summary (failed or all
-  passed), "worker 'gw0' crashed while running 'nodeid'", "[gw0] node down: ...", "replacing
-  crashed worker gw0"; pytest-timeout's "+++ Timeout +++", "Failed: Timeout >N s" (not when it is
+  passed; between ``=`` rules, or alone on its line under ``-q``; coloured or not), "worker
+  'gw0' crashed while running 'nodeid'", "[gw0] node down: ...", "replacing crashed worker
+  gw0"; pytest-timeout's "+++ Timeout +++", "Failed: Timeout >N s" (not when it is
   quoted inside an assertion's pattern) and its "~~~ Stack of MainThread (N) ~~~" dump.
 - GPU engines: ``qualify.evidence.gpu_lines``.
 """
@@ -94,6 +95,18 @@ _REPLACING = re.compile(r"[Rr]eplacing crashed worker (gw\d+)")
 _FAILED_TEST = re.compile(r"(?:^|[\s*])FAILED (?:\[[\d.]+m?s\] )?(\S+::\S+)")
 _SUMMARY = re.compile(r"=+ (.*?\b(\d+) (failed|errors?)\b.*?) in [\d.]+s")
 _PASSED_SUMMARY = re.compile(r"=+ ((?:\d+ \w+(?:, )?)*?\b\d+ passed\b.*?) in [\d.]+s")
+_COUNT = (
+    r"\d+ (?:failed|passed|skipped|deselected|xfailed|xpassed|warnings?|errors?|rerun"
+    r"|subtests (?:passed|failed|skipped|xfailed|xpassed))"
+)
+_QUIET_SUMMARY = re.compile(
+    rf"^(?:[\dT:.,+Z-]+ )?({_COUNT}(?:, {_COUNT})*) in [\d.]+s(?: \(\d+:\d\d:\d\d\))?\s*$"
+)
+"""pytest's last line under ``-q``: the counts and the time, without the ``=`` rules around
+(``841 failed, 8423 passed, 968 skipped, 16 errors in 1215.52s (0:20:15)``), alone on its
+line after an optional CI timestamp."""
+_FAILED_COUNT = re.compile(r"\b(\d+) (?:failed|errors?)\b")
+_ANSI = re.compile(r"\x1b\[[\d;]*m")
 _E_LINE = re.compile(r"^(?:\S+Z )?E {3,}(\w[\w.]*(?:Error|Exception)\b.*|assert\b.*)")
 _E_LOCATION = re.compile(r"^\S+\.py:\d+: (\w+(?:Error|Exception))$")
 _SLURM_CANCEL = re.compile(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+.* \*\*\*")
@@ -272,15 +285,32 @@ def parse_pytest_line(line: str, low: str | None = None) -> LineSignal | None:
         return LineSignal("xdist_node_down", {"worker": match.group(1), "why": "replaced"})
     if "FAILED " in line and (match := _FAILED_TEST.search(line)):
         return LineSignal("test_failed", {"nodeid": match.group(1)})
-    summary = _SUMMARY.search(line) if (" failed" in low or " error" in low) else None
+    plain = _ANSI.sub("", line) if "\x1b" in line else line  # (--color=yes)
+    summary = _SUMMARY.search(plain) if (" failed" in low or " error" in low) else None
     if summary is not None and int(summary.group(2)) > 0:
         return LineSignal("pytest_summary", {"summary": summary.group(1)})
-    if " passed" in low and (match := _PASSED_SUMMARY.search(line)):
+    if " passed" in low and (match := _PASSED_SUMMARY.search(plain)):
         return LineSignal("pytest_passed", {"summary": match.group(1)})
+    if " in " in plain and (quiet := _quiet_summary(plain)) is not None:
+        return quiet
     if "E   " in line and (match := _E_LINE.search(line)):
         return LineSignal("test_error_line", {"text": match.group(1).strip()})
     if "error" in low and ".py:" in line and (match := _E_LOCATION.match(line.strip())):
         return LineSignal("test_error_line", {"text": match.group(1)})
+    return None
+
+
+def _quiet_summary(line: str) -> LineSignal | None:
+    """``pytest -q``'s summary line: failures when it counts any, else a pass when it counts
+    passed tests."""
+    match = _QUIET_SUMMARY.match(line.strip())
+    if match is None:
+        return None
+    counts = match.group(1)
+    if any(int(n) > 0 for n in _FAILED_COUNT.findall(counts)):
+        return LineSignal("pytest_summary", {"summary": counts})
+    if " passed" in counts:
+        return LineSignal("pytest_passed", {"summary": counts})
     return None
 
 

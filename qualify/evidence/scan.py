@@ -71,7 +71,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     b"fa": (b"fail", b"fault"),  # FAILED, Failed: Timeout, *_ALLOC_FAILED; Segmentation fault
     b"error": (b"error",),  # XError:, E-lines, "1 error in", "] Error 137", Error Code N
     b"time": (b"timeout +", b"time limit"),  # pytest-timeout banner, Slurm DUE TO TIME LIMIT
-    b" passed": (b" passed in", b" passed,"),  # a pytest summary
+    b" passed": (b" passed in", b" passed,", b" passed\x1b"),  # a pytest summary (coloured)
     b"e   ": (b"e   ",),  # pytest's "E   " lines
     b"oom": (b"oom",),  # OOMKilled, oom-kill, docker "container oom", systemd-oomd
     b"canceled": (b"canceled",),  # "The operation was canceled."
