@@ -412,16 +412,16 @@ def instructions(args: argparse.Namespace, command: list[str], repo: Path, out: 
     if BASELINE:
         installs[f"qualify at {args.baseline}"] = BASELINE
 
-    def pytest_arm(argv: list[str]) -> Callable[[int], dict[str, int]]:
-        return lambda n: {"e2e": sum(callgrind(argv, family, env, scratch / f"{n}").values())}
+    def pytest_arm(argv: list[str]) -> Callable[[Path], dict[str, int]]:
+        return lambda where: {"e2e": sum(callgrind(argv, family, env, where).values())}
 
-    def qualify_arm(name: str, qualify: Sequence[str]) -> Callable[[int], dict[str, int]]:
+    def qualify_arm(name: str, qualify: Sequence[str]) -> Callable[[Path], dict[str, int]]:
         python = str(Path(qualify[0]).with_name("python"))
         argv = [python, "-m", "qualify", "run", "--family", "counted", "--repo", str(repo),
                 "--mem", args.mem, "--out", str(out)]  # fmt: skip
 
-        def arm(n: int) -> dict[str, int]:
-            counts = callgrind(argv, out.parent, env, scratch / f"{n}")
+        def arm(where: Path) -> dict[str, int]:
+            counts = callgrind(argv, out.parent, env, where)
             own = {k: v for k, v in counts.items() if "-m qualify run" in k}
             e2e = {k: v for k, v in counts.items() if "-m pytest" in k and k not in own}
             rest = {k: v for k, v in counts.items() if k not in own and k not in e2e}
@@ -438,7 +438,8 @@ def instructions(args: argparse.Namespace, command: list[str], repo: Path, out: 
     runs: dict[str, list[dict[str, int]]] = {name: [] for name in names}
     for index in range(args.count_rounds):
         for name in names[index % len(names) :] + names[: index % len(names)]:
-            runs[name].append(arms[name](len(list(scratch.iterdir()))))
+            where = scratch / f"{index + 1}-{name.replace(' ', '-')}"
+            runs[name].append(arms[name](where))
         row = " | ".join(f"{name} {runs[name][-1]['e2e'] / 1e6:.1f} M" for name in names)
         print(f"  round {index + 1}: {row}", file=sys.stderr)
     tests = _tests_in(out.parent / "counted-junit.xml")

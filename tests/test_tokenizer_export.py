@@ -303,6 +303,24 @@ def test_a_record_damaged_deep_inside_is_bad_input(
     assert f"{path}: the record is not as an export writes it (" in err, err
 
 
+@pytest.mark.parametrize("listed", [[], {"tokenizer.json": "0" * 64}, {"tokenizer.json": {}}])
+def test_an_audit_whose_files_are_damaged_is_bad_input(
+    listed: object, exports: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The audit's list of files, which verify hashes, edited into another shape: exit 2 and
+    one line naming the audit (it was a traceback once the client had been installed)."""
+    directory = tmp_path / "export"
+    shutil.copytree(exports["tiny"], directory)
+    path = directory / contract.TOKENIZER_AUDIT
+    audit = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**audit, "files": listed}), encoding="utf-8")
+    code = main(["tokenizer", "verify", str(directory), "--client", "transformers==4.57.1"])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert f"{path}: its files are not as an export lists them" in err, err
+
+
 # --- the real client: AIPerf pip-installed into its own venv (cached across runs)
 
 

@@ -58,7 +58,7 @@ def verify(
 
     try:
         pinned = clientenv.parse_client(client)
-        load_export(export_dir)
+        loaded = load_export(export_dir)
         if python is not None and not python.is_file():
             raise UsageError(f"--python {python}: no such interpreter")
         if python is None and not clientenv.is_ready(pinned):
@@ -67,7 +67,7 @@ def verify(
                 f"{clientenv.venv_dir(pinned)} (first use; takes minutes)\n"
             )
         interpreter = python if python is not None else clientenv.ensure_venv(pinned)
-        result = verify_export(export_dir, pinned, interpreter)
+        result = verify_export(export_dir, pinned, interpreter, loaded)
     except UsageError as exc:
         stderr.write(error_line("qualify tokenizer verify", exc))
         return EXIT_USAGE

@@ -65,6 +65,12 @@ def load_export(directory: Path) -> tuple[dict[str, Any], dict[str, Any]]:
             f"{EXPECTED_FILE}; make one with `qualify tokenizer export`)"
         )
     audit, expected = _object(audit_path), _object(expected_path)
+    listed = audit.get("files", {})
+    if not isinstance(listed, dict) or not all(
+        isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
+        for entry in listed.values()
+    ):
+        raise UsageError(f"{audit_path}: its files are not as an export lists them; {_MAKE_AGAIN}")
     record, probes = expected.get("record"), expected.get("probes")
     if not isinstance(record, dict) or not isinstance(probes, dict):
         raise UsageError(f"{expected_path}: no record and probes in it; {_MAKE_AGAIN}")
@@ -96,9 +102,15 @@ def _object(path: Path) -> dict[str, Any]:
     return document
 
 
-def verify_export(directory: Path, client: Client, python: Path) -> VerifyResult:
-    """Run the checks of ``directory`` with ``python`` (the client's interpreter)."""
-    audit, expected = load_export(directory)
+def verify_export(
+    directory: Path,
+    client: Client,
+    python: Path,
+    loaded: tuple[dict[str, Any], dict[str, Any]] | None = None,
+) -> VerifyResult:
+    """Run the checks of ``directory`` with ``python`` (the client's interpreter); ``loaded``:
+    what ``load_export`` already read of it (read here otherwise)."""
+    audit, expected = loaded or load_export(directory)
     probe_set = Probes.from_dict(expected["probes"])
     file_check = files(directory, audit)
     working = working_environment()
