@@ -37,9 +37,11 @@ import json
 import os
 import resource
 import shutil
+import stat
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -150,6 +152,9 @@ class Measured:
     wall_s: float
     cpu_s: float
     """User + system time of the arm's processes (every process waited for)."""
+    read_mb: float = 0.0
+    """What the arm's processes read from the disk (``ru_inblock``): zero when the page cache
+    held everything, which ``warm`` sees to before each timed run."""
     monitor_cpu_s: float | None = None
     e2e_s: float | None = None
     """Under qualify: the E2E's own wall time (the audit's); the rest is qualify's start and end."""
@@ -158,15 +163,59 @@ class Measured:
 def timed(
     argv: Sequence[str], cwd: Path, env: dict[str, str], codes: Sequence[int] = (0, 1)
 ) -> tuple[Measured, str]:
+    warm()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     completed = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    read_mb = (after.ru_inblock - before.ru_inblock) * 512 / 1e6
     if completed.returncode not in codes:
         raise SystemExit(f"{argv[:4]} failed ({completed.returncode}):\n{completed.stderr}")
-    return Measured(wall, cpu), completed.stdout
+    return Measured(wall, cpu, read_mb), completed.stdout
+
+
+WARM: list[Path] = []
+"""What the timed arms read: the interpreter with its standard library, the suite's venv,
+qualify's venvs, git, the repository. ``warm`` reads all of it before each timed run. On the
+virtual machines this was measured on, a file not read for a minute is paged out (the kernel's
+DAMON reclaim), and the disk behind them reads at a rate that varies: one bare run of the suite
+that read from it took 54 s of wall time for 13 s of CPU, where the next took 10 s."""
+
+
+def warm_roots(venv: Path, repo: Path) -> list[Path]:
+    """``WARM`` for this run: the standard library (its tests and the base interpreter's own
+    site-packages aside: no arm reads them), the interpreter and ``libpython``, the suite's
+    venv, each qualify's venv (or this checkout with its venv), git, the repository."""
+    base = Path(sys.base_prefix)
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    roots = [p for p in stdlib.iterdir() if p.name not in ("site-packages", "test")]
+    roots += [base / "bin", *sorted((base / "lib").glob("libpython*")), venv, repo]
+    for qualify in (QUALIFY, BASELINE):
+        if qualify and qualify[0] != sys.executable:
+            roots.append(Path(qualify[0]).parent.parent)
+        elif qualify:
+            roots += [Path(sys.prefix), ROOT / "qualify", ROOT / "harness"]
+    git = shutil.which("git")
+    return roots + ([Path(git)] if git else [])
+
+
+def warm() -> None:
+    """Read every regular file under ``WARM`` into the page cache (a few tenths of a second
+    when it is there already)."""
+    for root in WARM:
+        for directory, _, names in os.walk(root) if root.is_dir() else [("", [], [str(root)])]:
+            for name in names:
+                path = os.path.join(directory, name)
+                try:
+                    if not stat.S_ISREG(os.stat(path).st_mode):
+                        continue  # (a FIFO would block the read)
+                    with open(path, "rb", buffering=0) as handle:
+                        while handle.read(1 << 20):
+                            pass
+                except OSError:
+                    continue
 
 
 def bare(command: Sequence[str], family: Path) -> Measured:
@@ -262,7 +311,8 @@ def rounds(count: int, arms: dict[str, Callable[[], Measured]]) -> list[dict[str
         print(
             f"  round {index + 1}: "
             + " | ".join(
-                f"{name} {rows[-1][name].wall_s:.3f} s (cpu {rows[-1][name].cpu_s:.3f})"
+                f"{name} {rows[-1][name].wall_s:.3f} s (cpu {rows[-1][name].cpu_s:.3f}"
+                + (f", read {rows[-1][name].read_mb:.1f} MB)" if rows[-1][name].read_mb else ")")
                 for name in names
             ),
             file=sys.stderr,
@@ -577,6 +627,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="qualify-bench-") as scratch:
         repo = Path(scratch) / "repo"
         commands = make_repo(repo, python)
+        WARM[:] = warm_roots(venv, repo)
         out = Path(scratch) / "reports"
         if args.only in (None, "suite"):
             suite(args, commands["suite"], repo, out)

@@ -98,8 +98,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     emit_to(path, record)
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Record how the session ended (absent after a SIGKILL)."""
+    """Record how the session ended (absent after a SIGKILL): after every other plugin's end of
+    the session, pytest's JUnit writer's included, so that the file is whole once the line is
+    there (the host reads it then, while the interpreter shuts down)."""
     if _stream.path:
         record = {"event": contract.SESSION_FINISH, "exitstatus": int(exitstatus)}
         emit_to(_stream.path, {**record, "t_end": time.time()}, durable=True)

@@ -359,7 +359,9 @@ def test_events_followed_as_pytest_writes_them_are_judged_as_after_the_run(
     """What ``qualify run`` decodes, replays and gathers while a real pytest writes its events
     equals what the end of the run would have made of the finished file."""
     from qualify.commands.run import _EventsAsTheyCome
+    from qualify.evidence.junit import parse_pytest_junit
     from qualify.publish.bundle import JsonlFields, _jsonl_fields
+    from qualify.rundir import RunDir
     from qualify.rundir.events import JsonlFollower, read_all
 
     found: list[int] = []
@@ -378,8 +380,10 @@ def test_events_followed_as_pytest_writes_them_are_judged_as_after_the_run(
         PYTEST_PLUGINS="harness.pytest_plugin",
         PYTHONPATH=str(ROOT),
     )
-    streamed = _EventsAsTheyCome(events, threading.Thread(target=lambda: None))  # not started
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    streamed = _EventsAsTheyCome(RunDir(tmp_path), threading.Thread(target=lambda: None))
+    junit = tmp_path / contract.PYTEST_JUNIT
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+            f"--junitxml={junit}"]  # fmt: skip
     with subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL) as process:
         while process.poll() is None:
             streamed.poll()
@@ -388,6 +392,11 @@ def test_events_followed_as_pytest_writes_them_are_judged_as_after_the_run(
     assert sum(1 for count in found if count) >= 3  # decoded in parts, as the tests ran
     assert replayed is not None
     content, progress = replayed
+    # pytest's JUnit, read once the session's end was streamed, is what judging would read.
+    ahead = streamed.ahead
+    assert ahead is not None and ahead.holds(junit, progress)
+    assert ahead.cases == parse_pytest_junit(junit) and len(ahead.cases or []) == 60
+    assert ahead.disagreements == ()
     assert read_all(events) is content
     copy = tmp_path / "copy.jsonl"
     copy.write_bytes(events.read_bytes())
@@ -399,6 +408,75 @@ def test_events_followed_as_pytest_writes_them_are_judged_as_after_the_run(
     whole = JsonlFields()
     whole.feed(fresh.values)
     assert _jsonl_fields(content) == whole.text(fresh.garbled)
+
+
+def test_the_session_end_is_streamed_once_pytest_wrote_its_junit(tmp_path: Path) -> None:
+    """The host reads pytest's JUnit as soon as the session's last line is there: at the
+    moment that line is written (checked by a conftest that wraps the plugin's writes), the
+    file holds every test. The plugin's end of session runs last (``trylast``), whatever
+    order the plugins were registered in."""
+    (tmp_path / "test_sample.py").write_text(
+        "import pytest\n@pytest.mark.parametrize('n', range(25))\ndef test_n(n):\n    pass\n"
+    )
+    (tmp_path / "conftest.py").write_text(
+        "import os, xml.etree.ElementTree as ET\n"
+        "import pytest\n"
+        "from harness import _events\n"
+        "def pytest_configure(config):\n"
+        "    write = _events._write\n"
+        "    def checked(path, pid, line, durable):\n"
+        "        if b'session_finish' in line:\n"
+        "            root = ET.parse(os.environ['JUNIT']).getroot()\n"
+        "            with open(os.environ['SEEN'], 'w') as seen:\n"
+        "                seen.write(str(len(root.findall('.//testcase'))))\n"
+        "        write(path, pid, line, durable)\n"
+        "    _events._write = checked\n"
+    )
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    junit, seen = tmp_path / "junit.xml", tmp_path / "seen"
+    env = dict(
+        os.environ,
+        QUALIFY_EVENTS=str(tmp_path / "events.jsonl"),
+        PYTEST_PLUGINS="harness.pytest_plugin",
+        PYTHONPATH=str(ROOT),
+        JUNIT=str(junit),
+        SEEN=str(seen),
+    )
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+            f"--junitxml={junit}"]  # fmt: skip
+    subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, check=True, timeout=120)
+    assert seen.read_text() == "25"
+    assert lines(tmp_path / "events.jsonl")[-1]["event"] == "session_finish"
+
+
+def test_the_junit_read_ahead_is_judged_again_when_anything_changed(tmp_path: Path) -> None:
+    """Judging takes the JUnit read while the E2E ended only if neither the file (rewritten:
+    another size, another time) nor the events' progress (another object: more events came)
+    changed since; otherwise it reads the file again."""
+    from qualify.judge.judgement import read_pytest_junit
+
+    events = _run_plugin(tmp_path, "def test_ok():\n    pass\ndef test_bad():\n    assert 0\n")
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        '<testsuites><testsuite name="pytest" tests="2">'
+        '<testcase classname="test_sample" name="test_ok" time="0.001"/>'
+        '<testcase classname="test_sample" name="test_bad" time="0.001">'
+        '<failure message="assert 0">assert 0</failure></testcase></testsuite></testsuites>'
+    )
+    replay = ProgressReplay()
+    replay.feed(events)
+    progress = replay.result()
+    ahead = read_pytest_junit(junit, progress)
+    assert ahead.holds(junit, progress) and ahead.disagreements == ()
+    assert replay.result() is progress  # nothing fed since: the same progress
+    assert not ahead.holds(junit, progress_from_events(events))  # equal, but another replay
+    replay.feed([events[-1]])
+    assert not ahead.holds(junit, replay.result())
+    junit.write_text(junit.read_text().replace('message="assert 0">', 'message="x">'))
+    assert not ahead.holds(junit, progress)
+    assert not read_pytest_junit(tmp_path / "missing.xml", progress).holds(
+        tmp_path / "missing.xml", progress
+    )
 
 
 def test_plugin_ignores_reports_that_xdist_replays_in_its_controller(

@@ -31,6 +31,7 @@ from qualify.sandbox.cgroup.layout import current_layout
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE, PROVISIONAL_REASON
 
 if TYPE_CHECKING:
+    from qualify.judge.judgement import PytestJUnitRead
     from qualify.judge.result import RunResult
     from qualify.judge.tests import ProgressReplay, RunProgress
     from qualify.publish.bundle import JsonlFields
@@ -122,14 +123,17 @@ def _complete_teardown(result: RunResult) -> RunResult:
 
 
 def _judge_or_error(
-    spec: RunSpec, execution: Execution, replayed: _Replayed | None = None
+    spec: RunSpec,
+    execution: Execution,
+    replayed: _Replayed | None = None,
+    ahead: PytestJUnitRead | None = None,
 ) -> RunResult:
     """The judged result; a bug in judging still yields reports (ERROR, traceback kept in the
     run's debug log)."""
     from qualify.judge.judgement import judge
 
     try:
-        return judge(spec, execution, current_layout().version, replayed)
+        return judge(spec, execution, current_layout().version, replayed, ahead)
     except Exception as exc:
         import traceback
 
@@ -226,14 +230,20 @@ def _take_over_dead_runs(run_id: str, stderr: TextIO) -> None:
 class _EventsAsTheyCome:
     """The run's events decoded, replayed and their fields gathered for the sanitizer's
     harvest while the E2E runs (at each wake-up of the wait for its end), which the end of the
-    run would otherwise do after it: a suite's thousands of tests write megabytes of them. It
-    starts once the imports of the end of the run are done (no import ever runs in two threads
-    at once); anything that fails here is left to the end, which then reads the file itself."""
+    run would otherwise do after it: a suite's thousands of tests write megabytes of them. Once
+    they say that pytest's session finished, pytest's JUnit is read too (``ahead``), while the
+    E2E's interpreter shuts down. It starts once the imports of the end of the run are done (no
+    import ever runs in two threads at once); anything that fails here is left to the end,
+    which then reads the files itself."""
 
-    def __init__(self, path: Path, preloading: threading.Thread) -> None:
-        self._path, self._preloading = path, preloading
+    def __init__(self, run_dir: RunDir, preloading: threading.Thread) -> None:
+        self._path, self._junit = run_dir.events_path, run_dir.pytest_junit_path
+        self._preloading = preloading
         self._readers: tuple[JsonlFollower, ProgressReplay, JsonlFields] | None = None
         self._failed = False
+        self.ahead: PytestJUnitRead | None = None
+        """pytest's JUnit, read once its session finished (None: not yet, or not read)."""
+        self._read_ahead = False
 
     def poll(self) -> None:
         """Decode and replay what was appended since the last poll."""
@@ -252,6 +262,13 @@ class _EventsAsTheyCome:
             fields.feed(values)
         except Exception:
             self._failed = True
+            return
+        if not self._read_ahead and replay.session_finished:
+            self._read_ahead = True
+            from qualify.judge.judgement import read_pytest_junit
+
+            with contextlib.suppress(Exception):
+                self.ahead = read_pytest_junit(self._junit, replay.result())
 
     def finish(self) -> _Replayed | None:
         """Once the E2E's processes are gone: the file's whole content and its replay."""
@@ -285,7 +302,7 @@ def _execute_and_judge(
         _write_provisional_audit(spec, started_wall)
         preloading.start()
 
-    events = _EventsAsTheyCome(RunDir(spec.run_dir).events_path, preloading)
+    events = _EventsAsTheyCome(RunDir(spec.run_dir), preloading)
     execution = execute(spec, sandbox, interrupts, on_started=started, while_running=events.poll)
     if preloading.is_alive():
         preloading.join()
@@ -299,7 +316,7 @@ def _execute_and_judge(
         why = f"--backend auto chose {execution.sandbox.backend}: no --image was given"
         info = dataclasses.replace(execution.sandbox, notes=(why, *execution.sandbox.notes))
         execution = dataclasses.replace(execution, sandbox=info)
-    result = _judge_or_error(spec, execution, events.finish())
+    result = _judge_or_error(spec, execution, events.finish(), events.ahead)
     if preloading.is_alive():
         preloading.join()
     return result

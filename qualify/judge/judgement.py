@@ -100,6 +100,51 @@ def junit_disagreements(pytest_cases: list[JUnitCase], progress: RunProgress) ->
     return lines
 
 
+def _streamed(progress: RunProgress) -> bool:
+    return bool(progress.collected or progress.cases or progress.running)
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_ino, status.st_size, status.st_mtime_ns
+
+
+@dataclasses.dataclass(frozen=True)
+class PytestJUnitRead:
+    """pytest's JUnit file as read, and where it disagrees with the events' ``progress``.
+
+    ``qualify run`` reads it as soon as the events say that pytest's session has finished (the
+    plugin's last line follows pytest's writing of the file), while the E2E's interpreter shuts
+    down: a few tenths of a second for a suite that imported numpy, with a core to spare. Judging
+    takes it as it is when neither the file nor the progress has changed since."""
+
+    signature: tuple[int, int, int] | None
+    """(inode, size, modification time in ns) of the file before it was read; None: missing."""
+    cases: list[JUnitCase] | None
+    progress: RunProgress
+    disagreements: tuple[str, ...]
+
+    def holds(self, path: Path, progress: RunProgress) -> bool:
+        """Whether this is what reading ``path`` against ``progress`` would give now."""
+        return (
+            progress is self.progress
+            and self.signature is not None
+            and self.signature == _signature(path)
+        )
+
+
+def read_pytest_junit(path: Path, progress: RunProgress) -> PytestJUnitRead:
+    """pytest's JUnit at ``path`` read (None when missing or invalid) and compared with
+    ``progress`` when the plugin streamed events."""
+    signature = _signature(path)
+    cases = parse_pytest_junit(path)
+    disagreements = junit_disagreements(cases, progress) if cases and _streamed(progress) else []
+    return PytestJUnitRead(signature, cases, progress, tuple(disagreements))
+
+
 def incomplete_reason(progress: RunProgress) -> str | None:
     """Why pytest's run is not complete, when the plugin saw it start; None when it is."""
     if not (progress.collected or progress.running or progress.cases):
@@ -122,14 +167,18 @@ def _cases(
     reason: str,
     progress: RunProgress,
     phase: str | None,
+    ahead: PytestJUnitRead | None = None,
 ) -> tuple[list[JUnitCase], list[str]]:
-    """The run's test cases and where pytest's JUnit disagreed with the events (which win)."""
+    """The run's test cases and where pytest's JUnit disagreed with the events (which win);
+    ``ahead``: pytest's JUnit as read before, used when it still holds."""
     message = _resource_message(verdict, reason, spec, execution, phase)
-    pytest_cases = None
+    pytest_cases, disagreements = None, []
     if progress.session_exitstatus is not None:
-        pytest_cases = parse_pytest_junit(RunDir(spec.run_dir).pytest_junit_path)
-    streamed = bool(progress.collected or progress.cases or progress.running)
-    disagreements = junit_disagreements(pytest_cases, progress) if pytest_cases and streamed else []
+        path = RunDir(spec.run_dir).pytest_junit_path
+        read = ahead if ahead is not None and ahead.holds(path, progress) else None
+        read = read or read_pytest_junit(path, progress)
+        pytest_cases, disagreements = read.cases, list(read.disagreements)
+    streamed = _streamed(progress)
     if pytest_cases is not None and not disagreements and not incomplete_reason(progress):
         cases = pytest_cases
     elif streamed:
@@ -174,12 +223,13 @@ def judge(
     execution: Execution,
     cgroup_version: int | None,
     replayed: tuple[JsonlContent, RunProgress] | None = None,
+    ahead: PytestJUnitRead | None = None,
 ) -> RunResult:
     """Decide the verdict from every signal and derive the test cases and parity report.
 
     ``replayed``: the events file's content and its replay, made while the E2E ran; used when
     that content is what the file holds now (``read_all`` serves that very object), replayed
-    here otherwise."""
+    here otherwise. ``ahead``: pytest's JUnit read while the E2E ended, used if it still holds."""
     run_dir = RunDir(spec.run_dir)
     content = read_all(run_dir.events_path)
     events = list(content.records())
@@ -221,7 +271,7 @@ def judge(
     )
     verdict, reason = decide(found)
     phase = _phase_at_death(monitor)
-    cases, disagreements = _cases(spec, execution, verdict, reason, progress, phase)
+    cases, disagreements = _cases(spec, execution, verdict, reason, progress, phase, ahead)
     if parity is not None:
         repro = f"qualify compare {display_path(run_dir.parity_path)}"
         cases += parity_mod.junit_cases(parity, spec.family.name, repro)

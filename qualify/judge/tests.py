@@ -74,6 +74,12 @@ class ProgressReplay:
         self._states: dict[str, _TestState] = {}
         self._collected: list[str] = []
         self._exitstatus: Any = None
+        self._result: RunProgress | None = None
+
+    @property
+    def session_finished(self) -> bool:
+        """Whether pytest's session has ended (its JUnit written, if it writes one)."""
+        return self._exitstatus is not None
 
     def feed(self, events: Iterable[Any]) -> None:
         """Apply the next events (values that are not objects are skipped)."""
@@ -81,6 +87,7 @@ class ProgressReplay:
         for event in events:
             if not isinstance(event, dict):
                 continue
+            self._result = None
             kind = event.get("event")
             if kind == contract.TEST_PHASE:
                 nodeid = str(event.get("nodeid"))
@@ -97,12 +104,14 @@ class ProgressReplay:
                 self._exitstatus = event.get("exitstatus")
 
     def result(self) -> RunProgress:
-        """What the events fed so far say."""
+        """What the events fed so far say: the same object until more events are fed."""
+        if self._result is not None:
+            return self._result
         states, collected = self._states, self._collected
         running = next((s for s in states.values() if s.open_when is not None), None)
         cases = [_case(state) for state in states.values() if state is not running]
         started = {s.nodeid for s in states.values() if s.phases_ended or s.open_when}
-        return RunProgress(
+        self._result = RunProgress(
             cases=tuple(case for case in cases if case is not None),
             running=running.nodeid if running else None,
             running_when=running.open_when if running else None,
@@ -110,6 +119,7 @@ class ProgressReplay:
             not_run=tuple(nodeid for nodeid in collected if nodeid not in started),
             session_exitstatus=self._exitstatus,
         )
+        return self._result
 
 
 def progress_from_events(events: Iterable[dict[str, Any]]) -> RunProgress:
