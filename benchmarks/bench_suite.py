@@ -11,10 +11,12 @@ qualify's time around it (start, judging, reports, publication), the monitor's o
 share of one core; then the same for a one-test E2E, whose difference in seconds is qualify's
 fixed cost per run; then the monitor's CPU during a fork storm against the pids limit; then
 the CPU time a Python process of the E2E pays for the harness's start-up (``python -c pass``,
-bare and in a run's environment). Targets: suite median wall ratio at most 1.05, fixed cost
-at most 0.15 s. Nothing is asserted: the figures are printed. `--only instructions` (a few
-minutes, needs valgrind) counts the instructions of one module's run instead: bare, with
-`--junitxml` and under qualify, figures that the machine's other users do not move.
+bare and in a run's environment). Every timed run starts from a warm page cache (``warm``), and
+each round prints what its runs still read from the disk. Targets: suite median wall ratio at
+most 1.05, fixed cost at most 0.15 s. Nothing is asserted: the figures are printed.
+`--only instructions` (a few minutes, needs valgrind) counts the instructions of one module's
+run instead: bare, with `--junitxml` and under qualify, figures that the machine's other users
+do not move.
 
     .venv/bin/python benchmarks/bench_suite.py [--rounds 5] [--fixed-rounds 10]
         [--storm-runs 3] [--startup-rounds 40] [--venv DIR]
@@ -178,10 +180,10 @@ def timed(
 
 WARM: list[Path] = []
 """What the timed arms read: the interpreter with its standard library, the suite's venv,
-qualify's venvs, git, the repository. ``warm`` reads all of it before each timed run. On the
-virtual machines this was measured on, a file not read for a minute is paged out (the kernel's
-DAMON reclaim), and the disk behind them reads at a rate that varies: one bare run of the suite
-that read from it took 54 s of wall time for 13 s of CPU, where the next took 10 s."""
+qualify's venvs, git, the repository. ``warm`` reads all of it before each timed run, so that
+no arm pays for the disk: on the virtual machines this was measured on, a file not read for a
+minute is paged out (the kernel's DAMON reclaim), and a bare run of the suite after 100 s idle
+read 12 to 15 MB from the disk. What a run still read is printed beside it (``read_mb``)."""
 
 
 def warm_roots(venv: Path, repo: Path) -> list[Path]:
