@@ -232,18 +232,18 @@ class _EventsAsTheyCome:
     harvest while the E2E runs (at each wake-up of the wait for its end), which the end of the
     run would otherwise do after it: a suite's thousands of tests write megabytes of them. Once
     they say that pytest's session finished, pytest's JUnit is read too (``ahead``), while the
-    E2E's interpreter shuts down. It starts once the imports of the end of the run are done (no
-    import ever runs in two threads at once); anything that fails here is left to the end,
-    which then reads the files itself."""
+    E2E's interpreter shuts down, in a thread of its own (a large suite's file takes a second,
+    and the wait must still see timeouts and signals). It starts once the imports of the end of
+    the run are done (no import ever runs in two threads at once); anything that fails here is
+    left to the end, which then reads the files itself."""
 
     def __init__(self, run_dir: RunDir, preloading: threading.Thread) -> None:
         self._path, self._junit = run_dir.events_path, run_dir.pytest_junit_path
         self._preloading = preloading
         self._readers: tuple[JsonlFollower, ProgressReplay, JsonlFields] | None = None
         self._failed = False
-        self.ahead: PytestJUnitRead | None = None
-        """pytest's JUnit, read once its session finished (None: not yet, or not read)."""
-        self._read_ahead = False
+        self._ahead: PytestJUnitRead | None = None
+        self._reader: threading.Thread | None = None
 
     def poll(self) -> None:
         """Decode and replay what was appended since the last poll."""
@@ -263,12 +263,26 @@ class _EventsAsTheyCome:
         except Exception:
             self._failed = True
             return
-        if not self._read_ahead and replay.session_finished:
-            self._read_ahead = True
-            from qualify.judge.judgement import read_pytest_junit
+        if self._reader is None and replay.session_finished:
+            progress = replay.result()
+            self._reader = threading.Thread(
+                target=self._read_junit, args=(progress,), name="qualify-junit", daemon=True
+            )
+            self._reader.start()
 
-            with contextlib.suppress(Exception):
-                self.ahead = read_pytest_junit(self._junit, replay.result())
+    def _read_junit(self, progress: RunProgress) -> None:
+        from qualify.judge.judgement import read_pytest_junit
+
+        with contextlib.suppress(Exception):
+            self._ahead = read_pytest_junit(self._junit, progress)
+
+    @property
+    def ahead(self) -> PytestJUnitRead | None:
+        """pytest's JUnit as read once its session finished (waiting for the reading if it
+        still runs); None when it was not read."""
+        if self._reader is not None:
+            self._reader.join()
+        return self._ahead
 
     def finish(self) -> _Replayed | None:
         """Once the E2E's processes are gone: the file's whole content and its replay."""
