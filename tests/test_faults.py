@@ -567,3 +567,40 @@ def test_events_win_over_a_junit_that_disagrees(tmp_path: Path, run_qualify: Run
         "test_forged::test_bad: JUnit says passed, the events say failed"
     ]
     assert _case(junit, "test_bad").find("failure") is not None  # the events' account
+
+
+LATE_OOM = """
+import atexit, time
+
+def _hog():
+    time.sleep(1.0)  # several wake-ups of qualify's wait: pytest's JUnit is read meanwhile
+    blocks = []
+    while True:
+        blocks.append(bytearray(16 << 20))
+
+atexit.register(_hog)
+
+def test_ok():
+    pass
+
+def test_bad():
+    assert 1 == 2
+"""
+
+
+def test_an_oom_kill_after_the_session_ended_keeps_pytests_cases(
+    tmp_path: Path, run_qualify: RunQualify
+) -> None:
+    """A death in the window where qualify reads pytest's JUnit ahead (the session over, the
+    interpreter shutting down): OOM_KILLED, pytest's own cases (its failure text included)
+    and qualify's case carrying the verdict, as judging after the death would give them."""
+    repo = pytest_family(tmp_path / "repo", "late", LATE_OOM)
+    completed = run_qualify("run", "--family", "late", "--repo", str(repo), "--mem", "128M")
+    assert completed.returncode == 3, completed.stdout + completed.stderr
+    audit, junit = assert_reports(completed)
+    assert audit["verdict"] == "OOM_KILLED" and audit["oom"]["kills"] >= 1
+    assert audit["tests"]["junit_disagreements"] == []
+    names = [(case.get("classname"), case.get("name")) for case in junit.iter("testcase")]
+    assert names == [("test_late", "test_ok"), ("test_late", "test_bad"), ("qualify", "run")]
+    assert "assert 1 == 2" in (_case(junit, "test_bad").find("failure").text or "")
+    assert _case(junit, "run").find("error").get("type") == "OOM_KILLED"

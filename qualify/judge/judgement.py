@@ -180,7 +180,7 @@ def _cases(
         pytest_cases, disagreements = read.cases, list(read.disagreements)
     streamed = _streamed(progress)
     if pytest_cases is not None and not disagreements and not incomplete_reason(progress):
-        cases = pytest_cases
+        cases = list(pytest_cases)  # (a copy: what was read ahead is not judging's to extend)
     elif streamed:
         cases = cases_from_events(progress, verdict, message)
     else:
