@@ -20,7 +20,7 @@ from qualify.plan.spec import RunSpec
 from qualify.run.execution import Execution
 from qualify.run.monitor import MonitorResult
 from qualify.rundir import RunDir
-from qualify.rundir.events import JsonlContent, read_all
+from qualify.rundir.events import JsonlContent, file_identity, read_all
 from qualify.sizes import format_bytes
 from qualify.verdict import Verdict
 
@@ -104,12 +104,11 @@ def _streamed(progress: RunProgress) -> bool:
     return bool(progress.collected or progress.cases or progress.running)
 
 
-def _signature(path: Path) -> tuple[int, int, int] | None:
+def _signature(path: Path) -> tuple[int, int, int, int] | None:
     try:
-        status = os.stat(path)
+        return file_identity(os.stat(path))
     except OSError:
         return None
-    return status.st_ino, status.st_size, status.st_mtime_ns
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,8 +120,8 @@ class PytestJUnitRead:
     down: a few tenths of a second for a suite that imported numpy, with a core to spare. Judging
     takes it as it is when neither the file nor the progress has changed since."""
 
-    signature: tuple[int, int, int] | None
-    """(inode, size, modification time in ns) of the file before it was read; None: missing."""
+    signature: tuple[int, int, int, int] | None
+    """``file_identity`` of the file before it was read; None: missing."""
     cases: list[JUnitCase] | None
     progress: RunProgress
     disagreements: tuple[str, ...]
@@ -175,9 +174,9 @@ def _cases(
     pytest_cases, disagreements = None, []
     if progress.session_exitstatus is not None:
         path = RunDir(spec.run_dir).pytest_junit_path
-        read = ahead if ahead is not None and ahead.holds(path, progress) else None
-        read = read or read_pytest_junit(path, progress)
-        pytest_cases, disagreements = read.cases, list(read.disagreements)
+        if ahead is None or not ahead.holds(path, progress):
+            ahead = read_pytest_junit(path, progress)
+        pytest_cases, disagreements = ahead.cases, list(ahead.disagreements)
     streamed = _streamed(progress)
     if pytest_cases is not None and not disagreements and not incomplete_reason(progress):
         cases = list(pytest_cases)  # (a copy: what was read ahead is not judging's to extend)

@@ -34,6 +34,12 @@ class JsonlContent:
         return (value for value in self.values if isinstance(value, dict))
 
 
+def file_identity(status: os.stat_result) -> tuple[int, int, int, int]:
+    """(device, inode, size, modification time in ns): what tells that a file read before is
+    still the file as it was read."""
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
+
+
 _last_read: dict[tuple[int, ...], JsonlContent] = {}
 """The last files ``read_all`` read, by identity (device, inode, size, modification time):
 the judge and the sanitizer's harvest read the same events file (and the report the timeline)
@@ -50,7 +56,7 @@ def read_all(path: Path) -> JsonlContent:
         return JsonlContent((), ())
     with handle:
         status = os.fstat(handle.fileno())
-        identity = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+        identity = file_identity(status)
         if identity in _last_read:
             return _last_read[identity]
         data = handle.read()
@@ -122,7 +128,7 @@ class JsonlFollower:
         if status.st_size != tail.offset:
             return values, None
         content = JsonlContent(tuple(self._values), tuple(self._garbled))
-        _remember((status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns), content)
+        _remember(file_identity(status), content)
         return values, content
 
     def _decode(self, data: bytes) -> list[Any]:
