@@ -134,6 +134,12 @@ BOUNDARY_EVENTS = (PHASE_START, PHASE_END)
 TEST_START = "start"
 TEST_END = "end"
 
+# --- what a SESSION_FINISH line holds: pytest's ``exitstatus`` and ``junitxml``, the absolute
+# path of the file pytest's JUnit writer wrote (PYTEST_JUNIT, which qualify asks for in
+# PYTEST_ADDOPTS, or the E2E's own ``--junitxml``, which its command line makes win; null
+# when it wrote none). The line is written after every other plugin's end of the session, so
+# the file is whole once it is there.
+
 
 def marker(kind: str) -> bytes:
     """The bytes every line of event ``kind`` holds (the kind, quoted): a reader that needs a

@@ -31,14 +31,34 @@ class _Stream:
     """The events file, looked up once (None: not in a qualify run)."""
     pending = 0.0
     """Seconds of the running test's passed phases that no end line has reported yet."""
+    junit: str | None = None
+    """The file pytest's JUnit writer writes: the run directory's that qualify asks for in
+    ``PYTEST_ADDOPTS``, or the E2E's own ``--junitxml``, which its command line makes win."""
 
 
 _stream = _Stream()
 
 
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """An E2E that disables pytest's JUnit writer (``-p no:junitxml``) still runs in a qualify
+    run: the ``--junitxml`` that qualify puts in ``PYTEST_ADDOPTS`` is taken and ignored (the
+    events make the test cases), where pytest would stop at an unknown option."""
+    if os.environ.get(ENV_EVENTS) and pluginmanager.is_blocked("junitxml"):
+        parser.getgroup("qualify").addoption(
+            "--junitxml",
+            "--junit-xml",
+            dest="qualify_ignored_junitxml",
+            help="ignored: pytest's JUnit writer is disabled (-p no:junitxml)",
+        )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Look the run up once: every hook below is a no-op outside a qualify run."""
     _stream.path = os.environ.get(ENV_EVENTS) or None
+    xmlpath = config.getoption("xmlpath", None) if _stream.path else None
+    if xmlpath:  # the absolute path, as pytest's JUnit writer makes it
+        logfile = os.path.expanduser(os.path.expandvars(xmlpath))
+        _stream.junit = os.path.normpath(os.path.abspath(logfile))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -101,8 +121,12 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Record how the session ended (absent after a SIGKILL): after every other plugin's end of
-    the session, pytest's JUnit writer's included, so that the file is whole once the line is
-    there (the host reads it then, while the interpreter shuts down)."""
+    the session, pytest's JUnit writer's included, so that the file (``junitxml``) is whole
+    once the line is there (the host reads it then, while the interpreter shuts down)."""
     if _stream.path:
-        record = {"event": contract.SESSION_FINISH, "exitstatus": int(exitstatus)}
+        record = {
+            "event": contract.SESSION_FINISH,
+            "exitstatus": int(exitstatus),
+            "junitxml": _stream.junit,
+        }
         emit_to(_stream.path, {**record, "t_end": time.time()}, durable=True)

@@ -569,6 +569,48 @@ def test_events_win_over_a_junit_that_disagrees(tmp_path: Path, run_qualify: Run
     assert _case(junit, "test_bad").find("failure") is not None  # the events' account
 
 
+OWN_JUNIT_TESTS = """
+def test_ok():
+    pass
+
+def test_bad():
+    assert 1 == 2, "boom"
+"""
+
+
+@pytest.mark.parametrize("where", ["the family's directory", "outside the run", "nowhere"])
+def test_the_e2es_own_junitxml_is_read_where_pytest_wrote_it(
+    tmp_path: Path, run_qualify: RunQualify, where: str
+) -> None:
+    """A family whose command passes its own ``--junitxml`` (which wins over qualify's in
+    ``PYTEST_ADDOPTS``): pytest's account (its failure message) is read from that file when it
+    lies in the family's directory; a file outside the run's directories is not read (the
+    events make the cases). The family's own file is written either way. A family that
+    disables pytest's JUnit writer (``-p no:junitxml``) runs too: the events make the cases."""
+    own = "reports/own.xml" if where == "the family's directory" else str(tmp_path / "own.xml")
+    option = "-p no:junitxml" if where == "nowhere" else f"--junitxml={own}"
+    command = json.dumps(["python", "-m", "pytest", "test_own.py", "-q", *option.split()])
+    repo = family_repo(
+        tmp_path / "repo", "own", f"[e2e]\ncommand = {command}\n", {"test_own.py": OWN_JUNIT_TESTS}
+    )
+    completed = run_qualify("run", "--family", "own", "--repo", str(repo), "--mem", "256M")
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    audit, junit = assert_reports(completed)
+    assert audit["verdict"] == "FAILED" and audit["tests"]["junit_disagreements"] == []
+    written = repo / "families" / "own" / own
+    assert written.is_file() == (where != "nowhere")
+    assert completed.run_dir is not None
+    assert not (completed.run_dir / "pytest-junit.xml").exists()
+    names = [(case.get("classname"), case.get("name")) for case in junit.iter("testcase")]
+    assert names == [("test_own", "test_ok"), ("test_own", "test_bad")]
+    message = _case(junit, "test_bad").find("failure").get("message")
+    if where == "the family's directory":
+        (theirs,) = etree.parse(str(written)).getroot().iter("failure")
+        assert message == theirs.get("message") and message.startswith("AssertionError: boom")
+    else:
+        assert message == "call failed"  # the events' account
+
+
 LATE_OOM = """
 import atexit, time
 

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -213,8 +214,9 @@ def test_a_forked_child_stamps_its_own_pid(tmp_path: Path) -> None:
     assert written[0]["pid"] != child and written[-1]["real"] == child
 
 
-def _run_plugin(tmp_path: Path, source: str) -> list[dict[str, object]]:
-    """Run pytest with the plugin on ``source`` (test_sample.py); the events it wrote."""
+def _run_plugin(tmp_path: Path, source: str, *args: str) -> list[dict[str, object]]:
+    """Run pytest (``args`` added) with the plugin on ``source`` (test_sample.py); the events
+    it wrote."""
     (tmp_path / "test_sample.py").write_text(source)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     env = dict(
@@ -223,8 +225,9 @@ def _run_plugin(tmp_path: Path, source: str) -> list[dict[str, object]]:
         PYTEST_PLUGINS="harness.pytest_plugin",
         PYTHONPATH=str(ROOT),
     )
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
     subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
+        [*argv, *args],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -361,7 +364,6 @@ def test_events_followed_as_pytest_writes_them_are_judged_as_after_the_run(
     from qualify.commands.run import _EventsAsTheyCome
     from qualify.evidence.junit import parse_pytest_junit
     from qualify.publish.bundle import JsonlFields, _jsonl_fields
-    from qualify.rundir import RunDir
     from qualify.rundir.events import JsonlFollower, read_all
 
     found: list[int] = []
@@ -380,7 +382,10 @@ def test_events_followed_as_pytest_writes_them_are_judged_as_after_the_run(
         PYTEST_PLUGINS="harness.pytest_plugin",
         PYTHONPATH=str(ROOT),
     )
-    streamed = _EventsAsTheyCome(RunDir(tmp_path), threading.Thread(target=lambda: None))
+    spec: Any = SimpleNamespace(
+        run_dir=tmp_path, workdir=tmp_path, family=SimpleNamespace(directory=tmp_path)
+    )
+    streamed = _EventsAsTheyCome(spec, threading.Thread(target=lambda: None), time.time())
     junit = tmp_path / contract.PYTEST_JUNIT
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
             f"--junitxml={junit}"]  # fmt: skip
@@ -477,6 +482,60 @@ def test_the_junit_read_ahead_is_judged_again_when_anything_changed(tmp_path: Pa
     assert not read_pytest_junit(tmp_path / "missing.xml", progress).holds(
         tmp_path / "missing.xml", progress
     )
+
+
+def test_the_session_end_names_the_file_pytest_wrote_its_junit_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The E2E's own ``--junitxml`` wins over the one ``PYTEST_ADDOPTS`` names: the session's
+    end says which file pytest wrote (absolute, as pytest makes it), or null for none."""
+    source = "def test_ok():\n    pass\n"
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    monkeypatch.setenv("PYTEST_ADDOPTS", f"--junitxml={first / 'asked.xml'}")
+    end = _run_plugin(first, source, "--junitxml=sub/../own.xml")[-1]
+    assert end["event"] == "session_finish" and end["junitxml"] == str(first / "own.xml")
+    assert (first / "own.xml").is_file() and not (first / "asked.xml").exists()
+    monkeypatch.delenv("PYTEST_ADDOPTS")
+    assert _run_plugin(second, source)[-1]["junitxml"] is None
+
+
+def test_pytest_junit_is_read_from_the_run_or_work_directories_only(tmp_path: Path) -> None:
+    """Where judging reads pytest's JUnit: the run directory's file qualify asked for; the
+    E2E's own file when it lies under the working directory, the family's or the run
+    directory and was written after the E2E started; otherwise nowhere (the events' cases)."""
+    from qualify.judge.judgement import pytest_junit_path
+
+    repo, run_dir, outside = tmp_path / "repo", tmp_path / "run", tmp_path / "outside"
+    family = repo / "families" / "own"
+    for directory in (family / "reports", run_dir, outside):
+        directory.mkdir(parents=True)
+    (family / "escape").symlink_to(outside)
+    spec: Any = SimpleNamespace(
+        run_dir=run_dir, workdir=repo, family=SimpleNamespace(directory=family)
+    )
+    asked = run_dir / contract.PYTEST_JUNIT
+    started = time.time()
+    for path in (family / "reports" / "own.xml", repo / "top.xml", outside / "own.xml"):
+        path.write_text("<testsuites/>")
+
+    def where(named: object, not_before: float = started) -> Path | None:
+        progress = progress_from_events(
+            [{"event": "session_finish", "exitstatus": 0, "junitxml": named}]
+        )
+        return pytest_junit_path(spec, progress, not_before)
+
+    assert where(None) == asked
+    assert where(str(run_dir / "sub" / ".." / contract.PYTEST_JUNIT)) == asked
+    assert where(str(family / "reports" / "own.xml")) == family / "reports" / "own.xml"
+    assert where(str(repo / "top.xml")) == repo / "top.xml"  # the working directory's
+    assert where(str(repo / "top.xml"), not_before=started + 10) is None  # older than the E2E
+    assert where(str(family / "reports" / "absent.xml")) is None
+    assert where(str(outside / "own.xml")) is None
+    assert where(str(family / "escape" / "own.xml")) is None  # a link out of the family's
+    assert where("reports/own.xml") is None  # not what pytest writes: always absolute
+    assert where(17) == asked  # not a path: the line is read as naming none
 
 
 def test_plugin_ignores_reports_that_xdist_replays_in_its_controller(

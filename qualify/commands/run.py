@@ -237,8 +237,9 @@ class _EventsAsTheyCome:
     the run are done (no import ever runs in two threads at once); anything that fails here is
     left to the end, which then reads the files itself."""
 
-    def __init__(self, run_dir: RunDir, preloading: threading.Thread) -> None:
-        self._path, self._junit = run_dir.events_path, run_dir.pytest_junit_path
+    def __init__(self, spec: RunSpec, preloading: threading.Thread, not_before: float) -> None:
+        self._spec, self._path = spec, RunDir(spec.run_dir).events_path
+        self._not_before = not_before
         self._preloading = preloading
         self._readers: tuple[JsonlFollower, ProgressReplay, JsonlFields] | None = None
         self._failed = False
@@ -271,10 +272,12 @@ class _EventsAsTheyCome:
             self._reader.start()
 
     def _read_junit(self, progress: RunProgress) -> None:
-        from qualify.judge.judgement import read_pytest_junit
+        from qualify.judge.judgement import pytest_junit_path, read_pytest_junit
 
         with contextlib.suppress(Exception):
-            self._ahead = read_pytest_junit(self._junit, progress)
+            path = pytest_junit_path(self._spec, progress, self._not_before)
+            if path is not None:
+                self._ahead = read_pytest_junit(path, progress)
 
     @property
     def ahead(self) -> PytestJUnitRead | None:
@@ -316,7 +319,7 @@ def _execute_and_judge(
         _write_provisional_audit(spec, started_wall)
         preloading.start()
 
-    events = _EventsAsTheyCome(RunDir(spec.run_dir), preloading)
+    events = _EventsAsTheyCome(spec, preloading, time.time())
     execution = execute(spec, sandbox, interrupts, on_started=started, while_running=events.poll)
     if preloading.is_alive():
         preloading.join()

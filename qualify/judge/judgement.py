@@ -144,6 +144,35 @@ def read_pytest_junit(path: Path, progress: RunProgress) -> PytestJUnitRead:
     return PytestJUnitRead(signature, cases, progress, tuple(disagreements))
 
 
+CLOCK_LAG_S = 0.05
+"""How far a file's modification time may lag the ``time.time()`` read before it was written:
+the kernel stamps files from a clock that advances once a tick (at most 10 ms)."""
+
+
+def pytest_junit_path(spec: RunSpec, progress: RunProgress, not_before: float) -> Path | None:
+    """The file pytest's JUnit writer wrote, as the session's end says: the run directory's
+    that qualify asked for, or the E2E's own ``--junitxml`` (its command line wins over
+    ``PYTEST_ADDOPTS``) when it lies in the E2E's working directory, the family's or the run
+    directory and was written after ``not_before`` (a wall time before the E2E started). None
+    for a file elsewhere (a container's own file system, any file of the host) or an older
+    one: the events make the cases then."""
+    asked = RunDir(spec.run_dir).pytest_junit_path
+    named = progress.junit_path
+    if named is None:
+        return asked
+    path = os.path.realpath(named)
+    if path == os.path.realpath(asked):
+        return asked
+    roots = {os.path.realpath(d) for d in (spec.workdir, spec.family.directory, spec.run_dir)}
+    if not os.path.isabs(named) or not any(path.startswith(root + os.sep) for root in roots):
+        return None
+    try:
+        written = os.stat(path).st_mtime
+    except OSError:
+        return None
+    return Path(path) if written >= not_before - CLOCK_LAG_S else None
+
+
 def incomplete_reason(progress: RunProgress) -> str | None:
     """Why pytest's run is not complete, when the plugin saw it start; None when it is."""
     if not (progress.collected or progress.running or progress.cases):
@@ -172,8 +201,10 @@ def _cases(
     ``ahead``: pytest's JUnit as read before, used when it still holds."""
     message = _resource_message(verdict, reason, spec, execution, phase)
     pytest_cases, disagreements = None, []
+    path = None
     if progress.session_exitstatus is not None:
-        path = RunDir(spec.run_dir).pytest_junit_path
+        path = pytest_junit_path(spec, progress, execution.started_wall)
+    if path is not None:
         if ahead is None or not ahead.holds(path, progress):
             ahead = read_pytest_junit(path, progress)
         pytest_cases, disagreements = ahead.cases, list(ahead.disagreements)

@@ -29,6 +29,8 @@ class RunProgress:
     not_run: tuple[str, ...]
     """nodeids collected but never started."""
     session_exitstatus: int | None
+    junit_path: str | None = None
+    """Where pytest's JUnit writer wrote, as the session's end says (``contract``)."""
 
 
 @dataclasses.dataclass
@@ -74,6 +76,7 @@ class ProgressReplay:
         self._states: dict[str, _TestState] = {}
         self._collected: list[str] = []
         self._exitstatus: Any = None
+        self._junit: str | None = None
         self._result: RunProgress | None = None
 
     @property
@@ -102,6 +105,8 @@ class ProgressReplay:
                         states[nodeid] = _TestState(nodeid)
             elif kind == contract.SESSION_FINISH:
                 self._exitstatus = event.get("exitstatus")
+                junit = event.get("junitxml")
+                self._junit = junit if isinstance(junit, str) else None
 
     def result(self) -> RunProgress:
         """What the events fed so far say: the same object until more events are fed."""
@@ -118,6 +123,7 @@ class ProgressReplay:
             collected=len(collected),
             not_run=tuple(nodeid for nodeid in collected if nodeid not in started),
             session_exitstatus=self._exitstatus,
+            junit_path=self._junit,
         )
         return self._result
 
