@@ -23,7 +23,13 @@ from pathlib import Path
 import pytest
 
 from qualify.evidence.junit import JUnitCase
-from qualify.publish.bundle import _strip_streams, publish_run, run_sanitizer
+from qualify.publish.bundle import (
+    _encode,
+    _strip_streams,
+    _well_formed,
+    publish_run,
+    run_sanitizer,
+)
 from qualify.publish.sanitize import Identities
 from qualify.report.junit import render_junit
 from qualify.rundir.audit import Audit
@@ -478,6 +484,55 @@ def test_streams_are_stripped_and_a_junit_without_them_is_kept_as_written(
     assert "the failure stays" in _strip_streams(cut)
     ours = render_junit("fam", [JUnitCase("c", "t", "failed", 1.0, "m", "x < y")], {}, "")
     assert _strip_streams(ours.decode()) == ours.decode()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<?xml version="1.0"?><a x="1"><b>t &amp; u</b><!-- c --></a>',
+        "<a><b></a>",
+        "<a/><b/>",
+        "<a>&foo;</a>",
+        "<a",
+        "",
+        "<a x='1' x='2'/>",
+        "<a>\x01</a>",
+        "<a>\udcff</a>",  # an undecodable byte of the file, kept as a surrogate
+        "\ufeff<a/>",
+    ],
+)
+def test_xml_is_well_formed_where_elementtree_parses_it(text: str) -> None:
+    """The check that cleaning left an XML file whole agrees with ElementTree's parser (on
+    the bytes that would be published: an undecodable byte becomes U+FFFD)."""
+    try:
+        ET.fromstring(_encode(text))
+        parses = True
+    except ET.ParseError:
+        parses = False
+    assert _well_formed("junit.xml", text) is parses
+
+
+def test_a_secret_across_markup_is_cleaned_node_by_node(tmp_path: Path) -> None:
+    """A known secret that, unescaped, reads like markup ends where a real element starts:
+    cleaning the whole text would break the JUnit file, so it is cleaned node by node. The
+    published file parses, keeps its elements, and holds no part of the secret."""
+    secret = "Zq9-Wx8-Yv7-Ut6<b>"
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "audit.json").write_bytes(Audit(verdict="FAILED").to_bytes())
+    (run_dir / "junit.xml").write_text(
+        '<?xml version="1.0"?>\n<testsuites><testsuite name="s"><testcase classname="c" '
+        'name="t"><failure message="m">Zq9-Wx8-Yv7-Ut6<b>x</b></failure></testcase>'
+        "</testsuite></testsuites>\n"
+    )
+    sanitizer = run_sanitizer(run_dir, {"MY_API_TOKEN": secret})
+    assert not _well_formed("junit.xml", sanitizer.clean((run_dir / "junit.xml").read_text()))
+    result = publish_run(run_dir, "public", sanitizer)
+    assert result, result.reason
+    published = (run_dir / "public" / "junit.xml").read_text()
+    failure = ET.fromstring(published).find(".//failure")
+    assert failure is not None and failure.find("b") is not None
+    assert "Zq9-Wx8" not in published and result.rule_counts.get("known-secret", 0) >= 1
 
 
 def test_json_nested_deeper_than_the_decoder_goes_is_cleaned_as_text(tmp_path: Path) -> None:
