@@ -4,7 +4,9 @@ numpy's own test modules (about 3,560 short tests) run bare and under `qualify r
 from a venv this benchmark builds from the package registry (numpy, pytest and hypothesis,
 cached between runs), in rounds (each arm first in turn, so that drift and the other users of
 the machine hit every arm alike), with a third arm: bare pytest with the `--junitxml` qualify
-asks for (the floor no change to qualify can go under). Printed: min / median / max of the
+asks for (the floor no change to qualify can go under), and a fourth: qualify on the suite with
+pytest's JUnit writer disabled (`-p no:junitxml`; the events make the JUnit), what the
+design's `--junitxml` costs under qualify. Printed: min / median / max of the
 wall ratio and of the CPU ratio (user + system of everything each arm ran, qualify included),
 of `--junitxml` alone and of qualify over it, the E2E's own time under qualify against bare and
 qualify's time around it (start, judging, reports, publication), the monitor's own CPU as a
@@ -107,8 +109,9 @@ def versions(python: Path) -> str:
 
 
 def make_repo(directory: Path, python: Path) -> dict[str, list[str]]:
-    """A git repository with four families (the suite, one test, the counted module, a fork
-    storm); returns the pytest families' commands (their bare argv)."""
+    """A git repository with five families (the suite, the suite without pytest's JUnit
+    writer, one test, the counted module, a fork storm); returns the pytest families' commands
+    (their bare argv)."""
     commands = {
         "suite": [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs",
                   *MODULES],
@@ -116,6 +119,8 @@ def make_repo(directory: Path, python: Path) -> dict[str, list[str]]:
         "counted": [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs",
                     COUNTED],
     }  # fmt: skip
+    # The suite with pytest's JUnit writer disabled: under qualify, the events make the JUnit.
+    commands["events"] = [*commands["suite"][:3], "-p", "no:junitxml", *commands["suite"][3:]]
     for name, command in commands.items():
         family = directory / "families" / name
         family.mkdir(parents=True)
@@ -337,6 +342,10 @@ def suite(args: argparse.Namespace, command: list[str], repo: Path, out: Path) -
         "bare": lambda: bare(command, family),
         "junitxml": lambda: bare(junit, family),
         "qualify": lambda: under_qualify("suite", repo, out, args.mem),
+        # What the design's --junitxml costs under qualify: the same suite, its JUnit writer
+        # disabled (-p no:junitxml; the plugin takes the option qualify passes), the events
+        # making the JUnit.
+        "no junitxml": lambda: under_qualify("events", repo, out, args.mem),
     }
     if BASELINE:
         arms["baseline"] = lambda: under_qualify("suite", repo, out, args.mem, BASELINE)
@@ -361,6 +370,15 @@ def suite(args: argparse.Namespace, command: list[str], repo: Path, out: Path) -
     print(f"  E2E ratio      {spread(inside, '.3f')}  (the E2E under qualify / bare)")
     print(f"  outside E2E    {spread(outside, '.2f')} s  (qualify's start and end)")
     print(f"  monitor cpu    {spread(monitor, '.2f')} % of one core (target < 1%)")
+    e = [row["no junitxml"] for row in rows]
+    e_walls = [x.wall_s / y.wall_s for x, y in zip(e, b, strict=True)]
+    e_cpus = [x.cpu_s / y.cpu_s for x, y in zip(e, b, strict=True)]
+    e_inside = [(x.e2e_s or x.wall_s) / y.wall_s for x, y in zip(e, b, strict=True)]
+    print("  qualify, pytest's JUnit writer disabled (-p no:junitxml; the events make the JUnit):")
+    print(f"    wall ratio   {spread(e_walls, '.3f')}")
+    print(f"    cpu ratio    {spread(e_cpus, '.3f')}")
+    print(f"    E2E ratio    {spread(e_inside, '.3f')}")
+    print(f"    outside E2E  {spread([x.wall_s - (x.e2e_s or x.wall_s) for x in e], '.2f')} s")
     if BASELINE:
         a = [row["baseline"] for row in rows]
         print(f"  qualify at {args.baseline}:")
