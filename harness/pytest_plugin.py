@@ -24,6 +24,7 @@ from harness._events import emit_test_end, emit_test_start, emit_to
 from harness.contract import ENV_EVENTS
 
 _LONGREPR_LIMIT = 4000
+_MESSAGE_LIMIT = 1000
 
 
 class _Stream:
@@ -94,7 +95,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """The end of a test (its teardown), or of a phase that did not pass, with its outcome,
-    a bounded failure text, and the duration no earlier line reported."""
+    a bounded message and text (``_account``), and the duration no earlier line reported."""
     path = _stream.path
     if not path or getattr(report, "node", None) is not None:
         return  # outside a run, or pytest-xdist's controller replaying a worker's report
@@ -106,16 +107,35 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if not (report.failed or report.skipped):  # a test that passed: the line built directly
         emit_test_end(path, report.when, report.nodeid, report.outcome, duration)
         return
+    xfailed = hasattr(report, "wasxfail") and report.skipped
+    message, text = _account(report, xfailed)
     record: dict[str, Any] = {
         "event": contract.TEST_PHASE,
         "state": contract.TEST_END,
         "when": report.when,
         "nodeid": report.nodeid,
-        "outcome": "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome,
+        "outcome": "xfailed" if xfailed else report.outcome,
         "duration": duration,
-        "longrepr": report.longreprtext[-_LONGREPR_LIMIT:],
+        "message": message[:_MESSAGE_LIMIT],
+        "longrepr": text[-_LONGREPR_LIMIT:],
     }
     emit_to(path, record)
+
+
+def _account(report: pytest.TestReport, xfailed: bool) -> tuple[str, str]:
+    """The message and text of a phase that did not pass, as pytest's JUnit writer gives them:
+    a failure's crash message (``AssertionError: ...``) and report; a skip's reason and where it
+    was skipped; an expected failure's reason (and its report)."""
+    longrepr = report.longrepr
+    if xfailed:
+        return _unprefixed(str(getattr(report, "wasxfail", "")), "reason: "), report.longreprtext
+    if report.skipped and isinstance(longrepr, tuple) and len(longrepr) == 3:
+        filename, line, reason = longrepr
+        reason = _unprefixed(str(reason), "Skipped: ")
+        return reason, f"{filename}:{line}: {reason}"
+    crash = getattr(longrepr, "reprcrash", None)
+    text = report.longreprtext
+    return (str(crash.message) if crash is not None else text), text
 
 
 @pytest.hookimpl(trylast=True)
@@ -130,3 +150,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             "junitxml": _stream.junit,
         }
         emit_to(_stream.path, {**record, "t_end": time.time()}, durable=True)
+
+
+def _unprefixed(text: str, prefix: str) -> str:
+    return text[len(prefix) :] if text.startswith(prefix) else text

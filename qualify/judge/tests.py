@@ -56,14 +56,23 @@ def _apply(state: _TestState, event: dict[str, Any]) -> None:
     state.open_when = None
     state.phases_ended.add(when)
     state.duration += float(event.get("duration") or 0.0)
-    outcome = event.get("outcome")
+    outcome, message = event.get("outcome"), event.get("message")
+    if not isinstance(message, str):
+        message = None  # (written by a harness older than the line's message)
     if outcome == "failed" and state.outcome not in ("failed", "error"):
         state.outcome = "failed" if when == "call" else "error"
-        state.message = f"{when} failed"
+        if message is None:
+            state.message = f"{when} failed"
+        else:  # as pytest's JUnit writer words it
+            state.message = message if when == "call" else f'failed on {when} with "{message}"'
         state.text = event.get("longrepr")
     elif outcome in ("skipped", "xfailed") and state.outcome is None:
         state.outcome = "skipped"
-        state.message = str(event.get("longrepr") or "skipped")[-500:]
+        if message is None:
+            state.message = str(event.get("longrepr") or "skipped")[-500:]
+        else:
+            state.message = message
+            state.text = event.get("longrepr") if outcome == "skipped" else None
     elif outcome == "passed" and when == "call" and state.outcome is None:
         state.outcome = "passed"
 
