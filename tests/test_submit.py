@@ -387,7 +387,17 @@ def test_slurms_refusal_is_exit_4_in_slurms_words(
         SubmitRequest(families="hog", profiles="small", repo=repo, out=repo / "reports"), Slurm()
     )
     assert code == 4 and stderr.count("\n") == 1
+    assert stderr.startswith("qualify submit: error: Slurm refused: ")
     assert "Batch job submission failed: Invalid partition name specified" in stderr
+    # Slurm's words are printed as every error line is, to a log that may be public.
+    sbatch.write_text(
+        '#!/bin/sh\n[ "$1" = --version ] && { echo "slurm-wlm 22.05.8"; exit 0; }\n'
+        "echo 'sbatch: error: https://slurm:Pw9xYz12abc@rest.example.org refused' >&2\nexit 1\n"
+    )
+    code, _, stderr = run_submit(
+        SubmitRequest(families="hog", profiles="small", repo=repo, out=repo / "reports"), Slurm()
+    )
+    assert code == 4 and "Pw9xYz12abc" not in stderr and "rest.example.org refused" in stderr
     only_git = tmp_path / "only-git"
     only_git.mkdir()
     (only_git / "git").symlink_to(shutil.which("git") or "/usr/bin/git")

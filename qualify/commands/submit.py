@@ -527,7 +527,7 @@ def submit(
         stderr.write(error_line("qualify submit", exc))
         return EXIT_USAGE
     except SchedulerError as exc:
-        stderr.write(f"qualify submit: Slurm refused: {exc}\n")
+        stderr.write(error_line("qualify submit", f"Slurm refused: {exc}"))
         return EXIT_ERROR
     _print_submitted(record, path, stdout)
     stdout.flush()
@@ -536,7 +536,7 @@ def submit(
     try:
         return _finish(record, slurm, poll_s, stdout, stderr)
     except SchedulerError as exc:
-        stderr.write(f"qualify submit: cannot wait for the merge job: {exc}\n")
+        stderr.write(error_line("qualify submit", f"cannot wait for the merge job: {exc}"))
         return EXIT_ERROR
     except KeyboardInterrupt:
         stderr.write("qualify submit: stopped waiting; the jobs go on (scancel to stop them)\n")
