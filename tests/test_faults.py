@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import subprocess
+import sys
 import textwrap
 import time
 from collections.abc import Iterator
@@ -621,6 +622,44 @@ def test_the_e2es_own_junitxml_is_read_where_pytest_wrote_it(
     message = _case(junit, "test_bad").find("failure").get("message")
     crash = "AssertionError: boom\nassert 1 == 2"
     assert message == (f"from the file: {crash}" if where == "the family's directory" else crash)
+
+
+@pytest.mark.parametrize("runner", ["pytest, its environment scrubbed", "not pytest"])
+def test_a_pytest_out_of_the_plugins_reach_is_named(
+    tmp_path: Path, run_qualify: RunQualify, runner: str
+) -> None:
+    """A runner that does not pass the run's environment on to pytest (tox without pass_env):
+    pytest runs without the plugin, the run has one testcase for the whole command, and a
+    failing one says why. A command that is not pytest gets no such hint."""
+    scrub = [
+        "env",
+        "-u",
+        "PYTHONPATH",
+        "-u",
+        "PYTEST_PLUGINS",
+        "-u",
+        "PYTEST_ADDOPTS",
+        "-u",
+        "QUALIFY_EVENTS",
+    ]
+    if runner == "not pytest":
+        argv = [sys.executable, "-c", "print('3 checks, 1 bad'); raise SystemExit(1)"]
+    else:
+        argv = [*scrub, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_s.py"]
+    repo = family_repo(
+        tmp_path / "repo",
+        "scrubbed",
+        f"[e2e]\ncommand = {json.dumps(argv)}\n",
+        {"test_s.py": OWN_JUNIT_TESTS},
+    )
+    completed = run_qualify("run", "--family", "scrubbed", "--repo", str(repo), "--mem", "256M")
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    audit, junit = assert_reports(completed)
+    assert audit["verdict"] == "FAILED"
+    names = [(case.get("classname"), case.get("name")) for case in junit.iter("testcase")]
+    assert names == [("scrubbed", "e2e")]
+    message = _case(junit, "e2e").find("failure").get("message")
+    assert ("pytest ran without qualify's plugin" in message) == (runner != "not pytest")
 
 
 LATE_OOM = """

@@ -324,7 +324,8 @@ def _execute_and_judge(
     if preloading.is_alive():
         preloading.join()
     if preloading.ident is not None and execution.returncode != 0:
-        # Judging imports nothing more: the one import thread runs beside it.
+        # Judging imports nothing more (but the log-line parsers, which triage imports too,
+        # for a failed command that is not pytest: it waits on their module's lock).
         preloading = threading.Thread(
             target=_preload, args=(FAILED_RUN_MODULES,), name="qualify-preload", daemon=True
         )

@@ -64,16 +64,40 @@ def _resource_message(
     return f"{verdict.value}{where}: {reason}; {memory}"
 
 
+WITHOUT_PLUGIN = (
+    "pytest ran without qualify's plugin (its summary is in the output, the events hold no "
+    "test): whatever started it did not pass on PYTHONPATH, PYTEST_PLUGINS, PYTEST_ADDOPTS and "
+    "the QUALIFY_ variables (tox: pass_env), so the run has one testcase for the whole command"
+)
+
+
+def pytest_ran_unseen(run_dir: RunDir) -> bool:
+    """Whether the E2E's output ends in pytest's summary line: pytest ran, and (the plugin
+    having streamed nothing) without the run's environment."""
+    from qualify.evidence.lines import parse_pytest_line
+
+    for line in reversed(run_dir.log_tail("stdout", 4000).splitlines()[-20:]):
+        signal = parse_pytest_line(line)
+        if signal is not None and signal.kind in ("pytest_summary", "pytest_passed"):
+            return True
+    return False
+
+
 def _whole_command(
     spec: RunSpec, execution: Execution, verdict: Verdict, message: str
 ) -> list[JUnitCase]:
-    """One case for a family command that is not pytest (or died before collecting)."""
+    """One case for a family command that is not pytest (or died before collecting); a
+    failing one says so when pytest ran all the same, out of the plugin's reach."""
     if execution.returncode is None:
         return []  # it never ran: the qualify case below carries the verdict
+    run_dir = RunDir(spec.run_dir)
     passed = execution.returncode == 0 and not verdict.is_resource
-    text = RunDir(spec.run_dir).log_tail("stderr", 4000) or None
-    outcome = "passed" if passed else "failed"
-    return [JUnitCase(spec.family.name, "e2e", outcome, 0.0, None if passed else message, text)]
+    text = run_dir.log_tail("stderr", 4000) or None
+    if passed:
+        return [JUnitCase(spec.family.name, "e2e", "passed", 0.0, None, text)]
+    if pytest_ran_unseen(run_dir):
+        message = f"{message}; {WITHOUT_PLUGIN}"
+    return [JUnitCase(spec.family.name, "e2e", "failed", 0.0, message, text)]
 
 
 _CATEGORY = {"passed": "passed", "failed": "failed", "error": "failed", "skipped": "skipped"}
