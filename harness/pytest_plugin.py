@@ -57,6 +57,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Look the run up once: every hook below is a no-op outside a qualify run."""
     _stream.path = os.environ.get(ENV_EVENTS) or None
     xmlpath = config.getoption("xmlpath", None) if _stream.path else None
+    _stream.junit = None
     if xmlpath:  # the absolute path, as pytest's JUnit writer makes it
         logfile = os.path.expanduser(os.path.expandvars(xmlpath))
         _stream.junit = os.path.normpath(os.path.abspath(logfile))

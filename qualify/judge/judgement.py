@@ -184,11 +184,13 @@ def pytest_junit_path(spec: RunSpec, progress: RunProgress, not_before: float) -
     named = progress.junit_path
     if named is None:
         return asked
+    if not os.path.isabs(named):
+        return None  # (the plugin writes the absolute path pytest writes to)
     path = os.path.realpath(named)
     if path == os.path.realpath(asked):
         return asked
     roots = {os.path.realpath(d) for d in (spec.workdir, spec.family.directory, spec.run_dir)}
-    if not os.path.isabs(named) or not any(path.startswith(root + os.sep) for root in roots):
+    if not any(path.startswith(root + os.sep) for root in roots):
         return None
     try:
         written = os.stat(path).st_mtime
