@@ -631,16 +631,9 @@ def test_a_pytest_out_of_the_plugins_reach_is_named(
     """A runner that does not pass the run's environment on to pytest (tox without pass_env):
     pytest runs without the plugin, the run has one testcase for the whole command, and a
     failing one says why. A command that is not pytest gets no such hint."""
-    scrub = [
-        "env",
-        "-u",
-        "PYTHONPATH",
-        "-u",
-        "PYTEST_PLUGINS",
-        "-u",
-        "PYTEST_ADDOPTS",
-        "-u",
-        "QUALIFY_EVENTS",
+    scrub = ["env"] + [
+        f"--unset={name}"
+        for name in ("PYTHONPATH", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "QUALIFY_EVENTS")
     ]
     if runner == "not pytest":
         argv = [sys.executable, "-c", "print('3 checks, 1 bad'); raise SystemExit(1)"]
