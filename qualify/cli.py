@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NoReturn
 from harness import contract
 from qualify import __version__
 from qualify.sandbox import CHOICES as BACKENDS
-from qualify.verdict import EXIT_USAGE
+from qualify.verdict import EXIT_PIPE_CLOSED, EXIT_USAGE
 
 if TYPE_CHECKING:
     from qualify.publish.bundle import SecretSources
@@ -493,6 +493,11 @@ def entry() -> NoReturn:
         if not (exc.code is None or isinstance(exc.code, int)):
             raise
         code = exc.code or 0
+    except BrokenPipeError:  # stdout's reader went away (| head): as a SIGPIPE would end it
+        from qualify.console import silence
+
+        silence(sys.stdout)
+        code = EXIT_PIPE_CLOSED
     others = [thread for thread in threading.enumerate() if thread is not threading.main_thread()]
     if any(thread.is_alive() and not thread.daemon for thread in others):
         raise SystemExit(code)

@@ -33,6 +33,9 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_RESOURCE = 3
 EXIT_ERROR = 4
+EXIT_PIPE_CLOSED = 141
+"""stdout's reader went away before a command other than ``run`` had printed everything (128 +
+SIGPIPE, what a process the signal ends gives); ``run`` still exits with its verdict's code."""
 
 _EXIT_CODES = {
     Verdict.PASSED: EXIT_PASSED,

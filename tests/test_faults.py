@@ -655,6 +655,29 @@ def test_a_pytest_out_of_the_plugins_reach_is_named(
     assert ("pytest ran without qualify's plugin" in message) == (runner != "not pytest")
 
 
+def test_a_reader_that_went_away_leaves_the_verdicts_exit_code(tmp_path: Path) -> None:
+    """``qualify run ... | head -1``: the reader of stdout is gone before the summary is
+    printed. The run's reports are written and its exit code is the verdict's (FAILED: 1), with
+    no traceback; another command exits 141, as a process that SIGPIPE ends."""
+    repo = pytest_family(tmp_path / "repo", "gone", "def test_bad():\n    assert 0\n")
+    argv = qualify_argv("run", "--family", "gone", "--repo", str(repo), "--mem", "256M",
+                        "--out", str(tmp_path / "out"))  # fmt: skip
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.close()
+        stderr = process.stderr.read().decode()
+    assert process.returncode == 1 and "Traceback" not in stderr, stderr
+    (audit,) = (tmp_path / "out").glob("*/gone/*/*/audit.json")
+    assert json.loads(audit.read_text())["verdict"] == "FAILED"
+    broken = (
+        "import qualify.cli as c\ndef main():\n    raise BrokenPipeError\nc.main = main\nc.entry()"
+    )
+    ended = subprocess.run(
+        [sys.executable, "-c", broken], capture_output=True, text=True, check=False
+    )
+    assert ended.returncode == 141 and ended.stderr == ""
+
+
 LATE_OOM = """
 import atexit, time
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from qualify.console import printed
 from qualify.errors import UsageError
 from qualify.plan.request import RunRequest, build_spec
 from qualify.plan.spec import RunSpec, harness_root
@@ -401,11 +402,11 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
     color = stdout.isatty() and "NO_COLOR" not in os.environ
     width = shutil.get_terminal_size().columns if color else 100
     summary = render_summary(result, color=color, width=width)
-    stdout.write(terminal_text(summary, sanitizer, os.environ))
+    printed(stdout, terminal_text(summary, sanitizer, os.environ))
     for reason in publication.reasons:
         stderr.write(f"qualify run: publication failed: {reason}\n")
     # The last line is the run directory, a path the caller opens: secrets only are redacted.
-    stdout.write(sanitizer.redact(f"{display_path(spec.run_dir)}\n"))
-    stdout.flush()
+    printed(stdout, sanitizer.redact(f"{display_path(spec.run_dir)}\n"))
+    printed(stdout)
     # A failed publication exits 4 (fail closed); the verdict itself is unchanged.
     return max(result.verdict.exit_code, publication.exit_code)
