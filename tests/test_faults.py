@@ -624,26 +624,33 @@ def test_the_e2es_own_junitxml_is_read_where_pytest_wrote_it(
     assert message == (f"from the file: {crash}" if where == "the family's directory" else crash)
 
 
-@pytest.mark.parametrize("runner", ["pytest, its environment scrubbed", "not pytest"])
+@pytest.mark.parametrize(
+    "runner", ["pytest, its environment scrubbed", "not pytest", "pytest, nothing collected"]
+)
 def test_a_pytest_out_of_the_plugins_reach_is_named(
     tmp_path: Path, run_qualify: RunQualify, runner: str
 ) -> None:
     """A runner that does not pass the run's environment on to pytest (tox without pass_env):
     pytest runs without the plugin, the run has one testcase for the whole command, and a
-    failing one says why. A command that is not pytest gets no such hint."""
+    failing one says why. A command that is not pytest gets no such hint, nor does a pytest
+    that ran with the plugin and collected nothing (its JUnit writer off, an import error)."""
     scrub = ["env"] + [
         f"--unset={name}"
         for name in ("PYTHONPATH", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "QUALIFY_EVENTS")
     ]
+    source = OWN_JUNIT_TESTS
     if runner == "not pytest":
         argv = [sys.executable, "-c", "print('3 checks, 1 bad'); raise SystemExit(1)"]
+    elif runner == "pytest, nothing collected":
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:junitxml", "test_s.py"]
+        source = "import a_module_nowhere\n" + source
     else:
         argv = [*scrub, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_s.py"]
     repo = family_repo(
         tmp_path / "repo",
         "scrubbed",
         f"[e2e]\ncommand = {json.dumps(argv)}\n",
-        {"test_s.py": OWN_JUNIT_TESTS},
+        {"test_s.py": source},
     )
     completed = run_qualify("run", "--family", "scrubbed", "--repo", str(repo), "--mem", "256M")
     assert completed.returncode == 1, completed.stdout + completed.stderr
@@ -652,7 +659,7 @@ def test_a_pytest_out_of_the_plugins_reach_is_named(
     names = [(case.get("classname"), case.get("name")) for case in junit.iter("testcase")]
     assert names == [("scrubbed", "e2e")]
     message = _case(junit, "e2e").find("failure").get("message")
-    assert ("pytest ran without qualify's plugin" in message) == (runner != "not pytest")
+    assert ("pytest ran without qualify's plugin" in message) == runner.endswith("scrubbed")
 
 
 def test_a_reader_that_went_away_leaves_the_verdicts_exit_code(tmp_path: Path) -> None:

@@ -71,11 +71,14 @@ WITHOUT_PLUGIN = (
 )
 
 
-def pytest_ran_unseen(run_dir: RunDir) -> bool:
-    """Whether the E2E's output ends in pytest's summary line: pytest ran, and (the plugin
-    having streamed nothing) without the run's environment."""
+def pytest_ran_unseen(run_dir: RunDir, progress: RunProgress) -> bool:
+    """Whether pytest ran without the plugin: the E2E's output ends in pytest's summary line,
+    which pytest prints after every plugin's end of the session, and the plugin never wrote
+    its own."""
     from qualify.evidence.lines import parse_pytest_line
 
+    if progress.session_exitstatus is not None or _streamed(progress):
+        return False
     for line in reversed(run_dir.log_tail("stdout", 4000).splitlines()[-20:]):
         signal = parse_pytest_line(line)
         if signal is not None and signal.kind in ("pytest_summary", "pytest_passed"):
@@ -84,7 +87,7 @@ def pytest_ran_unseen(run_dir: RunDir) -> bool:
 
 
 def _whole_command(
-    spec: RunSpec, execution: Execution, verdict: Verdict, message: str
+    spec: RunSpec, execution: Execution, verdict: Verdict, message: str, progress: RunProgress
 ) -> list[JUnitCase]:
     """One case for a family command that is not pytest (or died before collecting); a
     failing one says so when pytest ran all the same, out of the plugin's reach."""
@@ -95,7 +98,7 @@ def _whole_command(
     text = run_dir.log_tail("stderr", 4000) or None
     if passed:
         return [JUnitCase(spec.family.name, "e2e", "passed", 0.0, None, text)]
-    if pytest_ran_unseen(run_dir):
+    if pytest_ran_unseen(run_dir, progress):
         message = f"{message}; {WITHOUT_PLUGIN}"
     return [JUnitCase(spec.family.name, "e2e", "failed", 0.0, message, text)]
 
@@ -240,7 +243,7 @@ def _cases(
     elif streamed:
         cases = cases_from_events(progress, verdict, message)
     else:
-        cases = _whole_command(spec, execution, verdict, message)
+        cases = _whole_command(spec, execution, verdict, message, progress)
     carried = any(case.kind == verdict.value for case in cases)
     if verdict == Verdict.ERROR or (verdict.is_resource and not carried):
         cases.append(
