@@ -625,15 +625,22 @@ def test_the_e2es_own_junitxml_is_read_where_pytest_wrote_it(
 
 
 @pytest.mark.parametrize(
-    "runner", ["pytest, its environment scrubbed", "not pytest", "pytest, nothing collected"]
+    "runner",
+    [
+        "pytest, its environment scrubbed",
+        "pytest, its environment scrubbed, passing",
+        "not pytest",
+        "pytest, nothing collected",
+    ],
 )
 def test_a_pytest_out_of_the_plugins_reach_is_named(
     tmp_path: Path, run_qualify: RunQualify, runner: str
 ) -> None:
     """A runner that does not pass the run's environment on to pytest (tox without pass_env):
     pytest runs without the plugin, the run has one testcase for the whole command, and a
-    failing one says why. A command that is not pytest gets no such hint, nor does a pytest
-    that ran with the plugin and collected nothing (its JUnit writer off, an import error)."""
+    failing one says why; the printed summary says it, failing or not. A command that is not
+    pytest gets no such hint, nor does a pytest that ran with the plugin and collected nothing
+    (its JUnit writer off, an import error)."""
     scrub = ["env"] + [
         f"--unset={name}"
         for name in ("PYTHONPATH", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "QUALIFY_EVENTS")
@@ -646,6 +653,7 @@ def test_a_pytest_out_of_the_plugins_reach_is_named(
         source = "import a_module_nowhere\n" + source
     else:
         argv = [*scrub, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_s.py"]
+        source = "def test_ok():\n    pass\n" if runner.endswith("passing") else source
     repo = family_repo(
         tmp_path / "repo",
         "scrubbed",
@@ -653,13 +661,17 @@ def test_a_pytest_out_of_the_plugins_reach_is_named(
         {"test_s.py": source},
     )
     completed = run_qualify("run", "--family", "scrubbed", "--repo", str(repo), "--mem", "256M")
-    assert completed.returncode == 1, completed.stdout + completed.stderr
+    passing = runner.endswith("passing")
+    assert completed.returncode == (0 if passing else 1), completed.stdout + completed.stderr
     audit, junit = assert_reports(completed)
-    assert audit["verdict"] == "FAILED"
+    assert audit["verdict"] == ("PASSED" if passing else "FAILED")
     names = [(case.get("classname"), case.get("name")) for case in junit.iter("testcase")]
     assert names == [("scrubbed", "e2e")]
-    message = _case(junit, "e2e").find("failure").get("message")
-    assert ("pytest ran without qualify's plugin" in message) == runner.endswith("scrubbed")
+    hinted = "environment scrubbed" in runner
+    assert ("note: pytest ran without qualify's plugin" in completed.stdout) == hinted
+    if not passing:
+        message = _case(junit, "e2e").find("failure").get("message")
+        assert ("pytest ran without qualify's plugin" in message) == hinted
 
 
 def test_a_reader_that_went_away_leaves_the_verdicts_exit_code(tmp_path: Path) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING
 
+from qualify.judge.judgement import WITHOUT_PLUGIN, pytest_ran_unseen
 from qualify.judge.result import RunResult
+from qualify.rundir import RunDir
 from qualify.sizes import format_bytes, format_duration
 from qualify.verdict import Verdict
 
@@ -110,6 +112,8 @@ def render_summary(result: RunResult, *, color: bool = False, width: int = 100) 
             )
         )
     )
+    if pytest_ran_unseen(RunDir(spec.run_dir), result.progress):
+        console.print(Text(f"note: {WITHOUT_PLUGIN}", style="yellow"))
     table = _phase_table(result)
     if table is not None:
         console.print(table)
