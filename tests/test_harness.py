@@ -538,67 +538,6 @@ def test_pytest_junit_is_read_from_the_run_or_work_directories_only(tmp_path: Pa
     assert where(17) == asked  # not a path: the line is read as naming none
 
 
-VARIED_OUTCOMES = """
-import pytest
-
-@pytest.fixture
-def broken_setup():
-    raise RuntimeError("setup went wrong")
-
-@pytest.fixture
-def broken_teardown():
-    yield
-    raise OSError("teardown went wrong")
-
-def test_pass():
-    pass
-
-def test_assert_msg():
-    assert 1 == 2, "boom"
-
-def test_raise():
-    raise ValueError("bad value 42")
-
-def test_fail_call():
-    pytest.fail("explicit failure")
-
-def test_setup_error(broken_setup):
-    pass
-
-def test_teardown_error(broken_teardown):
-    pass
-
-def test_fail_and_teardown_error(broken_teardown):
-    assert 0, "both"
-
-def test_skip_inside():
-    pytest.skip("not here")
-
-@pytest.mark.skip(reason="marked away")
-def test_skip_mark():
-    pass
-
-@pytest.mark.xfail(reason="known bug")
-def test_xfail():
-    assert 0
-
-@pytest.mark.xfail(reason="strictly broken", strict=True)
-def test_xpass_strict():
-    pass
-
-@pytest.mark.xfail(reason="loosely broken")
-def test_xpass():
-    pass
-
-def test_long():
-    assert "x" * 6000 == "y", "long"
-
-@pytest.mark.parametrize("n", [1, "a b", "ü"])
-def test_param(n):
-    assert n == 1
-"""
-
-
 def test_the_events_word_each_outcome_as_pytests_junit_does(tmp_path: Path) -> None:
     """The test cases the events make (after a SIGKILL, pytest's JUnit never written) carry
     what pytest's JUnit writer gives for the same run: outcome, message (a failure's crash
@@ -607,8 +546,9 @@ def test_the_events_word_each_outcome_as_pytests_junit_does(tmp_path: Path) -> N
     (a failure, then an error); the events' case is the first. pytest 9 shortens a message
     past 500 characters and says so; the events keep its first thousand."""
     from qualify.evidence.junit import parse_pytest_junit
+    from tests.test_junit import OUTCOMES_MODULE
 
-    events = _run_plugin(tmp_path, VARIED_OUTCOMES, "--junitxml=junit.xml")
+    events = _run_plugin(tmp_path, OUTCOMES_MODULE, "--junitxml=junit.xml")
     ours = {(case.classname, case.name): case for case in progress_from_events(events).cases}
     theirs: dict[tuple[str, str], Any] = {}
     for case in parse_pytest_junit(tmp_path / "junit.xml") or []:
@@ -623,9 +563,9 @@ def test_the_events_word_each_outcome_as_pytests_junit_does(tmp_path: Path) -> N
         else:
             assert mine.message == case.message, key
     assert ours[("test_sample", "test_setup_error")].message == (
-        'failed on setup with "RuntimeError: setup went wrong"'
+        'failed on setup with "RuntimeError: setup broke"'
     )
-    assert ours[("test_sample", "test_skip_mark")].message == "marked away"
+    assert ours[("test_sample", "test_skip_marked")].message == "marked away"
 
 
 def test_plugin_ignores_reports_that_xdist_replays_in_its_controller(

@@ -227,7 +227,7 @@ def test_progress_names_the_running_test_and_the_never_started() -> None:
     assert progress.session_exitstatus is None
 
 
-_OUTCOMES_MODULE = """
+OUTCOMES_MODULE = """
 import pytest
 
 @pytest.fixture
@@ -245,7 +245,16 @@ def test_passes():
 def test_fails():
     assert 1 == 2, "one is not two"
 
+def test_raises():
+    raise ValueError("bad value 42")
+
+def test_fails_explicitly():
+    pytest.fail("explicit failure")
+
 def test_setup_error(broken):
+    pass
+
+def test_teardown_error(breaks_after):
     pass
 
 def test_fails_then_teardown_error(breaks_after):
@@ -253,6 +262,10 @@ def test_fails_then_teardown_error(breaks_after):
 
 def test_skipped():
     pytest.skip("not here")
+
+@pytest.mark.skip(reason="marked away")
+def test_skip_marked():
+    pass
 
 @pytest.mark.xfail(reason="known bug")
 def test_xfail():
@@ -262,17 +275,26 @@ def test_xfail():
 def test_xpass_strict():
     pass
 
+@pytest.mark.xfail(reason="loosely broken")
+def test_xpass():
+    pass
+
+def test_long_message():
+    assert "x" * 6000 == "y", "long"
+
 class TestGroup:
-    @pytest.mark.parametrize("x", ["a<b", "c&d"])
+    @pytest.mark.parametrize("x", ["a<b", "c&d", "\u00fc"])
     def test_param(self, x):
-        assert "&" not in x
+        assert "&" not in x and x != "\u00fc"
 """
+"""A pytest module with every outcome pytest's JUnit writer words its own way (also the
+plugin's: ``tests/test_harness.py``)."""
 
 
 def test_pytest_junit_is_read_as_junitparser_reads_it(tmp_path: Path) -> None:
     """A JUnit file pytest itself wrote, with every outcome it writes: the direct reading
     gives, case by case, what junitparser's objects give, and the outcomes decided here."""
-    (tmp_path / "test_outcomes.py").write_text(_OUTCOMES_MODULE)
+    (tmp_path / "test_outcomes.py").write_text(OUTCOMES_MODULE)
     subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o",
          "junit_family=xunit1", "--junitxml=pytest-junit.xml", "test_outcomes.py"],
@@ -285,14 +307,21 @@ def test_pytest_junit_is_read_as_junitparser_reads_it(tmp_path: Path) -> None:
     assert [(case.name, case.outcome) for case in cases] == [
         ("test_passes", "passed"),
         ("test_fails", "failed"),
+        ("test_raises", "failed"),
+        ("test_fails_explicitly", "failed"),
         ("test_setup_error", "error"),
+        ("test_teardown_error", "error"),
         ("test_fails_then_teardown_error", "failed"),
         ("test_fails_then_teardown_error", "error"),
         ("test_skipped", "skipped"),
+        ("test_skip_marked", "skipped"),
         ("test_xfail", "skipped"),
         ("test_xpass_strict", "failed"),
+        ("test_xpass", "passed"),
+        ("test_long_message", "failed"),
         ("test_param[a<b]", "passed"),
         ("test_param[c&d]", "failed"),
+        ("test_param[\\xfc]", "failed"),  # (pytest escapes what is not ASCII in ids)
     ]
     document = junitparser.JUnitXml.fromfile(str(path))
     expected = []
