@@ -87,20 +87,17 @@ def pytest_ran_unseen(run_dir: RunDir, progress: RunProgress) -> bool:
 
 
 def _whole_command(
-    spec: RunSpec, execution: Execution, verdict: Verdict, message: str, progress: RunProgress
+    spec: RunSpec, execution: Execution, verdict: Verdict, message: str, unseen: bool
 ) -> list[JUnitCase]:
     """One case for a family command that is not pytest (or died before collecting); a
     failing one says so when pytest ran all the same, out of the plugin's reach."""
     if execution.returncode is None:
         return []  # it never ran: the qualify case below carries the verdict
-    run_dir = RunDir(spec.run_dir)
     passed = execution.returncode == 0 and not verdict.is_resource
-    text = run_dir.log_tail("stderr", 4000) or None
-    if passed:
-        return [JUnitCase(spec.family.name, "e2e", "passed", 0.0, None, text)]
-    if pytest_ran_unseen(run_dir, progress):
-        message = f"{message}; {WITHOUT_PLUGIN}"
-    return [JUnitCase(spec.family.name, "e2e", "failed", 0.0, message, text)]
+    text = RunDir(spec.run_dir).log_tail("stderr", 4000) or None
+    outcome = "passed" if passed else "failed"
+    message = f"{message}; {WITHOUT_PLUGIN}" if unseen else message
+    return [JUnitCase(spec.family.name, "e2e", outcome, 0.0, None if passed else message, text)]
 
 
 _CATEGORY = {"passed": "passed", "failed": "failed", "error": "failed", "skipped": "skipped"}
@@ -225,9 +222,11 @@ def _cases(
     progress: RunProgress,
     phase: str | None,
     ahead: PytestJUnitRead | None = None,
+    unseen: bool = False,
 ) -> tuple[list[JUnitCase], list[str]]:
     """The run's test cases and where pytest's JUnit disagreed with the events (which win);
-    ``ahead``: pytest's JUnit as read before, used when it still holds."""
+    ``ahead``: pytest's JUnit as read before, used when it still holds; ``unseen``: pytest ran
+    out of the plugin's reach (said in a failing whole-command case)."""
     message = _resource_message(verdict, reason, spec, execution, phase)
     pytest_cases, disagreements = None, []
     path = None
@@ -243,7 +242,7 @@ def _cases(
     elif streamed:
         cases = cases_from_events(progress, verdict, message)
     else:
-        cases = _whole_command(spec, execution, verdict, message, progress)
+        cases = _whole_command(spec, execution, verdict, message, unseen)
     carried = any(case.kind == verdict.value for case in cases)
     if verdict == Verdict.ERROR or (verdict.is_resource and not carried):
         cases.append(
@@ -330,7 +329,8 @@ def judge(
     )
     verdict, reason = decide(found)
     phase = _phase_at_death(monitor)
-    cases, disagreements = _cases(spec, execution, verdict, reason, progress, phase, ahead)
+    unseen = pytest_ran_unseen(run_dir, progress)
+    cases, disagreements = _cases(spec, execution, verdict, reason, progress, phase, ahead, unseen)
     if parity is not None:
         repro = f"qualify compare {display_path(run_dir.parity_path)}"
         cases += parity_mod.junit_cases(parity, spec.family.name, repro)
@@ -352,6 +352,7 @@ def judge(
         nvml=run_dir.gpu_summary(),
         junit_disagreements=tuple(disagreements),
         host_memory_bytes=host_memory,
+        pytest_unseen=unseen,
     )
 
 

@@ -39,3 +39,5 @@ class RunResult:
     """Where pytest's JUnit and the streamed events disagreed (the events' cases were used)."""
     host_memory_bytes: int | None = None
     """The host's RAM."""
+    pytest_unseen: bool = False
+    """pytest ran out of the plugin's reach (``judgement.pytest_ran_unseen``)."""

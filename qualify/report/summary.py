@@ -5,9 +5,8 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING
 
-from qualify.judge.judgement import WITHOUT_PLUGIN, pytest_ran_unseen
+from qualify.judge.judgement import WITHOUT_PLUGIN
 from qualify.judge.result import RunResult
-from qualify.rundir import RunDir
 from qualify.sizes import format_bytes, format_duration
 from qualify.verdict import Verdict
 
@@ -112,7 +111,7 @@ def render_summary(result: RunResult, *, color: bool = False, width: int = 100) 
             )
         )
     )
-    if pytest_ran_unseen(RunDir(spec.run_dir), result.progress):
+    if result.pytest_unseen:
         console.print(Text(f"note: {WITHOUT_PLUGIN}", style="yellow"))
     table = _phase_table(result)
     if table is not None:
