@@ -538,16 +538,26 @@ def test_pytest_junit_is_read_from_the_run_or_work_directories_only(tmp_path: Pa
     assert where(17) == asked  # not a path: the line is read as naming none
 
 
-def test_the_events_word_each_outcome_as_pytests_junit_does(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ci", [False, True], ids=["local", "ci"])
+def test_the_events_word_each_outcome_as_pytests_junit_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ci: bool
+) -> None:
     """The test cases the events make (after a SIGKILL, pytest's JUnit never written) carry
     what pytest's JUnit writer gives for the same run: outcome, message (a failure's crash
     message, ``failed on setup with "..."``, a skip's or an expected failure's reason) and
     text, test by test. pytest writes a test that failed and then failed its teardown twice
-    (a failure, then an error); the events' case is the first. pytest 9 shortens a message
-    past 500 characters and says so; the events keep its first thousand."""
+    (a failure, then an error); the events' case is the first. The events keep a text's last
+    4,000 characters and a message's first 1,000; pytest 9 shortens a message past 500
+    characters and says so. Where ``CI`` is set, pytest explains an assertion in full, and
+    the long failure's text passes the events' bound."""
+    from harness.pytest_plugin import _LONGREPR_LIMIT, _MESSAGE_LIMIT
     from qualify.evidence.junit import parse_pytest_junit
     from tests.test_junit import OUTCOMES_MODULE
 
+    for name in ("CI", "BUILD_NUMBER"):  # what pytest reads to tell it runs in CI
+        monkeypatch.delenv(name, raising=False)
+    if ci:
+        monkeypatch.setenv("CI", "true")
     events = _run_plugin(tmp_path, OUTCOMES_MODULE, "--junitxml=junit.xml")
     ours = {(case.classname, case.name): case for case in progress_from_events(events).cases}
     theirs: dict[tuple[str, str], Any] = {}
@@ -556,12 +566,16 @@ def test_the_events_word_each_outcome_as_pytests_junit_does(tmp_path: Path) -> N
     assert len(theirs) == len(ours) == 16
     for key, case in theirs.items():
         mine = ours[key]
-        assert (mine.outcome, mine.text) == (case.outcome, case.text), key
+        text = case.text[-_LONGREPR_LIMIT:] if case.text else case.text
+        assert (mine.outcome, mine.text) == (case.outcome, text), key
         kept, _, note = (case.message or "").partition("\n[+")
         if note.endswith("full report in element text]"):
             assert (mine.message or "").startswith(kept), key
         else:
-            assert mine.message == case.message, key
+            message = case.message[:_MESSAGE_LIMIT] if case.message else case.message
+            assert mine.message == message, key
+    long_text = theirs[("test_sample", "test_long_message")].text or ""
+    assert (len(long_text) > _LONGREPR_LIMIT) is ci
     assert ours[("test_sample", "test_setup_error")].message == (
         'failed on setup with "RuntimeError: setup broke"'
     )
