@@ -105,9 +105,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         _stream.pending = duration  # the next start line says that this phase passed
         return
     _stream.pending = 0.0
-    if not (report.failed or report.skipped):  # a test that passed: the line built directly
+    if report.passed:  # a test that passed: the line built directly
         emit_test_end(path, report.when, report.nodeid, report.outcome, duration)
         return
+    # failed, skipped, or another plugin's outcome, with its account: pytest-rerunfailures'
+    # "rerun" (a failed attempt, run again) carries the failure it discards
     xfailed = hasattr(report, "wasxfail") and report.skipped
     message, text = _account(report, xfailed)
     record: dict[str, Any] = {

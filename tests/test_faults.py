@@ -732,3 +732,74 @@ def test_an_oom_kill_after_the_session_ended_keeps_pytests_cases(
     assert names == [("test_late", "test_ok"), ("test_late", "test_bad"), ("qualify", "run")]
     assert "assert 1 == 2" in (_case(junit, "test_bad").find("failure").text or "")
     assert _case(junit, "run").find("error").get("type") == "OOM_KILLED"
+
+
+RERUN_FAMILY = """
+import os, pathlib
+
+def _attempt(name):
+    marker = pathlib.Path(os.environ["RERUN_MARKS"]) / name
+    tries = int(marker.read_text()) + 1 if marker.exists() else 1
+    marker.write_text(str(tries))
+    return tries
+
+def test_flaky():
+    assert _attempt("flaky") == 2, "not yet"
+
+def test_always_fails():
+    assert 1 == 2
+
+def test_ok():
+    pass
+
+def test_hog():
+    if os.environ.get("RERUN_HOG"):
+        assert _attempt("hog") == 2, "fails, then fills its cap"
+        blocks = []
+        while True:
+            blocks.append(bytearray(16 << 20))
+"""
+
+
+@pytest.mark.parametrize("hog", [False, True], ids=["reruns", "killed in a rerun"])
+def test_a_test_run_again_is_counted_once_by_its_last_attempt(
+    tmp_path: Path, run_qualify: RunQualify, hog: bool
+) -> None:
+    """A family under pytest-rerunfailures (``--reruns 2``), whose JUnit from pytest has a
+    passing testcase for every attempt it ran again: one testcase a test, its last attempt's;
+    the reruns counted and the test that passed only on a rerun named, in the audit and the
+    summary. A test OOM-killed in its second attempt is the one running at the end."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    command = '["python", "-m", "pytest", "test_rr.py", "-q", "-p", "no:randomly", "--reruns", "2"]'
+    env = f'RERUN_MARKS = "{marks}"' + (', RERUN_HOG = "1"' if hog else "")
+    repo = family_repo(
+        tmp_path / "repo",
+        "rr",
+        f"[e2e]\ncommand = {command}\nenv = {{ {env} }}\n",
+        {"test_rr.py": RERUN_FAMILY if not hog else RERUN_FAMILY.replace("== 2", "== 1", 1)},
+    )
+    completed = run_qualify("run", "--family", "rr", "--repo", str(repo), "--mem", "128M")
+    assert completed.returncode == (3 if hog else 1), completed.stdout + completed.stderr
+    audit, junit = assert_reports(completed)
+    tests = audit["tests"]
+    names = [case.get("name") for case in junit.iter("testcase")]
+    assert names == ["test_flaky", "test_always_fails", "test_ok", "test_hog"]
+    assert _case(junit, "test_always_fails").find("failure").get("message") == "assert 1 == 2"
+    assert tests["junit_disagreements"] == []
+    if not hog:
+        assert audit["verdict"] == "FAILED"
+        assert (tests["passed"], tests["failed"], tests["reruns"]) == (3, 1, 3)
+        assert tests["flaky"] == ["test_rr.py::test_flaky"]
+        assert _case(junit, "test_flaky").find("failure") is None
+        said = "; 3 reruns, passed only on a rerun: test_rr.py::test_flaky"
+        assert f"tests: 3 passed, 1 failed, 0 errors, 0 skipped{said}" in completed.stdout
+        assert completed.run_dir is not None
+        html = (completed.run_dir / "report.html").read_text()
+        assert "<td>passed only on a rerun</td><td>test_rr.py::test_flaky</td>" in html
+    else:  # test_flaky passes at once here; test_hog fails, then is killed in its rerun
+        assert audit["verdict"] == "OOM_KILLED"
+        assert (tests["running_at_end"], tests["running_when"]) == ("test_rr.py::test_hog", "call")
+        assert (tests["passed"], tests["failed"], tests["errors"]) == (2, 1, 1)
+        assert (tests["reruns"], tests["flaky"]) == (3, [])
+        assert _case(junit, "test_hog").find("error").get("type") == "OOM_KILLED"

@@ -29,6 +29,7 @@ from qualify.report.github import (
 from qualify.report.github_summary import SUMMARY_LIMIT, render_summary
 from qualify.report.junit import render_junit
 from qualify.rundir import Audit, RunDir
+from qualify.rundir import audit as audit_records
 from tests.conftest import ROOT, git
 
 EVENT = ROOT / "tests" / "data" / "github" / "pull_request.opened.payload.json"
@@ -90,6 +91,20 @@ def test_huge_failure_list_stays_under_the_step_limit(tmp_path: Path) -> None:
     assert "artifact" in text
     assert render_summary(Audit(), failures, str(tmp_path), 0) == ""
     assert len(render_summary(Audit(), failures, str(tmp_path), 300).encode()) <= 300
+
+
+def test_the_summary_counts_reruns_and_names_what_passed_only_on_one(tmp_path: Path) -> None:
+    flaky = ["t.py::a", "t.py::b[x|y]", "t.py::c", "t.py::d"]
+    tests = audit_records.TestsRecord(passed=3, failed=1, reruns=5, flaky=flaky)
+    text = render_summary(Audit(verdict="FAILED", tests=tests), [], str(tmp_path), SUMMARY_LIMIT)
+    assert (
+        "| tests | 3 passed, 1 failed, 0 errors, 0 skipped; 5 reruns, passed only on a rerun: "
+        "t.py::a, t.py::b[x&#124;y], t.py::c and 1 more |"
+    ) in text
+    plain = render_summary(
+        Audit(tests=audit_records.TestsRecord(passed=3)), [], str(tmp_path), SUMMARY_LIMIT
+    )
+    assert "| tests | 3 passed, 0 failed, 0 errors, 0 skipped |" in plain
 
 
 def test_outputs_use_the_heredoc_form() -> None:

@@ -582,6 +582,101 @@ def test_the_events_word_each_outcome_as_pytests_junit_does(
     assert ours[("test_sample", "test_skip_marked")].message == "marked away"
 
 
+RERUN_MODULE = """
+import os, pathlib
+
+def _attempt(name):
+    marker = pathlib.Path(os.environ["RERUN_MARKS"]) / name
+    tries = int(marker.read_text()) + 1 if marker.exists() else 1
+    marker.write_text(str(tries))
+    return tries
+
+def test_flaky():
+    assert _attempt("flaky") == 2, "not yet"
+
+def test_always_fails():
+    _attempt("always")
+    assert 1 == 2
+
+def test_passes():
+    pass
+"""
+"""Under ``--reruns 2``: a test that passes on its second attempt, one that fails all three,
+one that passes at once."""
+NOT_YET = "AssertionError: not yet\nassert 1 == 2\n +  where 1 = _attempt('flaky')"
+"""The flaky test's first failure, as pytest words it."""
+
+
+def _reruns_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv("RERUN_MARKS", str(marks))
+    args = ("-p", "rerunfailures", "--reruns", "2", "--junitxml=junit.xml")
+    return _run_plugin(tmp_path, RERUN_MODULE, *args)
+
+
+def test_reruns_count_each_test_once_by_its_last_attempt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest-rerunfailures runs a failed test again and reports the attempt it discards as
+    ``rerun``; pytest's JUnit writer then writes a passing testcase for each such attempt (six
+    testcases for three tests). The events count each test once, by its last attempt, with
+    its reruns, and pytest's JUnit read against them loses its discarded attempts."""
+    from qualify.evidence.junit import parse_pytest_junit
+    from qualify.judge.judgement import read_pytest_junit
+
+    events = _reruns_run(tmp_path, monkeypatch)
+    ends = [(e["nodeid"], e["when"], e["outcome"]) for e in events if e.get("state") == "end"]
+    assert ends.count(("test_sample.py::test_flaky", "call", "rerun")) == 1
+    assert ends.count(("test_sample.py::test_always_fails", "call", "rerun")) == 2
+    rerun = next(e for e in events if e.get("outcome") == "rerun")
+    assert rerun["message"] == NOT_YET
+    progress = progress_from_events(events)
+    outcomes = [(c.name, c.outcome, c.message) for c in progress.cases]
+    assert outcomes == [
+        ("test_flaky", "passed", None),
+        ("test_always_fails", "failed", "assert 1 == 2"),
+        ("test_passes", "passed", None),
+    ]
+    assert progress.reruns == (
+        ("test_sample.py::test_flaky", 1),
+        ("test_sample.py::test_always_fails", 2),
+    )
+    assert progress.flaky == ("test_sample.py::test_flaky",)
+    theirs = parse_pytest_junit(tmp_path / "junit.xml") or []
+    assert len(theirs) == 6  # what pytest writes
+    read = read_pytest_junit(tmp_path / "junit.xml", progress)
+    assert read.disagreements == ()
+    assert [(c.name, c.outcome, c.message) for c in read.cases or []] == outcomes
+
+
+def test_a_kill_between_a_rerun_and_the_next_attempt_leaves_the_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The events of a real run cut where a SIGKILL could cut them: after an attempt ended
+    in ``rerun`` and before the next began, the test failed (with the discarded failure's
+    message); once the next attempt has started, it is the one running."""
+    events = _reruns_run(tmp_path, monkeypatch)
+    flaky = "test_sample.py::test_flaky"
+    ended = max(
+        i
+        for i, e in enumerate(events)
+        if e.get("nodeid") == flaky
+        and e.get("state") == "end"
+        and e.get("when") == "teardown"
+        and i < len(events) - 1
+        and events[i + 1].get("when") == "setup"
+        and events[i + 1].get("nodeid") == flaky
+    )
+    cut = progress_from_events(events[: ended + 1])
+    assert [(c.name, c.outcome, c.message) for c in cut.cases] == [
+        ("test_flaky", "failed", NOT_YET)
+    ]
+    assert cut.running is None and cut.reruns == ((flaky, 1),) and cut.flaky == ()
+    started = progress_from_events(events[: ended + 2])
+    assert (started.running, started.running_when, started.cases) == (flaky, "setup", ())
+
+
 def test_plugin_ignores_reports_that_xdist_replays_in_its_controller(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

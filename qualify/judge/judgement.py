@@ -164,8 +164,27 @@ def read_pytest_junit(path: Path, progress: RunProgress) -> PytestJUnitRead:
     ``progress`` when the plugin streamed events."""
     signature = _signature(path)
     cases = parse_pytest_junit(path)
+    if cases and progress.reruns:
+        cases = last_attempts(cases, progress)
     disagreements = junit_disagreements(cases, progress) if cases and _streamed(progress) else []
     return PytestJUnitRead(signature, cases, progress, tuple(disagreements))
+
+
+def last_attempts(cases: list[JUnitCase], progress: RunProgress) -> list[JUnitCase]:
+    """pytest's testcases without those of the attempts that pytest-rerunfailures ran again:
+    pytest's JUnit writer ends a testcase at each attempt's teardown, and words an attempt
+    that failed and was run again as a pass (its report's outcome is ``rerun``). The events
+    say how many attempts each test had; each test's first that many testcases go."""
+    dropping = {split_nodeid(nodeid): count for nodeid, count in progress.reruns}
+    kept = []
+    for case in cases:
+        key = (case.classname, case.name)
+        left = dropping.get(key, 0)
+        if left:
+            dropping[key] = left - 1
+        else:
+            kept.append(case)
+    return kept
 
 
 CLOCK_LAG_S = 0.05

@@ -31,6 +31,15 @@ class RunProgress:
     session_exitstatus: int | None
     junit_path: str | None = None
     """Where pytest's JUnit writer wrote, as the session's end says (``contract``)."""
+    reruns: tuple[tuple[str, int], ...] = ()
+    """(nodeid, attempts run again) of each test that pytest-rerunfailures ran again."""
+    flaky: tuple[str, ...] = ()
+    """nodeids of the tests that passed only on a rerun."""
+
+    @property
+    def rerun_count(self) -> int:
+        """Attempts run again, over all tests."""
+        return sum(count for _, count in self.reruns)
 
 
 @dataclasses.dataclass
@@ -44,11 +53,19 @@ class _TestState:
     duration: float = 0.0
     open_when: str | None = None
     phases_ended: set[str] = dataclasses.field(default_factory=set)
+    reruns: int = 0
+    """Attempts that ended in ``rerun`` (pytest-rerunfailures ran the test again)."""
+    again: bool = False
+    """The last attempt ended in ``rerun``: the next setup starts a new attempt."""
 
 
 def _apply(state: _TestState, event: dict[str, Any]) -> None:
     when = str(event.get("when"))
     if event.get("state") == contract.TEST_START:
+        if state.again and when == "setup":  # a new attempt: the one before it is discarded
+            state.outcome = state.message = state.text = None
+            state.phases_ended.clear()
+            state.again = False
         state.open_when = when
         if "file" in event:  # the setup's start says where the test is
             state.file, state.line = event.get("file"), event.get("line")
@@ -59,7 +76,10 @@ def _apply(state: _TestState, event: dict[str, Any]) -> None:
     outcome, message = event.get("outcome"), event.get("message")
     if not isinstance(message, str):
         message = None  # (written by a harness older than the line's message)
-    if outcome == "failed" and state.outcome not in ("failed", "error"):
+    if outcome == "rerun":  # failed, until the next attempt starts (if one does)
+        state.reruns += 1
+        state.again = True
+    if outcome in ("failed", "rerun") and state.outcome not in ("failed", "error"):
         state.outcome = "failed" if when == "call" else "error"
         if message is None:
             state.message = f"{when} failed"
@@ -123,16 +143,20 @@ class ProgressReplay:
             return self._result
         states, collected = self._states, self._collected
         running = next((s for s in states.values() if s.open_when is not None), None)
-        cases = [_case(state) for state in states.values() if state is not running]
+        ended = [(state, _case(state)) for state in states.values() if state is not running]
+        cases = [case for _, case in ended if case is not None]
         started = {s.nodeid for s in states.values() if s.phases_ended or s.open_when}
+        rerun = [(state, case) for state, case in ended if state.reruns]  # (not running)
         self._result = RunProgress(
-            cases=tuple(case for case in cases if case is not None),
+            cases=tuple(cases),
             running=running.nodeid if running else None,
             running_when=running.open_when if running else None,
             collected=len(collected),
             not_run=tuple(nodeid for nodeid in collected if nodeid not in started),
             session_exitstatus=self._exitstatus,
             junit_path=self._junit,
+            reruns=tuple((s.nodeid, s.reruns) for s in states.values() if s.reruns),
+            flaky=tuple(s.nodeid for s, case in rerun if case and case.outcome == "passed"),
         )
         return self._result
 

@@ -17,7 +17,7 @@ from qualify.plan.commit import CommitInfo
 from qualify.report.audit import iso
 from qualify.report.junit import render_junit
 from qualify.rundir import RunDir
-from qualify.rundir.audit import Audit, FamilyRecord, TestsRecord
+from qualify.rundir.audit import FLAKY_LISTED, Audit, FamilyRecord, TestsRecord
 from qualify.verdict import PROVISIONAL_REASON, Verdict
 
 
@@ -70,6 +70,8 @@ def complete_abandoned(run_dir: RunDir, taken_over_by: str, problems: tuple[str,
         running_when=progress.running_when,
         not_run=len(progress.not_run),
         pytest_exitstatus=progress.session_exitstatus,
+        reruns=progress.rerun_count,
+        flaky=list(progress.flaky[:FLAKY_LISTED]),
     )
     properties = {"qualify.verdict": Verdict.ERROR.value, "qualify.reason": reason}
     run_dir.write_junit(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from qualify.plan.spec import RunSpec
 from qualify.rundir.audit import (
+    FLAKY_LISTED,
     Audit,
     CudaOomRecord,
     EscapeRecord,
@@ -75,6 +76,8 @@ def _tests(result: RunResult) -> TestsRecord:
         not_run=len(result.progress.not_run),
         pytest_exitstatus=result.progress.session_exitstatus,
         junit_disagreements=list(result.junit_disagreements),
+        reruns=result.progress.rerun_count,
+        flaky=list(result.progress.flaky[:FLAKY_LISTED]),
     )
 
 

@@ -53,7 +53,7 @@ def _header(audit: Audit, run_dir: str, clean: Clean) -> str:
         (
             "tests",
             f"{tests.passed} passed, {tests.failed} failed, "
-            f"{tests.errors} errors, {tests.skipped} skipped",
+            f"{tests.errors} errors, {tests.skipped} skipped{tests.reruns_said()}",
         ),
         ("parity", parity.reason if parity else None),
         ("run directory", run_dir),

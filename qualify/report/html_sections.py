@@ -89,7 +89,10 @@ def tests_section(audit: Audit) -> str:
     """Test counts and the test running at the end."""
     tests = audit.tests
     keys = ("collected", "passed", "failed", "errors", "skipped", "not_run", "running_at_end")
-    return "<h2>Tests</h2>" + _pairs([(key, getattr(tests, key)) for key in keys])
+    pairs: list[tuple[str, object]] = [(key, getattr(tests, key)) for key in keys]
+    if tests.reruns:
+        pairs += [("reruns", tests.reruns), ("passed only on a rerun", ", ".join(tests.flaky))]
+    return "<h2>Tests</h2>" + _pairs(pairs)
 
 
 def _token(token: object, css: str) -> str:

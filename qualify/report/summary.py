@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from qualify.judge.judgement import WITHOUT_PLUGIN
 from qualify.judge.result import RunResult
+from qualify.rundir.audit import rerun_words
 from qualify.sizes import format_bytes, format_duration
 from qualify.verdict import Verdict
 
@@ -104,6 +105,7 @@ def render_summary(result: RunResult, *, color: bool = False, width: int = 100) 
         Text(
             f"tests: {counts['passed']} passed, {counts['failed']} failed, "
             f"{counts['error']} errors, {counts['skipped']} skipped"
+            + rerun_words(result.progress.rerun_count, result.progress.flaky)
             + (
                 f"; running at the end: {result.progress.running}"
                 if result.progress.running

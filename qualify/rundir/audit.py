@@ -27,6 +27,8 @@ from qualify.rundir.record import from_json, to_json
 from qualify.verdict import Verdict
 
 SCHEMA_VERSION = 1
+FLAKY_LISTED = 50
+"""How many of the tests that passed only on a rerun the audit names."""
 MAX_AUDIT_BYTES = 16 << 20
 """Readers refuse bigger files (an audit is tens of KiB; a bigger one is not ours)."""
 
@@ -137,6 +139,27 @@ class TestsRecord:
     pytest_exitstatus: int | None = None
     junit_disagreements: list[str] = dataclasses.field(default_factory=list)
     """Where pytest's own JUnit and the streamed events disagreed (the events won)."""
+    reruns: int = 0
+    """Failed attempts that were run again (pytest-rerunfailures); only a test's last attempt
+    is counted above."""
+    flaky: list[str] = dataclasses.field(default_factory=list)
+    """Tests (nodeids) that passed only on a rerun, the first ``FLAKY_LISTED``."""
+
+    def reruns_said(self) -> str:
+        """``rerun_words`` of these tests."""
+        return rerun_words(self.reruns, self.flaky)
+
+
+def rerun_words(reruns: int, flaky: list[str] | tuple[str, ...], named: int = 3) -> str:
+    """The reruns, for the end of a line of test counts: "; 3 reruns, passed only on a rerun:
+    t.py::a" (the first ``named`` tests); "" without reruns."""
+    if not reruns:
+        return ""
+    said = f"; {reruns} rerun{'s' if reruns != 1 else ''}"
+    if flaky:
+        more = f" and {len(flaky) - named} more" if len(flaky) > named else ""
+        said += ", passed only on a rerun: " + ", ".join(flaky[:named]) + more
+    return said
 
 
 @dataclasses.dataclass(frozen=True)
