@@ -803,3 +803,41 @@ def test_a_test_run_again_is_counted_once_by_its_last_attempt(
         assert (tests["passed"], tests["failed"], tests["errors"]) == (2, 1, 1)
         assert (tests["reruns"], tests["flaky"]) == (3, [])
         assert _case(junit, "test_hog").find("error").get("type") == "OOM_KILLED"
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        (
+            ["python", "-m", "pytest", "test_green.py", "-q", "--junitxml=/proc/no-dir/own.xml"],
+            "pytest did not finish: the session never finished (FileNotFoundError: [Errno 2] "
+            "No such file or directory: '/proc/no-dir'); the E2E exited with code 1",
+        ),
+        (
+            ["bash", "-c", "python -m pytest test_green.py -q && exit 3"],
+            "pytest passed, but the E2E exited with code 3",
+        ),
+    ],
+    ids=["pytest's end of session broke", "a command after pytest failed"],
+)
+def test_a_failing_run_whose_tests_all_passed_has_a_failing_testcase(
+    tmp_path: Path, run_qualify: RunQualify, command: list[str], reason: str
+) -> None:
+    """Every test passed and the run did not: FAILED with the cause (the exception that ended
+    pytest, read from its stderr), and qualify's own testcase fails with it, so that a JUnit
+    reader does not see the run green."""
+    repo = family_repo(
+        tmp_path / "repo",
+        "green",
+        f"[e2e]\ncommand = {json.dumps(command)}\n",
+        {"test_green.py": "def test_ok():\n    pass\n"},
+    )
+    completed = run_qualify("run", "--family", "green", "--repo", str(repo), "--mem", "256M")
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    audit, junit = assert_reports(completed)
+    assert (audit["verdict"], audit["reason"]) == ("FAILED", reason)
+    names = [(case.get("classname"), case.get("name")) for case in junit.iter("testcase")]
+    assert names == [("test_green", "test_ok"), ("qualify", "run")]
+    failure = _case(junit, "run").find("failure")
+    assert (failure.get("type"), failure.get("message")) == ("FAILED", f"FAILED: {reason}")
+    assert junit.get("failures") == "1"

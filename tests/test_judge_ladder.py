@@ -48,6 +48,11 @@ def test_the_ladder_is_the_causes_in_declaration_order() -> None:
             "tests failed; the E2E exited with code 137",
         ),
         (
+            Signals(returncode=3, session_exitstatus=0),
+            Verdict.FAILED,
+            "pytest passed, but the E2E exited with code 3",
+        ),
+        (
             Signals(returncode=0, incomplete="the session never finished"),
             Verdict.FAILED,
             "pytest did not finish: the session never finished; the E2E exited with code 0",
@@ -126,3 +131,43 @@ def test_the_ladder_is_the_causes_in_declaration_order() -> None:
 )  # fmt: skip
 def test_each_rung(found: Signals, verdict: Verdict, reason: str) -> None:
     assert decide(found) == (verdict, reason)
+
+
+EXCEPTIONS = {
+    "a plain raise": (
+        "import pytest\nraise FileNotFoundError(2, 'No such file or directory', '/proc/x')",
+        "FileNotFoundError: [Errno 2] No such file or directory: '/proc/x'",
+    ),
+    "a chained one": (
+        "try:\n    {}['k']\nexcept KeyError:\n    raise RuntimeError('while handling')",
+        "RuntimeError: while handling",
+    ),
+    "a message of two lines": ("raise ValueError('first\\nsecond')", "ValueError: first"),
+    "a syntax error": ("exec('1 +')", "SyntaxError: invalid syntax"),
+    "more output after it": (
+        "import traceback, sys\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n"
+        "    traceback.print_exc()\nfor n in range(8):\n    print('later', n, file=sys.stderr)\n"
+        "sys.exit(1)",
+        None,
+    ),
+    "an exit without one": ("import sys; print('bye', file=sys.stderr); sys.exit(3)", None),
+    "an exception group": ("raise ExceptionGroup('two', [ValueError('a'), KeyError('b')])", None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXCEPTIONS))
+def test_the_exception_a_python_process_ended_with_is_read_from_its_stderr(case: str) -> None:
+    """From what a real interpreter wrote to stderr: the last traceback's exception line when
+    the output ends with it; nothing when more followed, when there is no traceback, or for an
+    exception group (whose lines are all indented)."""
+    import subprocess
+    import sys
+
+    from qualify.judge.judgement import exception_at_end
+
+    source, expected = EXCEPTIONS[case]
+    process = subprocess.run(
+        [sys.executable, "-c", source], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert process.returncode != 0
+    assert exception_at_end(process.stderr) == expected

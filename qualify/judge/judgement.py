@@ -86,6 +86,29 @@ def pytest_ran_unseen(run_dir: RunDir, progress: RunProgress) -> bool:
     return False
 
 
+TRACEBACK = "Traceback (most recent call last):"
+EXCEPTION_LINE_LIMIT = 300
+
+
+def exception_at_end(text: str) -> str | None:
+    """The exception of the last Python traceback in ``text`` (``OSError: [Errno 30] ...``),
+    when that traceback is what ``text`` ends with: its frames are indented, its exception line
+    is not (a message may go on for a few lines). None otherwise."""
+    start = text.rfind(TRACEBACK)
+    if start < 0:
+        return None
+    lines = text[start + len(TRACEBACK) :].splitlines()
+    framed = False
+    for index, line in enumerate(lines):
+        if line.startswith((" ", "\t")):
+            framed = True
+        elif line.strip() and framed:
+            if sum(1 for rest in lines[index + 1 :] if rest.strip()) > 5:
+                return None  # more came after it: not how the process ended
+            return line.strip()[:EXCEPTION_LINE_LIMIT]
+    return None
+
+
 def _whole_command(
     spec: RunSpec, execution: Execution, verdict: Verdict, message: str, unseen: bool
 ) -> list[JUnitCase]:
@@ -233,6 +256,19 @@ def incomplete_reason(progress: RunProgress) -> str | None:
     return "; ".join(parts) or None
 
 
+def _incomplete(run_dir: RunDir, execution: Execution, progress: RunProgress) -> str | None:
+    """``incomplete_reason``, with the exception that ended pytest when its session never
+    finished and its process ended on its own with a Python traceback (a plugin's end of the
+    session failing, pytest's JUnit writer among them)."""
+    reason = incomplete_reason(progress)
+    if reason is None or progress.session_exitstatus is not None:
+        return reason
+    if execution.signal is not None or execution.timed_out or execution.returncode in (None, 0):
+        return reason
+    exception = exception_at_end(run_dir.log_tail("stderr", 4000))
+    return f"{reason} ({exception})" if exception else reason
+
+
 def _cases(
     spec: RunSpec,
     execution: Execution,
@@ -340,7 +376,7 @@ def judge(
         cuda_oom=gpu.cuda_oom,
         cuda_oom_kind=gpu.oom_kind,
         signal=execution.signal,
-        incomplete=incomplete_reason(progress),
+        incomplete=_incomplete(run_dir, execution, progress),
         cap_reached=_cap_reached(monitor, execution),
         host_memory_bytes=host_memory if cap is not None and cap > host_memory else None,
         pids_refused=(monitor.pids_refused or 0) if monitor else 0,
@@ -353,6 +389,12 @@ def judge(
     if parity is not None:
         repro = f"qualify compare {display_path(run_dir.parity_path)}"
         cases += parity_mod.junit_cases(parity, spec.family.name, repro)
+    if verdict != Verdict.PASSED and not any(c.outcome in ("failed", "error") for c in cases):
+        # every test passed and the run did not (pytest's session broke after its tests, a
+        # command after pytest failed): a JUnit reader must not see it green
+        message = f"{verdict.value}: {reason}"
+        text = run_dir.log_tail("stderr", 4000) or message
+        cases.append(JUnitCase("qualify", "run", "failed", 0.0, message, text, kind=verdict.value))
     return RunResult(
         spec=spec,
         execution=execution,

@@ -142,8 +142,12 @@ def _tests(found: Signals) -> str | None:
         return f"pytest did not finish: {found.incomplete}; the E2E exited with code {code}"
     if not (found.returncode or found.tests_failed):
         return None
-    detail = f"{found.tests_failed} test(s) failed" if found.tests_failed else "tests failed"
-    return f"{detail}; the E2E exited with code {found.returncode}"
+    code = found.returncode
+    if found.tests_failed:
+        return f"{found.tests_failed} test(s) failed; the E2E exited with code {code}"
+    if found.session_exitstatus == 0:  # a command after pytest, or pytest's own exit, failed
+        return f"pytest passed, but the E2E exited with code {code}"
+    return f"tests failed; the E2E exited with code {code}"
 
 
 def _parity(found: Signals) -> str | None:
