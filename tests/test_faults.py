@@ -790,7 +790,7 @@ def test_a_test_run_again_is_counted_once_by_its_last_attempt(
     if not hog:
         assert audit["verdict"] == "FAILED"
         assert (tests["passed"], tests["failed"], tests["reruns"]) == (3, 1, 3)
-        assert tests["flaky"] == ["test_rr.py::test_flaky"]
+        assert (tests["flaky"], tests["flaky_count"]) == (["test_rr.py::test_flaky"], 1)
         assert _case(junit, "test_flaky").find("failure") is None
         said = "; 3 reruns, passed only on a rerun: test_rr.py::test_flaky"
         assert f"tests: 3 passed, 1 failed, 0 errors, 0 skipped{said}" in completed.stdout

@@ -95,10 +95,10 @@ def test_huge_failure_list_stays_under_the_step_limit(tmp_path: Path) -> None:
 
 def test_the_summary_counts_reruns_and_names_what_passed_only_on_one(tmp_path: Path) -> None:
     flaky = ["t.py::a", "t.py::b[x|y]", "t.py::c", "t.py::d"]
-    tests = audit_records.TestsRecord(passed=3, failed=1, reruns=5, flaky=flaky)
+    tests = audit_records.TestsRecord(passed=3, failed=1, reruns=6, flaky=flaky[:3], flaky_count=4)
     text = render_summary(Audit(verdict="FAILED", tests=tests), [], str(tmp_path), SUMMARY_LIMIT)
     assert (
-        "| tests | 3 passed, 1 failed, 0 errors, 0 skipped; 5 reruns, passed only on a rerun: "
+        "| tests | 3 passed, 1 failed, 0 errors, 0 skipped; 6 reruns, passed only on a rerun: "
         "t.py::a, t.py::b[x&#124;y], t.py::c and 1 more |"
     ) in text
     plain = render_summary(

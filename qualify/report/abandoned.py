@@ -72,6 +72,7 @@ def complete_abandoned(run_dir: RunDir, taken_over_by: str, problems: tuple[str,
         pytest_exitstatus=progress.session_exitstatus,
         reruns=progress.rerun_count,
         flaky=list(progress.flaky[:FLAKY_LISTED]),
+        flaky_count=len(progress.flaky),
     )
     properties = {"qualify.verdict": Verdict.ERROR.value, "qualify.reason": reason}
     run_dir.write_junit(

@@ -78,6 +78,7 @@ def _tests(result: RunResult) -> TestsRecord:
         junit_disagreements=list(result.junit_disagreements),
         reruns=result.progress.rerun_count,
         flaky=list(result.progress.flaky[:FLAKY_LISTED]),
+        flaky_count=len(result.progress.flaky),
     )
 
 

@@ -98,6 +98,7 @@ def render_summary(result: RunResult, *, color: bool = False, width: int = 100) 
     console.print(Text(f"commit {spec.commit.head}{dirty}  backend {backend}"))
     console.print(Text(f"cap {cap}  peak {peak}  oom kills {oom}"))
     tests = [c for c in result.testcases if not c.classname.endswith("parity")]
+    progress = result.progress
     counts = {
         o: sum(c.outcome == o for c in tests) for o in ("passed", "failed", "error", "skipped")
     }
@@ -105,12 +106,8 @@ def render_summary(result: RunResult, *, color: bool = False, width: int = 100) 
         Text(
             f"tests: {counts['passed']} passed, {counts['failed']} failed, "
             f"{counts['error']} errors, {counts['skipped']} skipped"
-            + rerun_words(result.progress.rerun_count, result.progress.flaky)
-            + (
-                f"; running at the end: {result.progress.running}"
-                if result.progress.running
-                else ""
-            )
+            + rerun_words(progress.rerun_count, progress.flaky, len(progress.flaky))
+            + (f"; running at the end: {progress.running}" if progress.running else "")
         )
     )
     if result.pytest_unseen:

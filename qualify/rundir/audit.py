@@ -144,20 +144,24 @@ class TestsRecord:
     is counted above."""
     flaky: list[str] = dataclasses.field(default_factory=list)
     """Tests (nodeids) that passed only on a rerun, the first ``FLAKY_LISTED``."""
+    flaky_count: int = 0
+    """How many tests passed only on a rerun (``flaky`` names at most ``FLAKY_LISTED``)."""
 
     def reruns_said(self) -> str:
         """``rerun_words`` of these tests."""
-        return rerun_words(self.reruns, self.flaky)
+        return rerun_words(self.reruns, self.flaky, self.flaky_count)
 
 
-def rerun_words(reruns: int, flaky: list[str] | tuple[str, ...], named: int = 3) -> str:
+def rerun_words(
+    reruns: int, flaky: list[str] | tuple[str, ...], flaky_count: int, named: int = 3
+) -> str:
     """The reruns, for the end of a line of test counts: "; 3 reruns, passed only on a rerun:
-    t.py::a" (the first ``named`` tests); "" without reruns."""
+    t.py::a" (the first ``named`` of the ``flaky_count`` tests); "" without reruns."""
     if not reruns:
         return ""
     said = f"; {reruns} rerun{'s' if reruns != 1 else ''}"
     if flaky:
-        more = f" and {len(flaky) - named} more" if len(flaky) > named else ""
+        more = f" and {flaky_count - named} more" if flaky_count > named else ""
         said += ", passed only on a rerun: " + ", ".join(flaky[:named]) + more
     return said
 
