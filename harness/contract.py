@@ -127,12 +127,12 @@ BOUNDARY_EVENTS = (PHASE_START, PHASE_END)
 # setup's with the test's ``file`` and 1-based ``line``; ``state: "end"`` with ``outcome`` and
 # ``duration`` when the test's teardown ends, and at once for a phase that did not pass
 # (failed, skipped, xfailed...; with a bounded ``longrepr`` and ``message``, both as pytest's
-# JUnit writer gives them: a failure's crash message, a skip's reason). pytest-rerunfailures'
-# ``rerun`` ends an attempt it runs again: the next setup start of that test begins a new one,
-# and only the last attempt decides the test's outcome. A start line says the
+# JUnit writer gives them: a failure's crash message, a skip's reason). A start line says the
 # test's previous phase passed; ``duration`` covers the phase and every earlier phase of the
 # test that passed without a line of its own. So a test whose last line is a start was
-# running that phase when the process died.
+# running that phase when the process died. A test whose setup starts again after its
+# teardown ended is run again (pytest-rerunfailures, which ends the failed attempt with
+# ``rerun``; flaky): its last attempt decides its outcome.
 
 TEST_START = "start"
 TEST_END = "end"

@@ -655,7 +655,7 @@ def test_a_kill_between_a_rerun_and_the_next_attempt_leaves_the_failure(
 ) -> None:
     """The events of a real run cut where a SIGKILL could cut them: after an attempt ended
     in ``rerun`` and before the next began, the test failed (with the discarded failure's
-    message); once the next attempt has started, it is the one running."""
+    message), not yet run again; once the next attempt has started, it is the one running."""
     events = _reruns_run(tmp_path, monkeypatch)
     flaky = "test_sample.py::test_flaky"
     ended = max(
@@ -672,9 +672,10 @@ def test_a_kill_between_a_rerun_and_the_next_attempt_leaves_the_failure(
     assert [(c.name, c.outcome, c.message) for c in cut.cases] == [
         ("test_flaky", "failed", NOT_YET)
     ]
-    assert cut.running is None and cut.reruns == ((flaky, 1),) and cut.flaky == ()
+    assert (cut.running, cut.reruns, cut.flaky) == (None, (), ())
     started = progress_from_events(events[: ended + 2])
     assert (started.running, started.running_when, started.cases) == (flaky, "setup", ())
+    assert started.reruns == ((flaky, 1),)
 
 
 def test_plugin_ignores_reports_that_xdist_replays_in_its_controller(

@@ -32,9 +32,11 @@ class RunProgress:
     junit_path: str | None = None
     """Where pytest's JUnit writer wrote, as the session's end says (``contract``)."""
     reruns: tuple[tuple[str, int], ...] = ()
-    """(nodeid, attempts run again) of each test that pytest-rerunfailures ran again."""
+    """(nodeid, times run again) of each test that a plugin ran again (its setup started
+    again after its teardown ended: pytest-rerunfailures, flaky)."""
     flaky: tuple[str, ...] = ()
-    """nodeids of the tests that passed only on a rerun."""
+    """nodeids of the tests that passed on a rerun after an attempt that the events saw fail
+    (pytest-rerunfailures reports those as ``rerun``; flaky does not report them)."""
 
     @property
     def rerun_count(self) -> int:
@@ -53,19 +55,21 @@ class _TestState:
     duration: float = 0.0
     open_when: str | None = None
     phases_ended: set[str] = dataclasses.field(default_factory=set)
-    reruns: int = 0
-    """Attempts that ended in ``rerun`` (pytest-rerunfailures ran the test again)."""
-    again: bool = False
-    """The last attempt ended in ``rerun``: the next setup starts a new attempt."""
+    attempts: int = 0
+    """Setups started: more than one when a plugin ran the test again (pytest-rerunfailures,
+    flaky)."""
+    failed_before: bool = False
+    """An attempt that was run again ended in failure (``rerun``)."""
 
 
 def _apply(state: _TestState, event: dict[str, Any]) -> None:
     when = str(event.get("when"))
     if event.get("state") == contract.TEST_START:
-        if state.again and when == "setup":  # a new attempt: the one before it is discarded
-            state.outcome = state.message = state.text = None
-            state.phases_ended.clear()
-            state.again = False
+        if when == "setup":
+            state.attempts += 1
+            if "teardown" in state.phases_ended:  # run again: the attempt before is discarded
+                state.outcome = state.message = state.text = None  # (its time counts on)
+                state.phases_ended.clear()
         state.open_when = when
         if "file" in event:  # the setup's start says where the test is
             state.file, state.line = event.get("file"), event.get("line")
@@ -76,9 +80,8 @@ def _apply(state: _TestState, event: dict[str, Any]) -> None:
     outcome, message = event.get("outcome"), event.get("message")
     if not isinstance(message, str):
         message = None  # (written by a harness older than the line's message)
-    if outcome == "rerun":  # failed, until the next attempt starts (if one does)
-        state.reruns += 1
-        state.again = True
+    if outcome == "rerun":  # pytest-rerunfailures: failed, until the next attempt starts
+        state.failed_before = True
     if outcome in ("failed", "rerun") and state.outcome not in ("failed", "error"):
         state.outcome = "failed" if when == "call" else "error"
         if message is None:
@@ -146,7 +149,7 @@ class ProgressReplay:
         ended = [(state, _case(state)) for state in states.values() if state is not running]
         cases = [case for _, case in ended if case is not None]
         started = {s.nodeid for s in states.values() if s.phases_ended or s.open_when}
-        rerun = [(state, case) for state, case in ended if state.reruns]  # (not running)
+        rerun = [(state, case) for state, case in ended if state.failed_before]  # (not running)
         self._result = RunProgress(
             cases=tuple(cases),
             running=running.nodeid if running else None,
@@ -155,7 +158,7 @@ class ProgressReplay:
             not_run=tuple(nodeid for nodeid in collected if nodeid not in started),
             session_exitstatus=self._exitstatus,
             junit_path=self._junit,
-            reruns=tuple((s.nodeid, s.reruns) for s in states.values() if s.reruns),
+            reruns=tuple((s.nodeid, s.attempts - 1) for s in states.values() if s.attempts > 1),
             flaky=tuple(s.nodeid for s, case in rerun if case and case.outcome == "passed"),
         )
         return self._result
