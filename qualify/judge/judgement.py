@@ -194,10 +194,11 @@ def read_pytest_junit(path: Path, progress: RunProgress) -> PytestJUnitRead:
 
 
 def last_attempts(cases: list[JUnitCase], progress: RunProgress) -> list[JUnitCase]:
-    """pytest's testcases without those of the attempts that pytest-rerunfailures ran again:
-    pytest's JUnit writer ends a testcase at each attempt's teardown, and words an attempt
-    that failed and was run again as a pass (its report's outcome is ``rerun``). The events
-    say how many attempts each test had; each test's first that many testcases go."""
+    """pytest's testcases without those of the attempts that a plugin ran again: pytest's
+    JUnit writer ends a testcase at each attempt's teardown, and words an attempt that failed
+    and was run again as a pass (pytest-rerunfailures reports its outcome as ``rerun``, flaky
+    does not report it). The events say how many times each test was run again; each test's
+    first that many testcases go."""
     dropping = {split_nodeid(nodeid): count for nodeid, count in progress.reruns}
     kept = []
     for case in cases:
