@@ -650,6 +650,25 @@ def test_reruns_count_each_test_once_by_its_last_attempt(
     assert [(c.name, c.outcome, c.message) for c in read.cases or []] == outcomes
 
 
+def test_a_test_given_twice_keeps_the_failure_of_its_first_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--keep-duplicates`` with the module given twice runs each test twice, without a
+    rerun plugin: a run that reported its failure is no discarded attempt, and the failure
+    stands even when the second run passes; a test that passed both times is one testcase."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv("RERUN_MARKS", str(marks))
+    twice = ("-p", "no:rerunfailures", "--keep-duplicates", "test_sample.py", "test_sample.py")
+    progress = progress_from_events(_run_plugin(tmp_path, RERUN_MODULE, *twice))
+    assert [(c.name, c.outcome, c.message) for c in progress.cases] == [
+        ("test_flaky", "failed", NOT_YET),
+        ("test_always_fails", "failed", "assert 1 == 2"),
+        ("test_passes", "passed", None),
+    ]
+    assert (progress.reruns, progress.flaky) == ((("test_sample.py::test_passes", 1),), ())
+
+
 def test_a_kill_between_a_rerun_and_the_next_attempt_leaves_the_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -55,21 +55,32 @@ class _TestState:
     duration: float = 0.0
     open_when: str | None = None
     phases_ended: set[str] = dataclasses.field(default_factory=set)
-    attempts: int = 0
-    """Setups started: more than one when a plugin ran the test again (pytest-rerunfailures,
-    flaky)."""
+    reruns: int = 0
+    """Attempts discarded because a plugin ran the test again (pytest-rerunfailures, flaky)."""
+    again: bool = False
+    """The current attempt failed with ``rerun``: pytest-rerunfailures runs it again."""
     failed_before: bool = False
-    """An attempt that was run again ended in failure (``rerun``)."""
+    """A discarded attempt was seen to fail (``rerun``)."""
+
+
+def _run_again(state: _TestState) -> bool:
+    """Whether a setup that starts now begins a rerun of the test: its teardown ended, and its
+    attempt failed with ``rerun`` or reported no failure (flaky reports none for what it runs
+    again). An attempt that reported a failure was no rerun (a test given twice, with
+    ``--keep-duplicates``): its failure stands."""
+    if "teardown" not in state.phases_ended:
+        return False
+    return state.again or state.outcome not in ("failed", "error")
 
 
 def _apply(state: _TestState, event: dict[str, Any]) -> None:
     when = str(event.get("when"))
     if event.get("state") == contract.TEST_START:
-        if when == "setup":
-            state.attempts += 1
-            if "teardown" in state.phases_ended:  # run again: the attempt before is discarded
-                state.outcome = state.message = state.text = None  # (its time counts on)
-                state.phases_ended.clear()
+        if when == "setup" and _run_again(state):  # the attempt before is discarded
+            state.reruns += 1
+            state.outcome = state.message = state.text = None  # (its time counts on)
+            state.phases_ended.clear()
+            state.again = False
         state.open_when = when
         if "file" in event:  # the setup's start says where the test is
             state.file, state.line = event.get("file"), event.get("line")
@@ -81,7 +92,7 @@ def _apply(state: _TestState, event: dict[str, Any]) -> None:
     if not isinstance(message, str):
         message = None  # (written by a harness older than the line's message)
     if outcome == "rerun":  # pytest-rerunfailures: failed, until the next attempt starts
-        state.failed_before = True
+        state.again = state.failed_before = True
     if outcome in ("failed", "rerun") and state.outcome not in ("failed", "error"):
         state.outcome = "failed" if when == "call" else "error"
         if message is None:
@@ -158,7 +169,7 @@ class ProgressReplay:
             not_run=tuple(nodeid for nodeid in collected if nodeid not in started),
             session_exitstatus=self._exitstatus,
             junit_path=self._junit,
-            reruns=tuple((s.nodeid, s.attempts - 1) for s in states.values() if s.attempts > 1),
+            reruns=tuple((s.nodeid, s.reruns) for s in states.values() if s.reruns),
             flaky=tuple(s.nodeid for s, case in rerun if case and case.outcome == "passed"),
         )
         return self._result
