@@ -697,6 +697,36 @@ def test_a_kill_between_a_rerun_and_the_next_attempt_leaves_the_failure(
     assert started.reruns == ((flaky, 1),)
 
 
+FORKED_CRASH = (
+    '{"event":"test_phase","state":"end","when":"???","nodeid":"test_fk.py::test_hog",'
+    '"outcome":"failed","duration":4.866199742536992e-05,"message":"/src/families/rr/test_fk.py:3:'
+    ' running the test CRASHED with signal 9 (SIGKILL)","longrepr":"/src/families/rr/test_fk.py:3:'
+    ' running the test CRASHED with signal 9 (SIGKILL)","t":1796179854.011456,'
+    '"mono":60561.514275824,"pid":23036}'
+)
+"""The plugin's line for a test that pytest-forked's child died in (OOM-killed in a 256 MiB
+cgroup; pytest 8.0.2, pytest-forked 1.7.5, the path shortened): pytest-forked reports the
+crash in a phase it calls "???"."""
+
+
+def test_a_crash_in_a_phase_pytest_does_not_name_is_worded_as_pytest_words_it() -> None:
+    """pytest's JUnit writer words a failure in any phase but the call and the teardown as
+    "failed on setup" (its error for that same run's test_hog); so do the events."""
+    start = {
+        "event": "test_phase",
+        "state": "start",
+        "when": "call",
+        "nodeid": "test_fk.py::test_hog",
+    }
+    progress = progress_from_events([start, json.loads(FORKED_CRASH)])
+    (case,) = progress.cases
+    assert (case.outcome, case.message) == (
+        "error",
+        'failed on setup with "/src/families/rr/test_fk.py:3: running the test CRASHED with '
+        'signal 9 (SIGKILL)"',
+    )
+
+
 def test_plugin_ignores_reports_that_xdist_replays_in_its_controller(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -97,8 +97,11 @@ def _apply(state: _TestState, event: dict[str, Any]) -> None:
         state.outcome = "failed" if when == "call" else "error"
         if message is None:
             state.message = f"{when} failed"
-        else:  # as pytest's JUnit writer words it
-            state.message = message if when == "call" else f'failed on {when} with "{message}"'
+        elif when == "call":  # as pytest's JUnit writer words it, which calls every other
+            state.message = message  # phase but teardown "setup" (pytest-forked's "???")
+        else:
+            phase = "teardown" if when == "teardown" else "setup"
+            state.message = f'failed on {phase} with "{message}"'
         state.text = event.get("longrepr")
     elif outcome in ("skipped", "xfailed") and state.outcome is None:
         state.outcome = "skipped"
