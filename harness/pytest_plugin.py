@@ -145,8 +145,9 @@ def _account(report: pytest.TestReport, xfailed: bool) -> tuple[str, str]:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Record how the session ended (absent after a SIGKILL): after every other plugin's end of
     the session, pytest's JUnit writer's included, so that the file (``junitxml``) is whole
-    once the line is there (the host reads it then, while the interpreter shuts down)."""
-    if _stream.path:
+    once the line is there (the host reads it then, while the interpreter shuts down). Not
+    from a pytest-xdist worker: the session is the controller's, which ends after them."""
+    if _stream.path and not hasattr(session.config, "workerinput"):
         record = {
             "event": contract.SESSION_FINISH,
             "exitstatus": int(exitstatus),

@@ -753,6 +753,34 @@ def test_plugin_ignores_reports_that_xdist_replays_in_its_controller(
     assert (line["nodeid"], line["when"], line["outcome"]) == ("t.py::a", "call", "failed")
 
 
+def test_under_xdist_the_workers_write_the_tests_and_the_controller_ends_the_session(
+    tmp_path: Path,
+) -> None:
+    """A real pytest-xdist run (``-n 2``): each test's lines come once, from the worker that
+    ran it; the session's end comes once, from the controller, after the workers' (a worker's
+    own end of session would say the session finished before pytest's JUnit is written)."""
+    from qualify.judge.judgement import read_pytest_junit
+
+    source = (
+        "import pytest\n"
+        "@pytest.mark.parametrize('n', range(6))\ndef test_many(n):\n    assert n != 4\n"
+        "def test_skip():\n    pytest.skip('not here')\n"
+    )
+    events = _run_plugin(tmp_path, source, "-p", "xdist", "-n", "2", "--junitxml=junit.xml")
+    workers = {e["pid"] for e in events if e.get("state") == "start"}
+    finishes = [e for e in events if e["event"] == "session_finish"]
+    assert len(workers) == 2
+    assert [(e["pid"] in workers, e["exitstatus"]) for e in finishes] == [(False, 1)]
+    ends = [e["nodeid"] for e in events if e.get("state") == "end" and e["when"] == "teardown"]
+    assert sorted(ends) == sorted(set(ends)) and len(ends) == 7
+    progress = progress_from_events(events)
+    read = read_pytest_junit(tmp_path / "junit.xml", progress)
+    assert read.disagreements == ()
+    ours = sorted((c.name, c.outcome) for c in progress.cases)
+    assert ours == sorted((c.name, c.outcome) for c in read.cases or [])
+    assert ("test_many[4]", "failed") in ours and ("test_skip", "skipped") in ours
+
+
 def test_the_staged_harness_keeps_bytecode_the_import_system_accepts(tmp_path: Path) -> None:
     # As pip installs the package: compiled. The copy in the run directory must import without
     # compiling again (every Python process of a run imports the harness's sitecustomize).

@@ -181,3 +181,48 @@ def test_parity_failure(repo: Path, run_qualify: RunQualify) -> None:
     found = triage_json(run_qualify, run.run_dir)
     assert found["class"] == "PARITY_FAILURE" and found["exit_code"] == 1
     assert found["warnings"] == []
+
+
+XDIST_HOG = """
+import time
+
+import pytest
+
+
+@pytest.mark.parametrize("n", range(8))
+def test_quick(n):
+    time.sleep(0.05)
+
+
+def test_hog():
+    blocks = []
+    while True:
+        blocks.append(bytearray(16 << 20))
+        time.sleep(0.01)
+"""
+
+
+def test_the_largest_process_at_the_peak_is_named_with_the_test_it_ran(
+    repo: Path, run_qualify: RunQualify
+) -> None:
+    """A pytest-xdist worker OOM-killed in a test: triage names the test that the largest
+    process at the peak was running, from the plugin's lines of that process."""
+    family = repo / "families" / "xd"
+    family.mkdir()
+    command = '["python", "-m", "pytest", "test_xd.py", "-q", "-p", "xdist", "-n", "2"]'
+    (family / "family.toml").write_text(f'name = "xd"\n[e2e]\ncommand = {command}\n')
+    (family / "test_xd.py").write_text(XDIST_HOG)
+    (family / "pytest.ini").write_text("[pytest]\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "xd family")
+    run = run_qualify("run", "--family", "xd", "--repo", str(repo), "--mem", "384M")
+    assert run.returncode == 3 and run.run_dir is not None, run.stdout + run.stderr
+    events = [json.loads(line) for line in (run.run_dir / "events.jsonl").read_text().splitlines()]
+    (hog_pid,) = {e["pid"] for e in events if e.get("nodeid") == "test_xd.py::test_hog"}
+    found = triage_json(run_qualify, run.run_dir)
+    assert found["class"] == "CGROUP_OOM"
+    top = found["attribution"]["culprits"][0]
+    assert (top["pid"], top["test"], top["test_phase"]) == (hog_pid, "test_xd.py::test_hog", "call")
+    text = run_qualify("triage", str(run.run_dir))
+    assert f"(pid {hog_pid}, rss " in text.stdout
+    assert "running test_xd.py::test_hog (call)" in text.stdout

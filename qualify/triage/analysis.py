@@ -187,6 +187,33 @@ def processes_at_peak(data: RunData) -> list[dict[str, Any]]:
     return [{"pid": pid, "name": name, "rss_bytes": rss} for pid, name, rss in procs]
 
 
+def test_running_in(data: RunData, pid: int, mono: float) -> tuple[str, str] | None:
+    """(nodeid, phase) of the test whose phase process ``pid`` had started and not ended at
+    ``mono``: the plugin's start lines carry the pid of the process that runs the test (a
+    pytest-xdist worker, pytest-forked's child); an end line may come from another (the
+    parent that reports the child's crash). None when it ran no test then."""
+    last: dict[str, Any] | None = None
+    for event in RunDir(data.path).events(containing=b'"test_phase"'):
+        try:
+            at = float(event.get("mono"))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            continue
+        if at > mono:
+            continue  # (lines of several processes are not quite in time order)
+        if event.get("state") == contract.TEST_START and event.get("pid") == pid:
+            last = event
+        elif (
+            last is not None
+            and event.get("state") == contract.TEST_END
+            and event.get("nodeid") == last.get("nodeid")
+            and at >= float(last["mono"])
+        ):
+            last = None  # it ended before the moment
+    if last is None:
+        return None
+    return str(last.get("nodeid")), str(last.get("when"))
+
+
 def phase_peaks(data: RunData) -> list[dict[str, Any]]:
     """name, peak_bytes (kernel watermark), start, end, error of each phase, from the audit."""
     if data.audit is None:

@@ -231,10 +231,12 @@ def _findings(section: dict[str, Any], bag: Bag, decision: Decision) -> list[Fin
         peak = format_bytes(section.get("peak_bytes"))
         findings.append(Finding(f"peak {peak} in phase {section['phase_at_peak']}"))
     for culprit in section.get("culprits", [])[:1]:
+        test = culprit.get("test")
+        running = f", running {test} ({culprit.get('test_phase')})" if test else ""
         findings.append(
             Finding(
                 f"largest process at the peak: {culprit.get('name')} (pid {culprit.get('pid')}, "
-                f"rss {format_bytes(culprit.get('rss_bytes'))})"
+                f"rss {format_bytes(culprit.get('rss_bytes'))}){running}"
             )
         )
     for victim in section.get("victims", [])[:3]:

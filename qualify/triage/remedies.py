@@ -8,7 +8,14 @@ from qualify.errors import UsageError
 from qualify.evidence.cuda_oom import CudaOom, segment_bytes
 from qualify.plan.profiles import available_profiles, find_profile
 from qualify.sizes import format_bytes
-from qualify.triage.analysis import RunData, peak_sample, phase_peaks, processes_at_peak, retentions
+from qualify.triage.analysis import (
+    RunData,
+    peak_sample,
+    phase_peaks,
+    processes_at_peak,
+    retentions,
+    test_running_in,
+)
 from qualify.triage.classify import harness_budget, mps_limit
 from qualify.triage.model import TriageClass
 from qualify.triage.signals import Bag, GpuHit
@@ -37,6 +44,10 @@ def attribution(run: RunData | None, bag: Bag) -> dict[str, Any]:
         section["phase_peaks"] = phase_peaks(run)
         section["retention"] = [r.to_dict() for r in retentions(run, cap)]
         section["culprits"] = processes_at_peak(run)[:3]
+        top = section["culprits"][0] if section["culprits"] else None
+        running = test_running_in(run, top["pid"], peak.mono) if top and peak else None
+        if top is not None and running is not None:
+            top["test"], top["test_phase"] = running
     victims: dict[Any, dict[str, Any]] = {}
     for victim in bag.victims:  # the same kill may be echoed twice (syslog + a monitor)
         victims.setdefault(victim.get("pid"), victim)

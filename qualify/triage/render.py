@@ -10,8 +10,9 @@ JSON document (``schema_version`` 1; keys are stable, new keys may be added):
 - ``remedies``, ``warnings``, ``missing``: [str]
 - ``attribution``: {``cap_bytes``, ``peak_bytes``, ``phase_at_peak``, ``phase_at_end``,
   ``phase_peaks``: [{name, peak_bytes, start, end, error}], ``retention``: [{phase,
-  next_phase, added_bytes, retained_bytes}], ``culprits``: [{pid, name, rss_bytes...}],
-  ``victims``: [{pid, comm, anon_rss_bytes... or signal}]} (keys absent when not knowable)
+  next_phase, added_bytes, retained_bytes}], ``culprits``: [{pid, name, rss_bytes...; the
+  first also test and test_phase when it was running a test at the peak}], ``victims``:
+  [{pid, comm, anon_rss_bytes... or signal}]} (keys absent when not knowable)
 - ``sparkline``: {``line``, ``scale_bytes``, ``peak_bytes``, ``seconds``} or null
 - ``inputs``: [{``kind``, ``path``, ``detected`` (true: the kind was read from the content)}]
 """
