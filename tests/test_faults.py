@@ -23,6 +23,7 @@ from qualify.run.processes import start_time
 from qualify.run.registry import registry_dir
 from qualify.sandbox.cgroup.layout import current_layout
 from tests.conftest import IGNORED, Completed, RunQualify, git, qualify_argv, wait_for
+from tests.test_harness import ATTEMPTS
 
 pytestmark = [pytest.mark.privileged, pytest.mark.slow]
 MIB = 2**20
@@ -734,15 +735,9 @@ def test_an_oom_kill_after_the_session_ended_keeps_pytests_cases(
     assert _case(junit, "run").find("error").get("type") == "OOM_KILLED"
 
 
-RERUN_FAMILY = """
-import os, pathlib
-
-def _attempt(name):
-    marker = pathlib.Path(os.environ["RERUN_MARKS"]) / name
-    tries = int(marker.read_text()) + 1 if marker.exists() else 1
-    marker.write_text(str(tries))
-    return tries
-
+RERUN_FAMILY = (
+    ATTEMPTS
+    + """
 def test_flaky():
     assert _attempt("flaky") == 2, "not yet"
 
@@ -759,6 +754,7 @@ def test_hog():
         while True:
             blocks.append(bytearray(16 << 20))
 """
+)
 
 
 @pytest.mark.parametrize("hog", [False, True], ids=["reruns", "killed in a rerun"])

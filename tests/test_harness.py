@@ -582,7 +582,7 @@ def test_the_events_word_each_outcome_as_pytests_junit_does(
     assert ours[("test_sample", "test_skip_marked")].message == "marked away"
 
 
-RERUN_MODULE = """
+ATTEMPTS = """
 import os, pathlib
 
 def _attempt(name):
@@ -590,7 +590,13 @@ def _attempt(name):
     tries = int(marker.read_text()) + 1 if marker.exists() else 1
     marker.write_text(str(tries))
     return tries
+"""
+"""``_attempt(name)``: which attempt at ``name`` this is (1, 2...), counted in files under
+``$RERUN_MARKS`` (also ``tests/test_faults.py``'s)."""
 
+RERUN_MODULE = (
+    ATTEMPTS
+    + """
 def test_flaky():
     assert _attempt("flaky") == 2, "not yet"
 
@@ -601,6 +607,7 @@ def test_always_fails():
 def test_passes():
     pass
 """
+)
 """Under ``--reruns 2``: a test that passes on its second attempt, one that fails all three,
 one that passes at once."""
 NOT_YET = "AssertionError: not yet\nassert 1 == 2\n +  where 1 = _attempt('flaky')"

@@ -158,6 +158,16 @@ def test_test_failure_on_a_dirty_tree(repo: Path, run_qualify: RunQualify) -> No
     assert "dirty tree" in text.stdout
 
 
+def _commit_family(family: Path, test_file: str, source: str) -> None:
+    """The family in ``family`` (its family.toml written) with its test module and a
+    pytest.ini, committed in the repository two levels up."""
+    (family / test_file).write_text(source)
+    (family / "pytest.ini").write_text("[pytest]\n")
+    repo = family.parent.parent
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", f"{family.name} family")
+
+
 def test_parity_failure(repo: Path, run_qualify: RunQualify) -> None:
     family = repo / "families" / "par"
     family.mkdir()
@@ -172,10 +182,7 @@ def test_parity_failure(repo: Path, run_qualify: RunQualify) -> None:
         min_exact = 3
         """)
     )
-    (family / "test_par.py").write_text(PARITY_TEST)
-    (family / "pytest.ini").write_text("[pytest]\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "par family")
+    _commit_family(family, "test_par.py", PARITY_TEST)
     run = run_qualify("run", "--family", "par", "--repo", str(repo), "--mem", "512M")
     assert run.returncode == 1 and run.run_dir is not None, run.stdout + run.stderr
     found = triage_json(run_qualify, run.run_dir)
@@ -211,10 +218,7 @@ def test_the_largest_process_at_the_peak_is_named_with_the_test_it_ran(
     family.mkdir()
     command = '["python", "-m", "pytest", "test_xd.py", "-q", "-p", "xdist", "-n", "2"]'
     (family / "family.toml").write_text(f'name = "xd"\n[e2e]\ncommand = {command}\n')
-    (family / "test_xd.py").write_text(XDIST_HOG)
-    (family / "pytest.ini").write_text("[pytest]\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "xd family")
+    _commit_family(family, "test_xd.py", XDIST_HOG)
     run = run_qualify("run", "--family", "xd", "--repo", str(repo), "--mem", "384M")
     assert run.returncode == 3 and run.run_dir is not None, run.stdout + run.stderr
     events = [json.loads(line) for line in (run.run_dir / "events.jsonl").read_text().splitlines()]
