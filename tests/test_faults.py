@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -810,7 +811,7 @@ def test_a_test_run_again_is_counted_once_by_its_last_attempt(
             "No such file or directory: '/proc/no-dir'); the E2E exited with code 1",
         ),
         (
-            ["bash", "-c", "python -m pytest test_green.py -q && exit 3"],
+            ["bash", "-c", f"{shlex.quote(sys.executable)} -m pytest test_green.py -q && exit 3"],
             "pytest passed, but the E2E exited with code 3",
         ),
     ],
