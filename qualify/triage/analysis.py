@@ -187,7 +187,7 @@ def processes_at_peak(data: RunData) -> list[dict[str, Any]]:
     return [{"pid": pid, "name": name, "rss_bytes": rss} for pid, name, rss in procs]
 
 
-def test_running_in(data: RunData, pid: int, mono: float) -> tuple[str, str] | None:
+def running_test_of(data: RunData, pid: int, mono: float) -> tuple[str, str] | None:
     """(nodeid, phase) of the test whose phase process ``pid`` had started and not ended at
     ``mono``: the plugin's start lines carry the pid of the process that runs the test (a
     pytest-xdist worker, pytest-forked's child); an end line may come from another (the

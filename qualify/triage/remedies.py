@@ -14,7 +14,7 @@ from qualify.triage.analysis import (
     phase_peaks,
     processes_at_peak,
     retentions,
-    test_running_in,
+    running_test_of,
 )
 from qualify.triage.classify import harness_budget, mps_limit
 from qualify.triage.model import TriageClass
@@ -45,7 +45,7 @@ def attribution(run: RunData | None, bag: Bag) -> dict[str, Any]:
         section["retention"] = [r.to_dict() for r in retentions(run, cap)]
         section["culprits"] = processes_at_peak(run)[:3]
         top = section["culprits"][0] if section["culprits"] else None
-        running = test_running_in(run, top["pid"], peak.mono) if top and peak else None
+        running = running_test_of(run, top["pid"], peak.mono) if top and peak else None
         if top is not None and running is not None:
             top["test"], top["test_phase"] = running
     victims: dict[Any, dict[str, Any]] = {}
