@@ -257,16 +257,16 @@ def incomplete_reason(progress: RunProgress) -> str | None:
     return "; ".join(parts) or None
 
 
-def _incomplete(run_dir: RunDir, execution: Execution, progress: RunProgress) -> str | None:
+def _incomplete(execution: Execution, progress: RunProgress, stderr: str) -> str | None:
     """``incomplete_reason``, with the exception that ended pytest when its session never
-    finished and its process ended on its own with a Python traceback (a plugin's end of the
-    session failing, pytest's JUnit writer among them)."""
+    finished and its process ended on its own with a Python traceback at the end of
+    ``stderr`` (a plugin's end of the session failing, pytest's JUnit writer among them)."""
     reason = incomplete_reason(progress)
     if reason is None or progress.session_exitstatus is not None:
         return reason
     if execution.signal is not None or execution.timed_out or execution.returncode in (None, 0):
         return reason
-    exception = exception_at_end(run_dir.log_tail("stderr", 4000))
+    exception = exception_at_end(stderr)
     return f"{reason} ({exception})" if exception else reason
 
 
@@ -274,16 +274,15 @@ def _cases(
     spec: RunSpec,
     execution: Execution,
     verdict: Verdict,
-    reason: str,
+    message: str,
     progress: RunProgress,
-    phase: str | None,
     ahead: PytestJUnitRead | None = None,
     unseen: bool = False,
 ) -> tuple[list[JUnitCase], list[str]]:
     """The run's test cases and where pytest's JUnit disagreed with the events (which win);
-    ``ahead``: pytest's JUnit as read before, used when it still holds; ``unseen``: pytest ran
-    out of the plugin's reach (said in a failing whole-command case)."""
-    message = _resource_message(verdict, reason, spec, execution, phase)
+    ``message``: the verdict's, for the cases that carry it; ``ahead``: pytest's JUnit as read
+    before, used when it still holds; ``unseen``: pytest ran out of the plugin's reach (said in
+    a failing whole-command case)."""
     pytest_cases, disagreements = None, []
     path = None
     if progress.session_exitstatus is not None:
@@ -299,12 +298,24 @@ def _cases(
         cases = cases_from_events(progress, verdict, message)
     else:
         cases = _whole_command(spec, execution, verdict, message, unseen)
+    return cases, disagreements
+
+
+def _qualify_case(
+    verdict: Verdict, message: str, reason: str, cases: list[JUnitCase], stderr: str
+) -> JUnitCase | None:
+    """qualify's own testcase, where the verdict needs one to be seen in JUnit: an error for
+    ERROR, or for a resource death that no case carries; a failure for any other verdict but
+    PASSED when no case fails (every test passed and the run did not: pytest's session broke
+    after its tests, a command after pytest failed), so that a JUnit reader does not see it
+    green."""
     carried = any(case.kind == verdict.value for case in cases)
     if verdict == Verdict.ERROR or (verdict.is_resource and not carried):
-        cases.append(
-            JUnitCase("qualify", "run", "error", 0.0, message, message, kind=verdict.value)
-        )
-    return cases, disagreements
+        return JUnitCase("qualify", "run", "error", 0.0, message, message, kind=verdict.value)
+    if verdict != Verdict.PASSED and not any(c.outcome in ("failed", "error") for c in cases):
+        said = f"{verdict.value}: {reason}"
+        return JUnitCase("qualify", "run", "failed", 0.0, said, stderr or said, kind=verdict.value)
+    return None
 
 
 def inside_limits(events: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -351,7 +362,9 @@ def judge(
         progress = replayed[1]
     else:
         progress = progress_from_events(events)
-    gpu = gpu_evidence(events, run_dir.log_tail("stderr"))
+    stderr_tail = run_dir.log_tail("stderr")
+    gpu = gpu_evidence(events, stderr_tail)
+    stderr = stderr_tail[-4000:]  # (what a reason and a testcase quote)
     inside = inside_limits(events)
     parity, parity_error = _compare(spec) if execution.setup_error is None else (None, None)
     monitor = execution.monitor
@@ -377,7 +390,7 @@ def judge(
         cuda_oom=gpu.cuda_oom,
         cuda_oom_kind=gpu.oom_kind,
         signal=execution.signal,
-        incomplete=_incomplete(run_dir, execution, progress),
+        incomplete=_incomplete(execution, progress, stderr),
         cap_reached=_cap_reached(monitor, execution),
         host_memory_bytes=host_memory if cap is not None and cap > host_memory else None,
         pids_refused=(monitor.pids_refused or 0) if monitor else 0,
@@ -386,16 +399,14 @@ def judge(
     verdict, reason = decide(found)
     phase = _phase_at_death(monitor)
     unseen = pytest_ran_unseen(run_dir, progress)
-    cases, disagreements = _cases(spec, execution, verdict, reason, progress, phase, ahead, unseen)
+    message = _resource_message(verdict, reason, spec, execution, phase)
+    cases, disagreements = _cases(spec, execution, verdict, message, progress, ahead, unseen)
     if parity is not None:
         repro = f"qualify compare {display_path(run_dir.parity_path)}"
         cases += parity_mod.junit_cases(parity, spec.family.name, repro)
-    if verdict != Verdict.PASSED and not any(c.outcome in ("failed", "error") for c in cases):
-        # every test passed and the run did not (pytest's session broke after its tests, a
-        # command after pytest failed): a JUnit reader must not see it green
-        message = f"{verdict.value}: {reason}"
-        text = run_dir.log_tail("stderr", 4000) or message
-        cases.append(JUnitCase("qualify", "run", "failed", 0.0, message, text, kind=verdict.value))
+    own = _qualify_case(verdict, message, reason, cases, stderr)
+    if own is not None:
+        cases.append(own)
     return RunResult(
         spec=spec,
         execution=execution,
