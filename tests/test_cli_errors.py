@@ -480,10 +480,10 @@ DEEP = "[" * 100_000 + "]" * 100_000
 def _deep_inputs(tmp_path: Path) -> list[tuple[str, Callable[[], object]]]:
     from qualify.commands.merge import parse_expected
     from qualify.commands.submit import _read_index
-    from qualify.experiment.record import AB_JSON
-    from qualify.experiment.record import read_record as read_ab_record
+    from qualify.experiment.ab_record import AB_JSON
+    from qualify.experiment.ab_record import read_record as read_ab_record
     from qualify.plan.commit import github_commit
-    from qualify.schedule.record import read_record as read_submit_record
+    from qualify.schedule.submission import read_record as read_submit_record
     from qualify.tokenizer.source import CONFIG_FILE, check_source
 
     deep = tmp_path / "deep.json"

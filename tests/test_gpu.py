@@ -16,10 +16,10 @@ from harness import _gpu
 from qualify.evidence.cuda_oom import CudaOom, parse_cuda_oom
 from qualify.judge.gpu import gpu_evidence
 from qualify.judge.ladder import Signals, decide
+from qualify.nvml import NvmlSampler, device_reading, sample_record
 from qualify.plan.mps import plan_budget
-from qualify.plan.nvml import NvmlSampler, device_reading, sample_record
 from qualify.plan.spec import HARNESS_ROOT, HARNESS_SITE, gpu_env
-from qualify.report.audit import gpu_record
+from qualify.report.audit_of_run import gpu_record
 from qualify.rundir import RunDir
 from qualify.verdict import Verdict
 from tests.conftest import require

@@ -26,7 +26,7 @@ import pytest
 
 from harness._gpu import allocator_counters
 from qualify.evidence.cuda_oom import parse_cuda_oom
-from qualify.plan.nvml import (
+from qualify.nvml import (
     DeviceReading,
     NvmlSampler,
     device_reading,

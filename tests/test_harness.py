@@ -17,7 +17,7 @@ import pytest
 import harness
 from harness import contract
 from harness._options import parse_option
-from qualify.judge.tests import ProgressReplay, progress_from_events
+from qualify.judge.progress import ProgressReplay, progress_from_events
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,7 +14,7 @@ import pytest
 from lxml import etree
 
 from qualify.evidence.junit import JUnitCase, parse_pytest_junit, split_nodeid
-from qualify.judge.tests import progress_from_events
+from qualify.judge.progress import progress_from_events
 from qualify.report import junit as writer
 from qualify.report.junit import provisional_junit, render_junit, xml_safe
 

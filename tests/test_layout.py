@@ -17,7 +17,7 @@ from qualify.rundir.schema import PUBLISHED, audit_schema, render
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = (
     # foundation: the vocabulary every stage may use
-    "errors", "verdict", "sizes", "subproc", "atomic", "console",
+    "errors", "verdict", "sizes", "subproc", "atomic", "console", "nvml",
     # the stages of a run, in the order data flows
     "plan", "sandbox", "run", "rundir", "evidence", "parity", "judge", "report", "publish",
     "triage",
@@ -158,15 +158,15 @@ def test_audit_round_trips_exactly() -> None:
 def test_prepared_hints_cover_every_dataclass_an_audit_is_read_with(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from qualify.rundir import record
+    from qualify.rundir import typed_json
 
-    monkeypatch.setattr(record, "_HINTS", {})
-    record.prepare(Audit)
+    monkeypatch.setattr(typed_json, "_HINTS", {})
+    typed_json.prepare(Audit)
 
     def not_prepared(cls: object) -> None:
         raise AssertionError(f"{cls} was not prepared")
 
-    monkeypatch.setattr(record.typing, "get_type_hints", not_prepared)
+    monkeypatch.setattr(typed_json.typing, "get_type_hints", not_prepared)
     # The schema walks every dataclass the audit can hold, filled or not.
     assert audit_schema() == json.loads(render())
     read = parse_audit(Audit(run_id="r", verdict="FAILED").to_bytes())

@@ -22,6 +22,7 @@ from harness import _gpu
 from qualify.errors import UsageError
 from qualify.evidence.cuda_oom import parse_cuda_oom
 from qualify.judge.gpu import gpu_evidence
+from qualify.nvml import NvmlSampler, device_reading, device_totals
 from qualify.plan.docker import DockerOptions
 from qualify.plan.limits import Limits
 from qualify.plan.mps import (
@@ -32,11 +33,10 @@ from qualify.plan.mps import (
     limit_value,
     plan_budget,
 )
-from qualify.plan.nvml import NvmlSampler, device_reading, device_totals
 from qualify.plan.profiles import find_profile
 from qualify.plan.request import RunRequest, _gpu_plan
 from qualify.plan.spec import gpu_env
-from qualify.report.audit import gpu_record
+from qualify.report.audit_of_run import gpu_record
 from qualify.sandbox.docker.backend import container_kwargs
 from qualify.triage.classify import cuda_class
 from qualify.triage.model import TriageClass

@@ -23,7 +23,7 @@ from qualify.parity import (
     compare_files,
     junit_cases,
 )
-from qualify.parity.scan import find_topk_span, nth_element
+from qualify.parity.topk_bytes import find_topk_span, nth_element
 
 Entry = tuple[int, float] | tuple[int, float, str]
 

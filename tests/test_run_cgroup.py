@@ -121,9 +121,9 @@ sys.exit(code)
 """
 NOT_BEFORE_THE_E2E = (
     "qualify.run.monitor", "qualify.run.execution", "qualify.run.processes",
-    "qualify.run.timeline", "qualify.plan.nvml", "qualify.plan.docker", "qualify.plan.mps",
+    "qualify.run.timeline", "qualify.nvml", "qualify.plan.docker", "qualify.plan.mps",
     "qualify.judge", "qualify.publish.sanitize", "qualify.publish.bundle",
-    "qualify.publish.secrets", "qualify.publish.github", "qualify.report.audit",
+    "qualify.publish.secrets", "qualify.publish.github", "qualify.report.audit_of_run",
     "qualify.report.html",
     "qualify.triage", "qualify.plan.profiles", "rich", "junitparser", "lxml", "hashlib",
     "psutil", "docker",

@@ -248,7 +248,7 @@ def test_run_files_and_artifacts_nested_too_deep_read_as_not_json(tmp_path: Path
     """The other readers of JSON a family or an artifact can hold: a run directory's JSON
     files, a pytest report log (one deep line among good ones) and the detection of one."""
     from qualify.evidence.detect import detect
-    from qualify.evidence.testresults import read_report_log
+    from qualify.evidence.pytest_reports import read_report_log
     from qualify.rundir import RunDir
 
     deep = "[" * 100_000 + "]" * 100_000

@@ -431,7 +431,7 @@ def test_a_code_like_value_is_redacted_in_place_but_not_learnt() -> None:
 
 # --- the final scan: every form, every channel's escaping undone
 
-from qualify.publish.scan import (  # noqa: E402
+from qualify.publish.final_scan import (  # noqa: E402
     ANNOTATIONS,
     HTML,
     TERMINAL,

@@ -17,8 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from qualify.publish.sanitize import Identities, Sanitizer
-from qualify.publish.scan import (
+from qualify.publish.final_scan import (
     HTML,
     TEXT,
     Leak,
@@ -28,6 +27,7 @@ from qualify.publish.scan import (
     strip_ansi,
     unescape_command,
 )
+from qualify.publish.sanitize import Identities, Sanitizer
 from qualify.publish.secrets import Hit, KnownSecret, SecretIndex, read_secrets_file
 
 V = "zq9Value77x"

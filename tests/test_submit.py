@@ -24,14 +24,6 @@ from qualify.commands.merge import merge
 from qualify.commands.submit import SubmitRequest, submit
 from qualify.schedule import aftercare, kubernetes
 from qualify.schedule.cells import DEFAULT_OVERHEAD, Cell, parse_cell
-from qualify.schedule.record import (
-    ArrayJob,
-    MergeJob,
-    RecordCell,
-    SubmitRecord,
-    find_records,
-    parse_record,
-)
 from qualify.schedule.slurm import (
     JobState,
     OutputWords,
@@ -49,6 +41,14 @@ from qualify.schedule.slurm import (
     read_output,
     slurm_mem,
     slurm_time,
+)
+from qualify.schedule.submission import (
+    ArrayJob,
+    MergeJob,
+    RecordCell,
+    SubmitRecord,
+    find_records,
+    parse_record,
 )
 from qualify.verdict import PROVISIONAL_REASON
 from tests.conftest import ROOT, git

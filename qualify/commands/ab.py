@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from qualify.errors import UsageError
+from qualify.experiment.ab_record import RUNS_DIR, AbRecord, write_record
 from qualify.experiment.pins import differences, limit_pins, pins
 from qualify.experiment.plan import AbPlan, Slot, build_plan, parse_sets
-from qualify.experiment.record import RUNS_DIR, AbRecord, write_record
 from qualify.experiment.repetition import Repetition, experiment, from_run_dir, run_once
 from qualify.experiment.tables import show_spread, show_verdicts
 from qualify.judge.judgement import display_path

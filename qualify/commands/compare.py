@@ -16,7 +16,7 @@ from qualify.parity import (
     ParityReport,
     compare_files,
 )
-from qualify.parity.render import show_token
+from qualify.parity.failure_text import show_token
 from qualify.publish.errorline import error_line
 from qualify.rundir import RunDir
 

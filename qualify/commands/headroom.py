@@ -17,10 +17,10 @@ from typing import Any, TextIO
 
 from qualify.atomic import write_bytes_atomic, write_json_atomic
 from qualify.errors import UsageError
+from qualify.experiment.ab_record import RUNS_DIR
 from qualify.experiment.bisect import Resolution, Search, bisect
 from qualify.experiment.pins import differences, pins
 from qualify.experiment.plan import parse_sets
-from qualify.experiment.record import RUNS_DIR
 from qualify.experiment.repetition import Repetition, experiment, from_run_dir, run_once
 from qualify.experiment.tables import Table, to_html, to_markdown
 from qualify.judge.judgement import display_path

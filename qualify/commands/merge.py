@@ -32,8 +32,8 @@ from qualify.plan.output import check_output_dir
 from qualify.publish.errorline import error_line
 from qualify.report.junit import render, testcase, testsuite
 from qualify.rundir import Audit, RunDir
-from qualify.schedule.record import SubmitRecord, find_records
 from qualify.schedule.slurm import Slurm, TaskEvidence, gather, iso_to_epoch
+from qualify.schedule.submission import SubmitRecord, find_records
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE, PROVISIONAL_REASON, Verdict
 
 MISSING = "MISSING"

@@ -23,8 +23,8 @@ from qualify.errors import UsageError
 from qualify.plan.request import PUBLISH_LEVELS
 from qualify.publish.bundle import PublishResult, SecretSources, publish_run, run_sanitizer
 from qualify.publish.errorline import error_line
+from qualify.publish.final_scan import TERMINAL, describe, final_scan
 from qualify.publish.sanitize import Sanitizer
-from qualify.publish.scan import TERMINAL, describe, final_scan
 from qualify.report.html import write_html_report
 from qualify.rundir import RunDir
 from qualify.verdict import EXIT_ERROR, EXIT_PASSED, EXIT_USAGE

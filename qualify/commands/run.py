@@ -33,8 +33,8 @@ from qualify.verdict import EXIT_ERROR, EXIT_USAGE, PROVISIONAL_REASON
 
 if TYPE_CHECKING:
     from qualify.judge.judgement import PytestJUnitRead
+    from qualify.judge.progress import ProgressReplay, RunProgress
     from qualify.judge.result import RunResult
-    from qualify.judge.tests import ProgressReplay, RunProgress
     from qualify.publish.bundle import JsonlFields
     from qualify.run.execution import Execution
     from qualify.rundir.events import JsonlContent, JsonlFollower
@@ -62,7 +62,7 @@ def _properties(result: RunResult) -> dict[str, str]:
 
 def write_reports(result: RunResult) -> None:
     """The JUnit file and the audit, each atomically."""
-    from qualify.report.audit import build_audit, iso
+    from qualify.report.audit_of_run import build_audit, iso
     from qualify.report.junit import render_junit
 
     spec = result.spec
@@ -158,7 +158,7 @@ def _write_provisional_audit(spec: RunSpec, started_wall: float) -> None:
     killed before this leaves the JUnit file; the run that takes it over writes the audit
     (``qualify.report.abandoned``). A failure here (a disk that filled) is the final
     reports' to report."""
-    from qualify.report.audit import provisional_audit
+    from qualify.report.audit_of_run import provisional_audit
 
     with contextlib.suppress(OSError):
         RunDir(spec.run_dir).write_audit(provisional_audit(spec, started_wall))
@@ -176,7 +176,7 @@ END_OF_RUN_MODULES = (
     "qualify.judge.judgement",
     "qualify.evidence.xmltree",  # junitparser: its readers and writers import it when used
     "qualify.commands.publish",
-    "qualify.report.summary",
+    "qualify.report.terminal",
     "rich.console",
     "rich.table",
 )
@@ -205,7 +205,7 @@ def _prepare_end_of_run() -> None:
     from qualify.plan.fingerprint import package_versions
     from qualify.publish.sanitize import fully_qualified
     from qualify.rundir.audit import Audit
-    from qualify.rundir.record import prepare
+    from qualify.rundir.typed_json import prepare
 
     package_versions()
     prepare(Audit)
@@ -253,7 +253,7 @@ class _EventsAsTheyCome:
             return
         try:
             if self._readers is None:
-                from qualify.judge.tests import ProgressReplay
+                from qualify.judge.progress import ProgressReplay
                 from qualify.publish.bundle import JsonlFields
                 from qualify.rundir.events import JsonlFollower
 
@@ -378,7 +378,7 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
         from qualify.commands.publish import publish_channels, terminal_text
         from qualify.judge.judgement import display_path
         from qualify.publish.bundle import SecretSources
-        from qualify.report.summary import render_summary
+        from qualify.report.terminal import render_summary
 
         try:
             try:

@@ -28,13 +28,6 @@ from qualify.plan.output import check_output_dir
 from qualify.publish.errorline import error_line
 from qualify.schedule import kubernetes
 from qualify.schedule.cells import Cell, parse_cell, parse_overhead, plan_cells
-from qualify.schedule.record import (
-    ArrayJob,
-    MergeJob,
-    RecordCell,
-    SubmitRecord,
-    find_records,
-)
 from qualify.schedule.slurm import (
     MERGE_MEM,
     MERGE_TIME,
@@ -46,6 +39,13 @@ from qualify.schedule.slurm import (
     slurm_mem,
     slurm_time,
     wait_for,
+)
+from qualify.schedule.submission import (
+    ArrayJob,
+    MergeJob,
+    RecordCell,
+    SubmitRecord,
+    find_records,
 )
 from qualify.sizes import format_bytes, parse_duration, parse_size
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE, Verdict

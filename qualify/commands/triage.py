@@ -23,8 +23,8 @@ from rich.console import Console
 from qualify.commands.publish import in_ci, terminal_text
 from qualify.publish.bundle import learn_from_run
 from qualify.publish.errorline import error_line
+from qualify.publish.final_scan import TERMINAL, describe, final_scan
 from qualify.publish.sanitize import Identities, Sanitizer
-from qualify.publish.scan import TERMINAL, describe, final_scan
 from qualify.triage import Sources
 from qualify.triage import triage as run_triage
 from qualify.triage.render import render_json, render_markdown, render_terminal

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from qualify.evidence.model import Evidence
+from qualify.evidence.evidence_line import Evidence
 
 MAX_INSPECT_BYTES = 4 << 20
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from qualify.evidence.model import LineSignal
+from qualify.evidence.evidence_line import LineSignal
 
 _TRT_REQUESTED = re.compile(r"Requested amount of (?:GPU )?memory \((\d+) bytes\)")
 _TRT_SIZE_WAS = re.compile(r"Requested size was (\d+) bytes")

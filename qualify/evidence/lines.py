@@ -46,9 +46,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from qualify.evidence.evidence_line import LineSignal
 from qualify.evidence.gpu_lines import parse_engine_line
 from qualify.evidence.gpu_lines import parse_tensorrt_line as _parse_tensorrt
-from qualify.evidence.model import LineSignal
 
 __all__ = ["KB", "LineSignal", "parse_line"]
 

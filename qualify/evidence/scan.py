@@ -29,9 +29,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from qualify.evidence.cuda_oom import CudaOom, parse_cuda_oom
+from qualify.evidence.evidence_line import Evidence
 from qualify.evidence.gpu_lines import EXECUTOR_HIT, parse_trtllm_executor
 from qualify.evidence.lines import LineSignal, parse_line
-from qualify.evidence.model import Evidence
 
 BLOCK_BYTES = 2 << 20
 """Read size: 1-8 MiB scan at the same speed (CPython 3.11, EPYC), 2 MiB keeps RSS low."""

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from harness import contract
 from qualify.atomic import write_json_atomic
 from qualify.errors import UsageError
-from qualify.experiment.record import AbRecord, find_records, read_record, write_pages
+from qualify.experiment.ab_record import AbRecord, find_records, read_record, write_pages
 from qualify.plan.output import check_output_dir
 from qualify.publish.errorline import error_line
 

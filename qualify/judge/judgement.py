@@ -12,8 +12,8 @@ from qualify import parity as parity_mod
 from qualify.evidence.junit import JUnitCase, parse_pytest_junit, split_nodeid
 from qualify.judge.gpu import gpu_evidence
 from qualify.judge.ladder import Signals, decide
+from qualify.judge.progress import RunProgress, cases_from_events, progress_from_events
 from qualify.judge.result import RunResult
-from qualify.judge.tests import RunProgress, cases_from_events, progress_from_events
 from qualify.plan.fingerprint import fingerprint
 from qualify.plan.limits import Limits, limit_mismatches
 from qualify.plan.spec import RunSpec

@@ -7,7 +7,7 @@ from typing import Any
 
 from qualify.evidence.junit import JUnitCase
 from qualify.judge.gpu import GpuEvidence
-from qualify.judge.tests import RunProgress
+from qualify.judge.progress import RunProgress
 from qualify.plan.spec import RunSpec
 from qualify.run.execution import Execution
 from qualify.verdict import Verdict

@@ -18,7 +18,7 @@ from harness import contract
 from qualify.errors import UsageError
 from qualify.parity.kinds import Side
 from qualify.parity.results import RecordLocation, TokenRef, TopKEntry
-from qualify.parity.scan import find_topk_span, nth_element
+from qualify.parity.topk_bytes import find_topk_span, nth_element
 
 _READ_BUFFER = 1 << 20
 _REQUIRED = ("case_id", "side", "token_ids", "top_logprobs", "eos")

@@ -6,8 +6,8 @@ import dataclasses
 import math
 from pathlib import Path
 
+from qualify.parity.failure_text import failure_text
 from qualify.parity.kinds import DivergenceKind
-from qualify.parity.render import failure_text
 from qualify.plan.parity_gate import ParityGate
 
 

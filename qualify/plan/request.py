@@ -286,8 +286,8 @@ def _gpu_plan(
         return None
     if budget < MIN_MEMORY:
         raise UsageError(f"{source} ({budget} bytes) is too small: at least 1MiB")
+    from qualify.nvml import device_totals
     from qualify.plan.mps import plan_budget
-    from qualify.plan.nvml import device_totals
 
     totals, _ = device_totals(nvml)
     for index, total in enumerate(totals):

@@ -4,11 +4,11 @@ First every text file of the run directory is read once so that the sanitizer le
 its rules find (a token printed whole in stdout.log is then caught where pytest cut it short in
 an assertion). Then every file is written through the sanitizer into a staging directory beside
 ``public/``: JSON field by field (never broken by a replacement), other text whole. The final
-scan (:mod:`qualify.publish.scan`) then reads the exact bytes of every staged file and name for
-every known secret in every form; only when it finds nothing is the staging directory renamed to
-``public/``. Otherwise the publication fails closed: no ``public/``, the reason (rule and place,
-never a value) in the run's publication record (internal), exit code 4 for the caller; the
-verdict of the run is not touched.
+scan (:mod:`qualify.publish.final_scan`) then reads the exact bytes of every staged file and
+name for every known secret in every form; only when it finds nothing is the staging directory
+renamed to ``public/``. Otherwise the publication fails closed: no ``public/``, the reason (rule
+and place, never a value) in the run's publication record (internal), exit code 4 for the
+caller; the verdict of the run is not touched.
 
 Text that is not UTF-8 is published with the undecodable bytes replaced (U+FFFD), not dropped.
 """
@@ -33,8 +33,8 @@ from harness import contract
 from qualify.atomic import write_json_atomic
 from qualify.errors import UsageError
 from qualify.plan.request import PUBLISH_LEVELS
+from qualify.publish.final_scan import TEXT, Leak, describe, file_channel, final_scan
 from qualify.publish.sanitize import Identities, Sanitizer
-from qualify.publish.scan import TEXT, Leak, describe, file_channel, final_scan
 from qualify.publish.secrets import KnownSecret, read_secrets_file
 from qualify.rundir.audit import PublicationRecord, parse_audit
 from qualify.rundir.events import JsonlContent, read_all

@@ -17,8 +17,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
 
+from qualify.publish.final_scan import (
+    ANNOTATIONS,
+    OUTPUTS,
+    STEP_SUMMARY,
+    Channel,
+    describe,
+    final_scan,
+)
 from qualify.publish.sanitize import Sanitizer
-from qualify.publish.scan import ANNOTATIONS, OUTPUTS, STEP_SUMMARY, Channel, describe, final_scan
 from qualify.report.github import Failure, annotation, annotation_lines, output_lines, read_failures
 from qualify.report.github_summary import SUMMARY_LIMIT, render_summary
 from qualify.rundir import Audit, RunDir

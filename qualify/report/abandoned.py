@@ -12,9 +12,9 @@ import dataclasses
 import time
 
 from qualify.evidence.junit import JUnitCase
-from qualify.judge.tests import cases_from_events, progress_from_events
+from qualify.judge.progress import cases_from_events, progress_from_events
 from qualify.plan.commit import CommitInfo
-from qualify.report.audit import iso
+from qualify.report.audit_of_run import iso
 from qualify.report.junit import render_junit
 from qualify.rundir import RunDir
 from qualify.rundir.audit import FLAKY_LISTED, Audit, FamilyRecord, TestsRecord

@@ -243,7 +243,7 @@ def _watch(spec: RunSpec, sandbox: Sandbox, run: _Run, process: Any, cgroup: str
     the 2-core test machine, after a pause), then the interpreter's start-up. The monitor
     misses nothing: peaks come from the kernel's watermark, and the E2E reaches its first phase
     boundary long after."""
-    from qualify.plan.nvml import NvmlSampler
+    from qualify.nvml import NvmlSampler
     from qualify.run.logs import BoundedLog
     from qualify.run.monitor import Monitor
     from qualify.run.processes import ProcessReader

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from harness import contract
-from qualify.plan.nvml import NvmlSampler
+from qualify.nvml import NvmlSampler
 from qualify.run.phases import PhaseTracker, PhaseWindow
 from qualify.run.processes import Escape, ProcessReader, ProcessSample
 from qualify.run.tail import JsonlTail

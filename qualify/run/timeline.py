@@ -34,7 +34,7 @@ class TimelineSample:
     procs: tuple[tuple[int, str, int], ...] | None = None
     """(pid, name, rss) of the largest processes, on the samples that read them."""
     gpu: dict[str, Any] | None = None
-    """NVML's reading (``qualify.plan.nvml.sample_record``), on the samples that read it."""
+    """NVML's reading (``qualify.nvml.sample_record``), on the samples that read it."""
 
     def to_line(self) -> str:
         """The JSON line (``procs`` and ``gpu`` only when read)."""

@@ -23,7 +23,7 @@ from qualify.plan.parity_gate import ParityGate
 from qualify.plan.spec import AllocatorPolicy
 from qualify.run.logs import LogStats
 from qualify.run.processes import ProcessSample
-from qualify.rundir.record import from_json, to_json
+from qualify.rundir.typed_json import from_json, to_json
 from qualify.verdict import Verdict
 
 SCHEMA_VERSION = 1

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from qualify.rundir.audit import SCHEMA_VERSION, Audit
-from qualify.rundir.record import document_schema
+from qualify.rundir.typed_json import document_schema
 
 SCHEMA_ID = f"urn:qualify:audit:{SCHEMA_VERSION}"
 PUBLISHED = Path(__file__).with_name("audit.schema.json")

@@ -228,8 +228,8 @@ def gather_docker(environ: Mapping[str, str]) -> DockerFacts:
 
 def gather_gpu(environ: Mapping[str, str]) -> GpuFacts:
     """NVML's devices and the MPS daemon clients would reach."""
+    from qualify.nvml import device_totals
     from qualify.plan.mps import find_daemon
-    from qualify.plan.nvml import device_totals
 
     totals, nvml_reason = device_totals()
     daemon, mps_reason = find_daemon(environ)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from qualify import __version__
-from qualify.schedule.record import SLURM_DIR, ArrayJob, RecordCell, SubmitRecord
+from qualify.schedule.submission import SLURM_DIR, ArrayJob, RecordCell, SubmitRecord
 from qualify.sizes import format_bytes
 from qualify.subproc import run_capture
 from qualify.verdict import Verdict

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from qualify.evidence.cuda_oom import CudaOom
-from qualify.evidence.model import Evidence
+from qualify.evidence.evidence_line import Evidence
 from qualify.judge.gpu import GpuEvidence
 from qualify.judge.ladder import LADDER, Cause
 from qualify.sizes import format_bytes

@@ -9,8 +9,8 @@ from typing import Any
 from harness import contract
 from qualify.evidence.detect import detect
 from qualify.evidence.docker_state import read_docker_state
+from qualify.evidence.pytest_reports import read_junit_outcomes, read_report_log
 from qualify.evidence.scan import MAX_LINE_BYTES, scan_log
-from qualify.evidence.testresults import read_junit_outcomes, read_report_log
 from qualify.rundir import RunDir
 from qualify.sizes import format_bytes
 from qualify.triage.analysis import read_run_dir

@@ -6,7 +6,7 @@ import dataclasses
 import enum
 from typing import Any
 
-from qualify.evidence.model import Evidence
+from qualify.evidence.evidence_line import Evidence
 from qualify.verdict import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, EXIT_RESOURCE
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from qualify.evidence.model import Evidence
+from qualify.evidence.evidence_line import Evidence
 from qualify.sizes import format_bytes
 from qualify.triage.model import Triage
 

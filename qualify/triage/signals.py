@@ -10,9 +10,9 @@ from typing import Any
 from harness import contract
 from qualify.evidence.cuda_oom import CudaOom, parse_cuda_oom
 from qualify.evidence.docker_state import DockerState
-from qualify.evidence.model import Evidence
+from qualify.evidence.evidence_line import Evidence
+from qualify.evidence.pytest_reports import TestOutcomes
 from qualify.evidence.scan import ScanResult
-from qualify.evidence.testresults import TestOutcomes
 from qualify.judge.ladder import CRASH_SIGNALS
 from qualify.rundir import Audit
 from qualify.triage.analysis import RunData

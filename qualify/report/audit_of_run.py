@@ -26,7 +26,7 @@ from qualify.rundir.audit import (
     TestsRecord,
     TimingsRecord,
 )
-from qualify.rundir.record import from_json
+from qualify.rundir.typed_json import from_json
 from qualify.verdict import PROVISIONAL_REASON, Verdict
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from qualify.evidence.model import Evidence
+from qualify.evidence.evidence_line import Evidence
 
 MAX_LINE_BYTES = 1 << 20
 MAX_FAILURES = 50
