@@ -685,4 +685,3 @@ def _secret_key(key: str) -> bool:
 
 
 _JSON_KEY = re.compile(_KEY + r"s?$")
-CleanText = Callable[[str], str]
