@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from pathlib import Path
 from typing import TextIO
 
 
@@ -27,3 +28,11 @@ def silence(stream: TextIO) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, stream.fileno())
         os.close(devnull)
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when below it (reports name no host paths)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

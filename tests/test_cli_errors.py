@@ -460,15 +460,15 @@ def test_the_quick_exit_keeps_codes_output_and_exit_handlers(
 def test_each_command_parses_alone_as_in_the_whole_command_line() -> None:
     import argparse
 
-    from qualify.cli import _COMMANDS, build_parser
+    from qualify.cli import COMMANDS, build_parser
 
     def commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
         (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         return dict(action.choices)
 
     whole = commands(build_parser())
-    assert list(whole) == list(_COMMANDS)  # --help lists every command, in this order
-    for name in _COMMANDS:
+    assert list(whole) == list(COMMANDS)  # --help lists every command, in this order
+    for name in COMMANDS:
         alone = commands(build_parser(name))
         assert alone[name].format_help() == whole[name].format_help()
 

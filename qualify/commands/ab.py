@@ -9,6 +9,7 @@ experiment (exit 2) rather than comparing two things that are not one difference
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import platform
 import sys
@@ -17,13 +18,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from qualify.commands._args import (
+    Commands,
+    command_line,
+    experiment_common,
+    experiment_options,
+    positive,
+)
+from qualify.console import display_path
 from qualify.errors import UsageError
 from qualify.experiment.ab_record import RUNS_DIR, AbRecord, write_record
 from qualify.experiment.pins import differences, limit_pins, pins
 from qualify.experiment.plan import AbPlan, Slot, build_plan, parse_sets
 from qualify.experiment.repetition import Repetition, experiment, from_run_dir, run_once
 from qualify.experiment.tables import show_spread, show_verdicts
-from qualify.judge.judgement import display_path
 from qualify.plan.commit import repo_root
 from qualify.plan.families import default_family_dirs, find_family
 from qualify.publish.errorline import error_line
@@ -245,3 +253,44 @@ def _print_summary(record: AbRecord, stdout: TextIO) -> None:
             stdout.write(f"{prefix}{' + '.join(group)}: {judgement}\n")
     if record.refused:
         stdout.write(f"refused: {record.refused}\n")
+
+
+def add_parser(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "ab", help="A/B of a runtime policy: n full runs per arm, everything else pinned"
+    )
+    experiment_options(parser)
+    parser.add_argument("--a", dest="arm_a", required=True, metavar="NAME=VALUE[,...]")
+    parser.add_argument("--b", dest="arm_b", required=True, metavar="NAME=VALUE[,...]")
+    parser.add_argument("--n", type=positive, default=8, help="runs per arm and level (default 8)")
+    cap = parser.add_mutually_exclusive_group()
+    cap.add_argument("--mem", help="memory cap of every run: 850M, 48G")
+    cap.add_argument("--profile", help="resource profile of every run")
+    parser.add_argument(
+        "--sweep", metavar="mem=SIZE,... | NAME=V,...", help="levels, both arms each"
+    )
+    parser.add_argument("--order", choices=("interleaved", "random"), default="interleaved")
+    parser.add_argument(
+        "--seed", type=int, help="seed of --order random (default: drawn, recorded)"
+    )
+    parser.add_argument("--metrics", metavar="NAME,...", help="metrics to report (default: all)")
+    parser.add_argument("--host", help="name of this host in the record (default: the machine's)")
+
+
+def main(args: argparse.Namespace) -> int:
+    return ab(
+        AbRequest(
+            **experiment_common(args),
+            arm_a=args.arm_a,
+            arm_b=args.arm_b,
+            n=args.n,
+            mem=args.mem,
+            profile=args.profile,
+            sweep=args.sweep,
+            order=args.order,
+            seed=args.seed,
+            metrics=args.metrics,
+            host=args.host,
+            command_line=command_line(args),
+        )
+    )

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
+from harness import contract
+from qualify.commands._args import Commands, count, nats
 from qualify.parity import (
     CaseResult,
     ParityConfigError,
@@ -104,3 +107,37 @@ def _gate_line(report: ParityReport) -> str:
 def _usage_error(stderr: TextIO, message: str) -> int:
     stderr.write(error_line("qualify compare", message))
     return 2
+
+
+def add_parser(commands: Commands) -> None:
+    compare = commands.add_parser("compare", help="token-by-token parity of recorded cases")
+    compare.add_argument(
+        "native",
+        type=Path,
+        help=f"a run directory, its {contract.PARITY} (both sides), or the native side",
+    )
+    compare.add_argument("reference", type=Path, nargs="?", help="the reference side")
+    compare.add_argument("--min-exact", type=count, help="cases that must match exactly")
+    compare.add_argument("--near-tie-nats", type=nats, help="near-tie threshold in nats")
+    compare.add_argument("--tie-nats", type=nats, help="tie threshold (float rounding) in nats")
+    compare.add_argument("--count-near-ties", action="store_true", default=None)
+    compare.add_argument("--format", dest="output_format", choices=("text", "json"), default="text")
+
+
+def main(args: argparse.Namespace) -> int:
+    overrides = {
+        key: value
+        for key, value in (
+            ("min_exact", args.min_exact),
+            ("near_tie_nats", args.near_tie_nats),
+            ("tie_nats", args.tie_nats),
+            ("count_near_ties", args.count_near_ties),
+        )
+        if value is not None
+    }
+    return compare(
+        native=args.native,
+        reference=args.reference,
+        gate=overrides,
+        output_format=args.output_format,
+    )

@@ -7,14 +7,17 @@ takes here, makes the docker image ready when that route is docker, and prints t
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO, TextIO
 
+from qualify.commands._args import Commands
 from qualify.errors import UsageError
 from qualify.publish.errorline import error_line
+from qualify.sandbox import CHOICES as BACKENDS
 from qualify.sandbox.choice import Diagnosis, choose, decision, diagnose, run_argv
 from qualify.sandbox.hostfacts import HostFacts, gather
 from qualify.verdict import EXIT_USAGE
@@ -146,3 +149,30 @@ def doctor(
     else:
         stdout.write(as_text(diagnosis, backend, image))
     return 0 if diagnosis.capped else EXIT_UNCAPPED
+
+
+def add_parser(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "doctor", help="which backends can cap memory on this machine, and why the others cannot"
+    )
+    parser.add_argument("--format", dest="output_format", choices=("text", "json"), default="text")
+    parser.add_argument("--backend", default="auto", choices=BACKENDS, help="what run would ask")
+    parser.add_argument("--image", help="the docker image run would get (--image)")
+    parser.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the argv of `qualify run RUN_ARGS` on the chosen route (NUL-terminated), "
+        "after making its docker image ready; the decision goes to stderr (the GitHub Action)",
+    )
+    parser.add_argument("run_args", nargs=argparse.REMAINDER, help="-- RUN_ARGS (with --plan)")
+
+
+def main(args: argparse.Namespace) -> int:
+    run_args = args.run_args[1:] if args.run_args[:1] == ["--"] else args.run_args
+    return doctor(
+        output_format=args.output_format,
+        backend=args.backend,
+        image=args.image,
+        plan_run=args.plan,
+        run_args=run_args,
+    )

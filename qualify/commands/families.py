@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from qualify.commands._args import Commands, family_search_options
 from qualify.errors import UsageError
 from qualify.plan.commit import find_repo
 from qualify.plan.families import FAMILY_FILE, load_family, search_path
@@ -77,3 +79,17 @@ def families(
     if not entries:
         stdout.write("no families found\n")
     return 0
+
+
+def add_parser(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "families", help="list the families qualify run can see and where each comes from"
+    )
+    family_search_options(parser)
+    parser.add_argument("--format", dest="output_format", choices=("text", "json"), default="text")
+
+
+def main(args: argparse.Namespace) -> int:
+    return families(
+        families_dirs=args.families_dir, repo=args.repo, output_format=args.output_format
+    )

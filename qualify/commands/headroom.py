@@ -8,6 +8,7 @@ verdict and peak, ``headroom.md`` and ``headroom.html`` the tables a reviewer re
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import re
 import sys
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from qualify.atomic import write_bytes_atomic, write_json_atomic
+from qualify.commands._args import Commands, experiment_common, experiment_options, positive
+from qualify.console import display_path
 from qualify.errors import UsageError
 from qualify.experiment.ab_record import RUNS_DIR
 from qualify.experiment.bisect import Resolution, Search, bisect
@@ -23,7 +26,6 @@ from qualify.experiment.pins import differences, pins
 from qualify.experiment.plan import parse_sets
 from qualify.experiment.repetition import Repetition, experiment, from_run_dir, run_once
 from qualify.experiment.tables import Table, to_html, to_markdown
-from qualify.judge.judgement import display_path
 from qualify.plan.commit import repo_root
 from qualify.plan.families import Family, default_family_dirs, find_family
 from qualify.plan.profiles import available_profiles, find_profile
@@ -284,3 +286,26 @@ def _stopped_code(search: Search) -> int:
         return Verdict(last.verdict).exit_code
     except ValueError:
         return EXIT_ERROR
+
+
+def add_parser(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "headroom", help="smallest passing cap by bisection, and the headroom per profile"
+    )
+    experiment_options(parser)
+    parser.add_argument("--lo", help="a cap expected to fail (default 64M)")
+    parser.add_argument("--hi", help="a cap expected to pass (default: the family's memory)")
+    parser.add_argument("--resolution", default="2%", help="2%% of the cap, or a size (16M)")
+    parser.add_argument("--repeat", type=positive, default=3, help="runs at each boundary cap")
+
+
+def main(args: argparse.Namespace) -> int:
+    return headroom(
+        HeadroomRequest(
+            **experiment_common(args),
+            lo=args.lo,
+            hi=args.hi,
+            resolution=args.resolution,
+            repeat=args.repeat,
+        )
+    )

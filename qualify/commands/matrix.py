@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from qualify.commands._args import Commands, family_search_options
 from qualify.errors import UsageError
 from qualify.plan.families import available_families, default_family_dirs, validate_name
 from qualify.plan.profiles import available_profiles
@@ -61,3 +63,19 @@ def matrix(
         return EXIT_USAGE
     stdout.write(json.dumps(document, separators=(",", ":")) + "\n")
     return 0
+
+
+def add_parser(commands: Commands) -> None:
+    parser = commands.add_parser("matrix", help="print a GitHub Actions strategy.matrix JSON")
+    parser.add_argument("--families", required=True, help="comma-separated family names")
+    parser.add_argument("--profiles", required=True, help="comma-separated profile names")
+    family_search_options(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    return matrix(
+        families=args.families,
+        profiles=args.profiles,
+        families_dirs=args.families_dir,
+        repo=args.repo,
+    )

@@ -11,6 +11,7 @@ Slurm recorded (the job's and each step's state, Slurm's own lines in the job's 
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import os
@@ -25,6 +26,7 @@ from junitparser import TestCase, TestSuite
 
 from harness import contract
 from qualify.atomic import write_bytes_atomic, write_json_atomic
+from qualify.commands._args import Commands, directory
 from qualify.commands.matrix import split_names
 from qualify.errors import UsageError
 from qualify.evidence.junit import JUnitCase, read_junit
@@ -403,3 +405,32 @@ def merge(
             stdout.write(f"{shard.family}/{shard.profile} {shard.run_id or '-'} {shard.verdict}\n")
         stdout.write(f"{target}\n")
     return worst
+
+
+def add_parser(commands: Commands) -> None:
+    parser = commands.add_parser("merge", help="merge run directories into one JUnit and index")
+    parser.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="run dirs or trees")
+    parser.add_argument("--out", type=directory, help="default: reports/merged/<head-sha>/")
+    parser.add_argument("--expect", metavar="FAMILY:PROFILE,...", help="shards that must exist")
+    parser.add_argument("--matrix", type=Path, help="matrix JSON (qualify matrix) of the shards")
+    parser.add_argument("--allow-mixed-heads", action="store_true")
+    parser.add_argument(
+        "--submitted",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="qualify submit records (submit-*.json, or a directory of them): every cell of "
+        "each is accounted for by its Slurm task (repeatable)",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    return merge(
+        inputs=args.dirs,
+        out=args.out,
+        expect=args.expect,
+        matrix_file=args.matrix,
+        allow_mixed_heads=args.allow_mixed_heads,
+        submitted=args.submitted,
+    )

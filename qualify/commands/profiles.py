@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import TextIO
 
+from qualify.commands._args import Commands
 from qualify.errors import UsageError
 from qualify.plan.profiles import available_profiles, find_profile
 from qualify.publish.errorline import error_line
@@ -33,3 +35,11 @@ def profiles(*, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int
             f"{format_bytes(profile.swap_bytes)}, {gpu}: {profile.description}\n"
         )
     return 0
+
+
+def add_parser(commands: Commands) -> None:
+    commands.add_parser("profiles", help="list the resource profiles")
+
+
+def main(args: argparse.Namespace) -> int:
+    return profiles()

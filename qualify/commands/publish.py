@@ -9,6 +9,7 @@ files), each channel scanned in its final bytes. A channel that fails the scan i
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import os
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness import contract
+from qualify.commands._args import Commands, github_option, secret_options, sources
 from qualify.errors import UsageError
 from qualify.plan.request import PUBLISH_LEVELS
 from qualify.publish.bundle import PublishResult, SecretSources, publish_run, run_sanitizer
@@ -189,3 +191,24 @@ def publish(
         text = f"{run_dir / contract.PUBLIC_DIR}\n"
         stdout.write(terminal_text(text, result.sanitizer, environ))
     return result.exit_code
+
+
+def add_parser(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "publish",
+        help="publish a run directory again (report page, public/, the GitHub channels)",
+    )
+    parser.add_argument("run_dir", type=Path, help="reports/<sha>/<family>/<profile>/<run-id>")
+    parser.add_argument(
+        "--level",
+        choices=("public", "internal"),
+        help="what public/ may hold (default: the level the run was published at, else public)",
+    )
+    github_option(parser)
+    secret_options(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    return publish(
+        run_dir=args.run_dir, level=args.level, github=args.github, sources=sources(args)
+    )

@@ -3,12 +3,15 @@ annotations and outputs (sanitized, written once per run directory)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
+from harness import contract
+from qualify.commands._args import Commands, github_option, secret_options, sources
 from qualify.commands.publish import terminal_text, wants_github, write_report
 from qualify.publish.bundle import SecretSources, run_sanitizer
 from qualify.publish.errorline import error_line
@@ -45,3 +48,14 @@ def report(
         return EXIT_ERROR
     stdout.write(terminal_text(f"{path}\n", sanitizer, environ))
     return code
+
+
+def add_parser(commands: Commands) -> None:
+    report = commands.add_parser("report", help=f"write {contract.REPORT_HTML} of a run directory")
+    report.add_argument("run_dir", type=Path, help="reports/<sha>/<family>/<profile>/<run-id>")
+    github_option(report)
+    secret_options(report)
+
+
+def main(args: argparse.Namespace) -> int:
+    return report(run_dir=args.run_dir, github=args.github, sources=sources(args))

@@ -1,23 +1,26 @@
 """``qualify run``: a family's E2E under a real memory cap, judged and reported.
 
-Only what starts the E2E is imported before it starts; what judges, reports and publishes the
-run is imported by a thread while the E2E runs (``END_OF_RUN_MODULES``), off the start-up path.
+``run`` reads in the order of a run: plan it (``build_spec``, the sandbox chosen), take over
+dead runs, open the run directory with provisional reports, execute and judge, write the
+reports and publish them, print the summary. What overlaps with it is in
+``qualify.commands._overlap``.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import errno
-import importlib
 import os
 import shutil
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from qualify.commands import _overlap
+from qualify.commands._args import Commands, command_line, directory, secret_options
 from qualify.console import printed
 from qualify.errors import UsageError
 from qualify.plan.request import RunRequest, build_spec
@@ -27,17 +30,16 @@ from qualify.report.junit import provisional_junit
 from qualify.run.execute import Interrupts, execute
 from qualify.run.registry import take_over_dead_runs
 from qualify.rundir.directory import RunDir
+from qualify.sandbox import CHOICES as BACKENDS
 from qualify.sandbox import Sandbox, select_sandbox
 from qualify.sandbox.cgroup.layout import current_layout
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE, PROVISIONAL_REASON
 
 if TYPE_CHECKING:
-    from qualify.judge.judgement import PytestJUnitRead
-    from qualify.judge.progress import ProgressReplay, RunProgress
+    from qualify.judge.progress import RunProgress
     from qualify.judge.result import RunResult
-    from qualify.publish.bundle import JsonlFields
     from qualify.run.execution import Execution
-    from qualify.rundir.events import JsonlContent, JsonlFollower
+    from qualify.rundir.events import JsonlContent
 
     _Replayed = tuple[JsonlContent, RunProgress]
     """The events file's content and its replay, as ``_EventsAsTheyCome`` made them."""
@@ -123,18 +125,13 @@ def _complete_teardown(result: RunResult) -> RunResult:
     return result
 
 
-def _judge_or_error(
-    spec: RunSpec,
-    execution: Execution,
-    replayed: _Replayed | None = None,
-    ahead: PytestJUnitRead | None = None,
-) -> RunResult:
+def _judge_or_error(spec: RunSpec, execution: Execution) -> RunResult:
     """The judged result; a bug in judging still yields reports (ERROR, traceback kept in the
     run's debug log)."""
     from qualify.judge.judgement import judge
 
     try:
-        return judge(spec, execution, current_layout().version, replayed, ahead)
+        return judge(spec, execution, current_layout().version)
     except Exception as exc:
         import traceback
 
@@ -166,51 +163,10 @@ def _write_provisional_audit(spec: RunSpec, started_wall: float) -> None:
 
 def _os_error(exc: OSError) -> str:
     """``No space left on device: <the file>`` (one line)."""
-    from qualify.judge.judgement import display_path
+    from qualify.console import display_path
 
     where = f": {display_path(Path(exc.filename))}" if exc.filename else ""
     return f"{exc.strerror or exc}{where}"
-
-
-END_OF_RUN_MODULES = (
-    "qualify.judge.judgement",
-    "qualify.evidence.xmltree",  # junitparser: its readers and writers import it when used
-    "qualify.commands.publish",
-    "qualify.report.terminal",
-    "rich.console",
-    "rich.table",
-)
-"""Imported while the E2E runs: what the end of a run needs would otherwise be imported
-before the E2E starts (a fifth of a second) or between its death and the reports (rich above
-all). The GitHub channels, only used inside Actions, are imported there when needed."""
-FAILED_RUN_MODULES = ("qualify.triage",)
-"""What only a failed run's report page needs (a twentieth of a second): imported while the
-run is judged, once the E2E ended with a failure (a non-zero exit, a signal)."""
-
-
-def _preload(names: tuple[str, ...] = END_OF_RUN_MODULES) -> None:
-    for name in names:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
-
-
-def _prepare_end_of_run() -> None:
-    """While the E2E runs: what the end of the run imports, the host's package versions that
-    judging records (read once per process: a seventieth of a second), the type hints the
-    audit is read back with, and the machine's fully qualified name that the sanitizer redacts
-    (a lookup by the resolver)."""
-    _preload(END_OF_RUN_MODULES)
-    import socket
-
-    from qualify.plan.fingerprint import package_versions
-    from qualify.publish.sanitize import fully_qualified
-    from qualify.rundir.audit import Audit
-    from qualify.rundir.typed_json import prepare
-
-    package_versions()
-    prepare(Audit)
-    with contextlib.suppress(OSError, UnicodeError):
-        fully_qualified(socket.gethostname())
 
 
 def _take_over_dead_runs(run_id: str, stderr: TextIO) -> None:
@@ -228,117 +184,24 @@ def _take_over_dead_runs(run_id: str, stderr: TextIO) -> None:
             stderr.write(f"qualify run: completed the reports of a dead run: {directory.path}\n")
 
 
-class _EventsAsTheyCome:
-    """The run's events decoded, replayed and their fields gathered for the sanitizer's
-    harvest while the E2E runs (at each wake-up of the wait for its end), which the end of the
-    run would otherwise do after it: a suite's thousands of tests write megabytes of them. Once
-    they say that pytest's session finished, pytest's JUnit is read too (``ahead``), while the
-    E2E's interpreter shuts down, in a thread of its own (a large suite's file takes a second,
-    and the wait must still see timeouts and signals). It starts once the imports of the end of
-    the run are done (no import ever runs in two threads at once); anything that fails here is
-    left to the end, which then reads the files itself."""
-
-    def __init__(self, spec: RunSpec, preloading: threading.Thread, not_before: float) -> None:
-        self._spec, self._path = spec, RunDir(spec.run_dir).events_path
-        self._not_before = not_before
-        self._preloading = preloading
-        self._readers: tuple[JsonlFollower, ProgressReplay, JsonlFields] | None = None
-        self._failed = False
-        self._ahead: PytestJUnitRead | None = None
-        self._reader: threading.Thread | None = None
-
-    def poll(self) -> None:
-        """Decode and replay what was appended since the last poll."""
-        if self._failed or self._preloading.is_alive():
-            return
-        try:
-            if self._readers is None:
-                from qualify.judge.progress import ProgressReplay
-                from qualify.publish.bundle import JsonlFields
-                from qualify.rundir.events import JsonlFollower
-
-                self._readers = JsonlFollower(self._path), ProgressReplay(), JsonlFields()
-            follower, replay, fields = self._readers
-            values = follower.poll()
-            replay.feed(values)
-            fields.feed(values)
-        except Exception:
-            self._failed = True
-            return
-        if self._reader is None and replay.session_finished:
-            progress = replay.result()
-            self._reader = threading.Thread(
-                target=self._read_junit, args=(progress,), name="qualify-junit", daemon=True
-            )
-            self._reader.start()
-
-    def _read_junit(self, progress: RunProgress) -> None:
-        from qualify.judge.judgement import pytest_junit_path, read_pytest_junit
-
-        with contextlib.suppress(Exception):
-            path = pytest_junit_path(self._spec, progress, self._not_before)
-            if path is not None:
-                self._ahead = read_pytest_junit(path, progress)
-
-    @property
-    def ahead(self) -> PytestJUnitRead | None:
-        """pytest's JUnit as read once its session finished (waiting for the reading if it
-        still runs); None when it was not read."""
-        if self._reader is not None:
-            self._reader.join()
-        return self._ahead
-
-    def finish(self) -> _Replayed | None:
-        """Once the E2E's processes are gone: the file's whole content and its replay."""
-        if self._failed or self._readers is None:
-            return None
-        follower, replay, fields = self._readers
-        try:
-            from qualify.publish.bundle import gathered
-
-            rest, content = follower.finish()
-            if content is None:
-                return None
-            replay.feed(rest)
-            fields.feed(rest)
-            gathered(content, fields)
-            return content, replay.result()
-        except Exception:
-            return None
-
-
 def _execute_and_judge(
     spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts, started_wall: float
 ) -> RunResult:
-    """The E2E run and judged, what the end of the run needs imported meanwhile."""
-    preloading = threading.Thread(target=_prepare_end_of_run, name="qualify-preload", daemon=True)
+    """The E2E run, then judged."""
+    preload = _overlap.EndOfRunImports()
 
     def started() -> None:
-        # Once the E2E runs (the start-up does not wait for either): the provisional audit,
-        # then the imports of the end, joined when the E2E ends (no import ever runs in two
-        # threads at once).
+        # Once the E2E runs: the provisional audit, then the end of the run's imports.
         _write_provisional_audit(spec, started_wall)
-        preloading.start()
+        preload.start()
 
-    events = _EventsAsTheyCome(spec, preloading, time.time())
-    execution = execute(spec, sandbox, interrupts, on_started=started, while_running=events.poll)
-    if preloading.is_alive():
-        preloading.join()
-    if preloading.ident is not None and execution.returncode != 0:
-        # Judging imports nothing more (but the log-line parsers, which triage imports too,
-        # for a failed command that is not pytest: it waits on their module's lock).
-        preloading = threading.Thread(
-            target=_preload, args=(FAILED_RUN_MODULES,), name="qualify-preload", daemon=True
-        )
-        preloading.start()
+    execution = execute(spec, sandbox, interrupts, on_started=started)
+    preload.join()
     if spec.backend == "auto" and execution.sandbox and spec.docker is None:
         why = f"--backend auto chose {execution.sandbox.backend}: no --image was given"
         info = dataclasses.replace(execution.sandbox, notes=(why, *execution.sandbox.notes))
         execution = dataclasses.replace(execution, sandbox=info)
-    result = _judge_or_error(spec, execution, events.finish(), events.ahead)
-    if preloading.is_alive():
-        preloading.join()
-    return result
+    return _judge_or_error(spec, execution)
 
 
 def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
@@ -376,7 +239,7 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
     with interrupts.installed():
         result = _execute_and_judge(spec, sandbox, interrupts, started_wall)
         from qualify.commands.publish import publish_channels, terminal_text
-        from qualify.judge.judgement import display_path
+        from qualify.console import display_path
         from qualify.publish.bundle import SecretSources
         from qualify.report.terminal import render_summary
 
@@ -410,3 +273,110 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
     printed(stdout)
     # A failed publication exits 4 (fail closed); the verdict itself is unchanged.
     return max(result.verdict.exit_code, publication.exit_code)
+
+
+def add_parser(commands: Commands) -> None:
+    run = commands.add_parser("run", help="run a family's E2E under a real memory cap")
+    run.add_argument("--family", required=True, help="family name (a directory with family.toml)")
+    run.add_argument("--mem", help="memory cap: 512M, 48G (binary), 48GB (decimal)")
+    run.add_argument("--profile", help="resource profile from cgroup_profiles/ (--mem overrides)")
+    run.add_argument(
+        "--families-dir",
+        action="append",
+        type=Path,
+        default=[],
+        help="where families live (repeatable; default: the repo's families/ and qualify's)",
+    )
+    run.add_argument("--out", type=directory, default=Path("reports"), help="output root")
+    run.add_argument("--timeout", help="E2E timeout (default: the family's)")
+    run.add_argument("--backend", default="auto", choices=BACKENDS)
+    run.add_argument("--repo", type=Path, help="the repo whose head is qualified (default: .)")
+    run.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a family option (repeatable)",
+    )
+    run.add_argument("--interval", default="50ms", help="monitor sample interval")
+    run.add_argument("--base-ref", default="origin/main", help="ref for commit.base (merge-base)")
+    run.add_argument("--image", help="docker image to run the E2E in (--backend docker/auto)")
+    run.add_argument("--shm", help="docker: /dev/shm size, charged to the cap (default 64M)")
+    run.add_argument(
+        "--network", default="none", help="docker: network mode (default none; bridge, host)"
+    )
+    run.add_argument("--gpus", help="docker: GPUs as for docker run --gpus: all, N, or ids 0,1")
+    run.add_argument(
+        "--publish",
+        "--publish-level",
+        choices=("public", "internal"),
+        default="public",
+        help="sanitized bundle in public/: public (no raw logs) or internal (logs, no secrets)",
+    )
+    secret_options(run)
+    run.add_argument(
+        "--junit-flavour",
+        choices=("xunit2", "xunit1"),
+        default="xunit2",
+        help="xunit2 (junit-10 schema) or xunit1 (adds file/line on testcases)",
+    )
+    run.add_argument(
+        "--gpu-mem",
+        metavar="SIZE",
+        help="GPU memory budget per process (e.g. 21.8G; default: the profile's)",
+    )
+    run.add_argument(
+        "--gpu-budget-mode",
+        choices=("torch", "mps", "auto"),
+        default="torch",
+        help="how the GPU budget is enforced: torch (PyTorch memory fraction, default), mps "
+        "(CUDA MPS per-client pinned limit; needs a running MPS daemon), auto (mps when one runs)",
+    )
+    run.add_argument(
+        "--cuda-history",
+        action="store_true",
+        help="record the CUDA allocator's history; snapshot on a CUDA OOM",
+    )
+    run.add_argument(
+        "--mount-host-python",
+        action="store_true",
+        help="docker: bind the host's /usr and qualify's interpreter read-only into the image",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    from qualify.plan.commit import CommitPrefetch
+
+    prefetch = None
+    if not os.environ.get("QUALIFY_NO_PREFETCH"):  # the benchmark's off switch
+        prefetch = CommitPrefetch(args.repo, args.base_ref, os.environ)
+    return run(
+        RunRequest(
+            family_name=args.family,
+            mem=args.mem,
+            profile_name=args.profile,
+            families_dirs=args.families_dir,
+            out=args.out,
+            timeout=args.timeout,
+            backend=args.backend,
+            repo=args.repo,
+            sets=args.sets,
+            sample_interval=args.interval,
+            base_ref=args.base_ref,
+            command_line=command_line(args),
+            image=args.image,
+            shm=args.shm,
+            network=args.network,
+            gpus=args.gpus,
+            mount_host_python=args.mount_host_python,
+            gpu_mem=args.gpu_mem,
+            gpu_budget_mode=args.gpu_budget_mode,
+            cuda_history=args.cuda_history,
+            junit_flavour=args.junit_flavour,
+            publish=args.publish,
+            secret_env=args.secret_env,
+            secrets_file=args.secrets_file,
+            commit_prefetch=prefetch,
+        )
+    )

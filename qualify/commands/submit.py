@@ -8,6 +8,7 @@ writes one Job manifest per cell; ``--engine github`` prints ``qualify matrix``'
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import io
 import json
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from qualify.atomic import write_json_atomic
+from qualify.commands._args import Commands, command_line, count, directory
 from qualify.commands.matrix import build_matrix, matrix, split_names
 from qualify.commands.merge import merge
 from qualify.errors import UsageError
@@ -541,3 +543,72 @@ def submit(
     except KeyboardInterrupt:
         stderr.write("qualify submit: stopped waiting; the jobs go on (scancel to stop them)\n")
         return 130
+
+
+def add_parser(commands: Commands) -> None:
+    submit = commands.add_parser(
+        "submit", help="hand a family x profile matrix to Slurm (or emit Kubernetes Jobs)"
+    )
+    submit.add_argument("--engine", choices=("slurm", "kubernetes", "github"), default="slurm")
+    submit.add_argument("--families", help="comma-separated family names")
+    submit.add_argument("--profiles", help="comma-separated profile names")
+    submit.add_argument("--mem", help="the cap of every cell (default: each profile's)")
+    submit.add_argument(
+        "--overhead", help="memory qualify needs beyond the cap (default 256M, measured)"
+    )
+    submit.add_argument("--time", help="time limit per cell: 2h, 45m (default: family's + 2m)")
+    submit.add_argument("--partition", help="slurm: partition")
+    submit.add_argument("--account", help="slurm: account")
+    submit.add_argument(
+        "--gpus-per-task", type=count, help="GPUs per cell (default: the profile's)"
+    )
+    submit.add_argument("--cpus-per-task", type=count, help="slurm: CPUs per cell")
+    submit.add_argument(
+        "--sbatch-arg",
+        dest="sbatch_args",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="slurm: one more sbatch option for the arrays, e.g. --sbatch-arg=--qos=ci",
+    )
+    submit.add_argument(
+        "--out", type=directory, default=Path("reports"), help="output root, shared with nodes"
+    )
+    submit.add_argument("--wait", action="store_true", help="slurm: wait, print the verdicts")
+    submit.add_argument("--poll", default="10s", help="slurm: --wait's polling interval")
+    submit.add_argument("--retry", metavar="CELL", help="slurm: submit family/profile again")
+    submit.add_argument("--repo", type=Path, help="the repo whose head is qualified (default: .)")
+    submit.add_argument("--families-dir", action="append", type=Path, default=[])
+    submit.add_argument("--emit", type=directory, help="kubernetes: write the manifests here")
+    submit.add_argument("--image", help="kubernetes: image holding qualify and the repository")
+    submit.add_argument("--shm", help="kubernetes: memory-backed /dev/shm size (default 64M)")
+    submit.add_argument("--pvc", help="kubernetes: claim mounted at /reports for the reports")
+
+
+def main(args: argparse.Namespace) -> int:
+    return submit(
+        SubmitRequest(
+            engine=args.engine,
+            families=args.families,
+            profiles=args.profiles,
+            mem=args.mem,
+            overhead=args.overhead,
+            time=args.time,
+            partition=args.partition,
+            account=args.account,
+            gpus_per_task=args.gpus_per_task,
+            cpus_per_task=args.cpus_per_task,
+            sbatch_args=args.sbatch_args,
+            out=args.out,
+            wait=args.wait,
+            poll=args.poll,
+            retry=args.retry,
+            repo=args.repo,
+            families_dirs=args.families_dir,
+            emit=args.emit,
+            image=args.image,
+            shm=args.shm,
+            pvc=args.pvc,
+            command_line=command_line(args),
+        )
+    )

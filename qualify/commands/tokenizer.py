@@ -3,10 +3,12 @@ standalone directory for a benchmark client, and proof that the client reads it 
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import TextIO
 
+from qualify.commands._args import Commands, Parser, directory
 from qualify.errors import UsageError
 from qualify.publish.errorline import error_line
 from qualify.tokenizer.checks import Check
@@ -105,3 +107,39 @@ def _print_checks(results: list[Check], stdout: TextIO) -> None:
         state = "ok  " if check else "FAIL"
         detail = f"  {check.mismatch}" if check.mismatch else ""
         stdout.write(f"{state} {check.name:<15} {check.count:>8}{detail}\n")
+
+
+def add_parser(commands: Commands) -> None:
+    tokenizer = commands.add_parser(
+        "tokenizer", help="export a tokenizer for a benchmark client and verify it there"
+    )
+    actions = tokenizer.add_subparsers(dest="tokenizer_command", required=True, parser_class=Parser)
+    parser = actions.add_parser(
+        "export", help="save a standalone fast tokenizer, proven identical on reload"
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model-dir", type=directory, help="a Hugging Face tokenizer directory")
+    source.add_argument("--family", help="a family's own tokenizer (tiny, phi4)")
+    parser.add_argument("--output-dir", type=directory, required=True, help="must not exist yet")
+    parser.add_argument("--repo", type=Path, help="the repository whose families/ to search")
+    checks = actions.add_parser(
+        "verify", help="run the export's checks in the client's own environment"
+    )
+    checks.add_argument("export_dir", type=directory, metavar="OUT", help="an export directory")
+    checks.add_argument(
+        "--client",
+        default="aiperf",
+        help="aiperf[==VERSION] or transformers[==VERSION] (default: aiperf==0.13.0; "
+        "transformers: 4.57.6)",
+    )
+    checks.add_argument(
+        "--python", type=Path, help="the client's interpreter (default: a cached venv of its own)"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.tokenizer_command == "export":
+        return export(
+            model_dir=args.model_dir, family=args.family, output_dir=args.output_dir, repo=args.repo
+        )
+    return verify(export_dir=args.export_dir, client=args.client, python=args.python)

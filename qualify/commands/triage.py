@@ -8,6 +8,7 @@ input, copied to a temporary file first (the scan reads files by offset). ``--lo
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from qualify.commands._args import Commands
 from qualify.commands.publish import in_ci, terminal_text
 from qualify.publish.bundle import learn_from_run
 from qualify.publish.errorline import error_line
@@ -132,3 +134,32 @@ def _sanitized(text: str, output_format: str, run_dir: Path | None) -> str:
         leaks = final_scan(cleaned.encode(), sanitizer.index, TERMINAL, "")
         return cleaned if not leaks else json.dumps({"withheld": describe(leaks)}) + "\n"
     return terminal_text(text, sanitizer, os.environ)
+
+
+def add_parser(commands: Commands) -> None:
+    parser = commands.add_parser("triage", help="why a run died and what to change")
+    parser.add_argument(
+        "paths",
+        type=Path,
+        nargs="*",
+        metavar="PATH",
+        help="run directory, console log, kernel log, docker inspect, JUnit... (kind read from "
+        "the content; - is standard input)",
+    )
+    for flag in ("log", "inspect", "kernel", "junit", "report-log"):
+        parser.add_argument(f"--{flag}", action="append", type=Path, default=[])
+    parser.add_argument(
+        "--format", dest="output_format", choices=("text", "markdown", "json"), default="text"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    return triage(
+        paths=args.paths,
+        logs=args.log,
+        inspect=args.inspect,
+        kernel=args.kernel,
+        junit=args.junit,
+        report_log=args.report_log,
+        output_format=args.output_format,
+    )

@@ -9,6 +9,7 @@ from typing import Any
 
 from harness import contract
 from qualify import parity as parity_mod
+from qualify.console import display_path
 from qualify.evidence.junit import JUnitCase, parse_pytest_junit, split_nodeid
 from qualify.judge.gpu import gpu_evidence
 from qualify.judge.ladder import Signals, decide
@@ -23,14 +24,6 @@ from qualify.rundir import RunDir
 from qualify.rundir.events import JsonlContent, file_identity, read_all
 from qualify.sizes import format_bytes
 from qualify.verdict import Verdict
-
-
-def display_path(path: Path) -> str:
-    """``path`` relative to the working directory when below it (reports name no host paths)."""
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
 
 
 def _phase_at_death(monitor: MonitorResult | None) -> str | None:

@@ -24,7 +24,6 @@ from qualify.run.children import Watchdog, reap, set_subreaper
 from qualify.run.registry import Registration, register
 from qualify.sandbox import Sandbox, SandboxInfo
 from qualify.sandbox.base import Child, Probe, StartsItself, StopReport
-from qualify.sandbox.cgroup import prime
 
 if TYPE_CHECKING:
     # Imported once the E2E has started (``_watch``): the monitor, its samplers and readers,
@@ -216,7 +215,6 @@ def _start(
     """Confine, start the watchers, start the E2E, then call ``on_started``; returns the
     started child."""
     stage_harness(spec.run_dir)
-    prime.stop()  # before any cgroup is made: qualify may move itself into a leaf (v2)
     run.info = sandbox.prepare(spec.limits)
     mismatches = limit_mismatches(spec.limits, run.info.in_effect) if run.info.capped else []
     if mismatches:
