@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from qualify.evidence.scan import utf16_encoding
+from qualify.untrusted import open_regular
 
 HEAD_BYTES = 64 << 10
 KINDS = ("run_dir", "inspect", "junit", "report_log", "kernel", "pod", "log")
@@ -45,7 +46,7 @@ _KERNEL_SHARE = 0.5
 
 def head_text(path: Path) -> str:
     """The first HEAD_BYTES of ``path`` as text (UTF-16 decoded)."""
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         head = handle.read(HEAD_BYTES)
     encoding = utf16_encoding(head)
     if encoding is not None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from qualify.evidence.evidence_line import Evidence
+from qualify.untrusted import open_regular
 
 MAX_INSPECT_BYTES = 4 << 20
 
@@ -68,7 +69,7 @@ def parse_docker_state(text: str, source: str = "inspect") -> DockerState:
 def read_docker_state(path: Path, source: str | None = None) -> tuple[DockerState, str | None]:
     """The state in ``path`` and a problem with the file (None when it read fine)."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             data = handle.read(MAX_INSPECT_BYTES + 1)
     except OSError as exc:
         return DockerState(), f"cannot read {path}: {exc.strerror or exc}"

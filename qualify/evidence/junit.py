@@ -10,6 +10,7 @@ with ``JUnitCase``: a run needs the type before its E2E starts and the readers o
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,11 +58,18 @@ def _parse(path: Path | str) -> Any:
     and no network (a JUnit file comes from the family's test run, or from anywhere at all in
     triage, and must not pull local files into what qualify publishes)."""
     from qualify.evidence.xmltree import etree as _etree
+    from qualify.untrusted import READ_LIMIT_BYTES, UntrustedFile, open_regular
 
-    if _etree.__name__.startswith("lxml"):
-        parser = _etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True)
-        return _etree.parse(str(path), parser=parser)
-    return _etree.parse(str(path))  # the standard library never fetches external entities
+    # Opened as a regular file only (a pipe put in its place would block the open), and no
+    # larger than a reader keeps.
+    with open_regular(Path(path)) as handle:
+        status = os.fstat(handle.fileno())
+        if status.st_size > READ_LIMIT_BYTES:
+            raise UntrustedFile(Path(path), "too_large", f"{status.st_size} bytes")
+        if _etree.__name__.startswith("lxml"):
+            parser = _etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True)
+            return _etree.parse(handle, parser=parser)
+        return _etree.parse(handle)  # the standard library never fetches external entities
 
 
 def read_junit(path: Path) -> JUnitXml | None:

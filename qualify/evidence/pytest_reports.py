@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from qualify.evidence.evidence_line import Evidence
+from qualify.untrusted import open_regular
 
 MAX_LINE_BYTES = 1 << 20
 MAX_FAILURES = 50
@@ -40,24 +41,25 @@ def read_junit_outcomes(path: Path, source: str | None = None) -> TestOutcomes:
     """
     outcomes = TestOutcomes(source or str(path))
     try:
-        for _, element in ET.iterparse(path, events=("end",)):
-            if element.tag != "testcase":
-                continue
-            outcomes.tests += 1
-            for child in element:
-                if child.tag not in ("failure", "error"):
+        with open_regular(path) as handle:
+            for _, element in ET.iterparse(handle, events=("end",)):
+                if element.tag != "testcase":
                     continue
-                name = f"{element.get('classname', '')}::{element.get('name', '')}"
-                kind = child.get("type") or child.tag
-                text = f"{name} {child.tag} ({kind}): {child.get('message', '')}"
-                evidence = Evidence.of(outcomes.source, None, text, f"junit_{child.tag}")
-                if kind in _QUALIFY_TYPES:
-                    outcomes.resource_errors.append(evidence)
-                elif element.get("classname", "").endswith("parity"):
-                    outcomes.parity_failures.append(evidence)
-                elif len(outcomes.failures) < MAX_FAILURES:
-                    outcomes.failures.append(evidence)
-            element.clear()
+                outcomes.tests += 1
+                for child in element:
+                    if child.tag not in ("failure", "error"):
+                        continue
+                    name = f"{element.get('classname', '')}::{element.get('name', '')}"
+                    kind = child.get("type") or child.tag
+                    text = f"{name} {child.tag} ({kind}): {child.get('message', '')}"
+                    evidence = Evidence.of(outcomes.source, None, text, f"junit_{child.tag}")
+                    if kind in _QUALIFY_TYPES:
+                        outcomes.resource_errors.append(evidence)
+                    elif element.get("classname", "").endswith("parity"):
+                        outcomes.parity_failures.append(evidence)
+                    elif len(outcomes.failures) < MAX_FAILURES:
+                        outcomes.failures.append(evidence)
+                element.clear()
     except ET.ParseError as exc:
         outcomes.problem = f"{outcomes.source}: not valid XML ({exc}); read up to the error"
     except OSError as exc:
@@ -70,7 +72,7 @@ def read_report_log(path: Path, source: str | None = None) -> TestOutcomes:
     outcomes = TestOutcomes(source or str(path))
     bad = 0
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             for number, raw in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES), b""), 1):
                 try:
                     record = json.loads(raw)

@@ -32,6 +32,7 @@ from qualify.evidence.cuda_oom import CudaOom, parse_cuda_oom
 from qualify.evidence.evidence_line import Evidence
 from qualify.evidence.gpu_lines import EXECUTOR_HIT, parse_trtllm_executor
 from qualify.evidence.lines import LineSignal, parse_line
+from qualify.untrusted import open_regular
 
 BLOCK_BYTES = 2 << 20
 """Read size: 1-8 MiB scan at the same speed (CPython 3.11, EPYC), 2 MiB keeps RSS low."""
@@ -195,7 +196,7 @@ def scan_log(path: Path, source: str | None = None, workers: int | None = None) 
     """
     result = ScanResult(source or str(path))
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             fd = handle.fileno()
             result.size_bytes = os.fstat(fd).st_size
             head = os.pread(fd, 8192, 0)

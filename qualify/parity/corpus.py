@@ -11,6 +11,7 @@ from qualify.parity.kinds import Side
 from qualify.parity.records import IndexEntry, ParityInputError, Record, index_records, load_record
 from qualify.parity.results import CaseResult, ParityReport
 from qualify.plan.parity_gate import ParityGate
+from qualify.untrusted import open_regular
 
 
 def compare_files(native: Path, reference: Path | None, gate: ParityGate) -> ParityReport:
@@ -53,8 +54,8 @@ def _compare_all(
 ) -> list[CaseResult]:
     with contextlib.ExitStack() as stack:
         try:
-            native_handle = stack.enter_context(native[0].open("rb"))
-            reference_handle = stack.enter_context(reference[0].open("rb"))
+            native_handle = stack.enter_context(open_regular(native[0]))
+            reference_handle = stack.enter_context(open_regular(reference[0]))
         except OSError as exc:
             raise ParityInputError(f"{exc.filename}: cannot be read ({exc.strerror})") from None
         results: list[CaseResult] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -19,6 +20,7 @@ from qualify.errors import UsageError
 from qualify.parity.kinds import Side
 from qualify.parity.results import RecordLocation, TokenRef, TopKEntry
 from qualify.parity.topk_bytes import find_topk_span, nth_element
+from qualify.untrusted import READ_LIMIT_BYTES, open_regular_fd
 
 _READ_BUFFER = 1 << 20
 _REQUIRED = ("case_id", "side", "token_ids", "top_logprobs", "eos")
@@ -183,10 +185,13 @@ def load_record(handle: IO[bytes], entry: IndexEntry) -> Record:
 
 def _lines(path: Path) -> Iterator[tuple[RecordLocation, bytes]]:
     try:
-        handle = path.open("rb", buffering=_READ_BUFFER)
+        handle = os.fdopen(open_regular_fd(path), "rb", buffering=_READ_BUFFER)
     except OSError as exc:
         raise ParityInputError(f"{path}: cannot be read ({exc.strerror})") from None
     with handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > READ_LIMIT_BYTES:  # (lines are read whole: a sparse file is one line)
+            raise ParityInputError(f"{path}: {size} bytes, over the {READ_LIMIT_BYTES}-byte limit")
         offset = 0
         for number, line in enumerate(handle, start=1):
             yield RecordLocation(path, number, offset, len(line)), line

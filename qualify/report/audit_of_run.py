@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness import contract
 from qualify.plan.spec import RunSpec
 from qualify.rundir.audit import (
     FLAKY_LISTED,
@@ -22,11 +24,13 @@ from qualify.rundir.audit import (
     PhaseRecord,
     ProcessesRecord,
     ProcessRecord,
+    RefusedFile,
     SandboxRecord,
     TestsRecord,
     TimingsRecord,
 )
 from qualify.rundir.typed_json import from_json
+from qualify.untrusted import survey
 from qualify.verdict import PROVISIONAL_REASON, Verdict
 
 if TYPE_CHECKING:
@@ -215,7 +219,18 @@ def build_audit(result: RunResult) -> Audit:
         logs=dict(execution.logs),
         environment=result.environment,
         problems=list(execution.teardown_problems),
+        refused_files=refused_files(spec.run_dir),
     )
+
+
+def refused_files(run_dir: Path) -> list[RefusedFile]:
+    """What the E2E left in the run directory that qualify does not read whole."""
+    skip = (contract.PUBLIC_DIR, contract.HARNESS_DIR)
+    return [
+        RefusedFile(refusal.name, refusal.reason, refusal.detail)
+        for refusal in survey(run_dir, skip=skip)
+        if not refusal.name.startswith(".public")
+    ]
 
 
 def provisional_audit(spec: RunSpec, started_wall: float) -> Audit:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.contract import decode_line
+from qualify.untrusted import open_regular_fd
 
 READ_BYTES = 1 << 20
 
@@ -32,8 +33,8 @@ class JsonlTail:
         that much of the file at most (the rest waits for the next read)."""
         if self._fd is None:
             try:
-                self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-            except FileNotFoundError:
+                self._fd = open_regular_fd(self.path)
+            except OSError:  # missing, or not a regular file (a pipe is never opened)
                 return b""
         size = READ_BYTES if max_bytes is None else max(1, min(READ_BYTES, max_bytes))
         chunk = os.pread(self._fd, size, self.offset)

@@ -24,6 +24,7 @@ from qualify.plan.spec import AllocatorPolicy
 from qualify.run.logs import LogStats
 from qualify.run.processes import ProcessSample
 from qualify.rundir.typed_json import from_json, to_json
+from qualify.untrusted import open_regular
 from qualify.verdict import Verdict
 
 SCHEMA_VERSION = 1
@@ -276,6 +277,25 @@ class PublicationRecord:
     skipped: list[str] = dataclasses.field(default_factory=list)
 
 
+@dataclasses.dataclass(frozen=True)
+class RefusedFile:
+    """A file of the run directory qualify did not read whole (``qualify.untrusted``): the run
+    directory is written by the family under test, so a pipe, a link or a huge file there is
+    left alone and recorded."""
+
+    name: str = ""
+    """Relative to the run directory (undecodable bytes written ``\\xNN``)."""
+    reason: str = dataclasses.field(
+        default="not_regular",
+        metadata={"schema": {"enum": ["not_regular", "outside", "too_large"]}},
+    )
+    """``not_regular``: a pipe, socket, device or link, never opened; ``outside``: reached
+    through a link out of the run directory; ``too_large``: over the read limit, read in part
+    or not at all, and never published."""
+    detail: str = ""
+    """What it is: ``a named pipe``, ``68719476736 bytes, 0 of them data, over the ...``."""
+
+
 _VERDICTS = {"enum": [verdict.value for verdict in Verdict]}
 
 
@@ -310,6 +330,7 @@ class Audit:
     logs: dict[str, LogStats] = dataclasses.field(default_factory=dict)
     environment: dict[str, Any] = dataclasses.field(default_factory=dict)
     problems: list[str] = dataclasses.field(default_factory=list)
+    refused_files: list[RefusedFile] = dataclasses.field(default_factory=list)
     publication: PublicationRecord | None = None
 
     @property
@@ -355,7 +376,7 @@ def parse_audit(data: bytes | str, name: str = contract.AUDIT) -> AuditRead:
 def read_audit(path: Path) -> AuditRead:
     """Read ``path``: a missing, unreadable, oversized or malformed file is a problem line."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             data = handle.read(MAX_AUDIT_BYTES + 1)
     except FileNotFoundError:
         return AuditRead(None, (f"{path.name} is missing",))

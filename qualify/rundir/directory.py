@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import contract
 from qualify.atomic import write_bytes_atomic
+from qualify.untrusted import read_bounded, read_tail
 
 if TYPE_CHECKING:
     from qualify.run.timeline import TimelineSample
@@ -114,18 +115,15 @@ class RunDir:
 
     def log_tail(self, stream: str, limit: int = LOG_TAIL_BYTES) -> str:
         """The last ``limit`` bytes of a log as text ("" when there is none)."""
-        path = self.log_path(stream)
         try:
-            with path.open("rb") as handle:
-                handle.seek(max(0, path.stat().st_size - limit))
-                return handle.read().decode("utf-8", errors="replace")
-        except FileNotFoundError:
+            return read_tail(self.log_path(stream), limit).decode("utf-8", errors="replace")
+        except OSError:  # missing, or not a regular file
             return ""
 
     def gpu_summary(self) -> dict[str, Any] | None:
         """The NVML sampler's peaks, or None when no sampler ran."""
         try:
-            document = json.loads((self.path / contract.GPU_SUMMARY).read_text(encoding="utf-8"))
+            document = json.loads(read_bounded(self.path / contract.GPU_SUMMARY))
         except (OSError, ValueError, RecursionError):
             return None
         return document if isinstance(document, dict) else None
@@ -133,7 +131,7 @@ class RunDir:
     def read_json(self, name: str) -> Any:
         """Another JSON file of the run directory (None when missing or not JSON)."""
         try:
-            return json.loads((self.path / name).read_text(encoding="utf-8"))
+            return json.loads(read_bounded(self.path / name))
         except (OSError, ValueError, RecursionError):  # (RecursionError: nested too deep)
             return None
 

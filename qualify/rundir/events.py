@@ -11,10 +11,11 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from qualify.run.tail import JsonlTail
 from qualify.run.timeline import TimelineSample
+from qualify.untrusted import READ_LIMIT_BYTES, iter_chunks, open_regular
 
 _CHUNK_LINES = 4096
 POLL_BYTES = 4 << 20
@@ -47,28 +48,42 @@ one after the other, and a suite's events are megabytes."""
 _KEPT = 4
 
 
-def read_all(path: Path) -> JsonlContent:
+def read_all(path: Path, limit: int = READ_LIMIT_BYTES) -> JsonlContent:
     """Every line of a JSON-lines file, decoded where it decodes (see ``JsonlContent``); empty
-    when the file is missing. The last files read are kept while they are unchanged."""
+    when the file is missing or not a regular file (``qualify.untrusted``). At most ``limit``
+    bytes of data are read (a sparse file's holes are skipped). The last files read are kept
+    while they are unchanged."""
     try:
-        handle = path.open("rb")
-    except FileNotFoundError:
+        handle = open_regular(path)
+    except OSError:
         return JsonlContent((), ())
     with handle:
         status = os.fstat(handle.fileno())
         identity = file_identity(status)
         if identity in _last_read:
             return _last_read[identity]
-        data = handle.read()
+        data = _read_data(handle, limit)
     values: list[Any] = []
     garbled: list[bytes] = []
     lines = data.split(b"\n")
     for start in range(0, len(lines), _CHUNK_LINES):
         _decode_into(lines[start : start + _CHUNK_LINES], values, garbled)
     content = JsonlContent(tuple(values), tuple(garbled))
-    if len(data) == status.st_size:  # nothing was appended while it was read
+    if len(data) == status.st_size:  # nothing was appended while it was read (nor skipped)
         _remember(identity, content)
     return content
+
+
+def _read_data(handle: BinaryIO, limit: int) -> bytes:
+    """The data regions of a file, up to ``limit`` bytes."""
+    chunks: list[bytes] = []
+    taken = 0
+    for _, chunk in iter_chunks(handle):
+        chunks.append(chunk[: limit - taken])
+        taken += len(chunks[-1])
+        if taken >= limit:
+            break
+    return b"".join(chunks)
 
 
 def _remember(identity: tuple[int, ...], content: JsonlContent) -> None:
@@ -99,8 +114,10 @@ class JsonlFollower:
         """The values of the lines completed since the last poll, from at most about
         ``max_bytes`` of the file (the rest waits for the next: a poll stays short however fast
         the file grows; a cut line waits for the rest of it); empty once it is not followed."""
-        if self._lost or self._tail.shrank():
-            self._lost = True  # cut shorter: what was decoded is no longer the file
+        if self._lost or self._tail.shrank() or self._tail.offset > READ_LIMIT_BYTES:
+            # Cut shorter: what was decoded is no longer the file; or larger than a reader
+            # keeps: the readers after the run read it in part.
+            self._lost = True
             return []
         return self._decode(self._tail.read(max_bytes))
 
@@ -150,17 +167,34 @@ def read_jsonl(path: Path, containing: bytes | None = None) -> Iterator[dict[str
         yield from read_all(path).records()
         return
     try:
-        handle = path.open("rb")
-    except FileNotFoundError:
+        handle = open_regular(path)
+    except OSError:
         return
     with handle:
-        while True:
-            lines = handle.readlines(_CHUNK_LINES * 256)
-            if not lines:
-                return
+        for lines in _line_batches(handle):
             values: list[Any] = []
             _decode_into([line for line in lines if containing in line], values, [])
             yield from (value for value in values if isinstance(value, dict))
+
+
+def _line_batches(handle: BinaryIO, limit: int = READ_LIMIT_BYTES) -> Iterator[list[bytes]]:
+    """The whole lines of the first ``limit`` bytes of data, a chunk's worth at a time (a line
+    longer than a chunk is kept whole up to ``limit``; a sparse file's holes are skipped)."""
+    partial: list[bytes] = []
+    taken = 0
+    for _, data in iter_chunks(handle):
+        chunk = data[: limit - taken]
+        taken += len(chunk)
+        if b"\n" in chunk:
+            lines = b"".join([*partial, chunk]).split(b"\n")
+            partial = [lines.pop()]
+            yield lines
+        else:
+            partial.append(chunk)  # (joined once its line ends: no copy per chunk)
+        if taken >= limit:
+            return
+    if any(partial):
+        yield [b"".join(partial)]
 
 
 def _decode_into(lines: list[bytes], values: list[Any], garbled: list[bytes]) -> None:
