@@ -139,7 +139,7 @@ def read_bounded(path: Path, limit: int = READ_LIMIT_BYTES, root: Path | None = 
             raise UntrustedFile(
                 path, "too_large", f"{describe_size(status)}, over the {limit}-byte read limit"
             )
-        data = handle.read(limit + 1)
+        data = handle.read(status.st_size + 1)  # (read(n) allocates n bytes at once)
     if len(data) > limit:  # grew while read
         raise UntrustedFile(path, "too_large", f"over the {limit}-byte read limit")
     return data

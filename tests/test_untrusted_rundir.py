@@ -142,3 +142,69 @@ def test_survey_names_what_is_refused(tmp_path: Path) -> None:
         ("events.jsonl", "not_regular"),
         ("sub/link", "not_regular"),
     ]
+
+
+HUGE_FILES_TEST = """
+import os
+from pathlib import Path
+
+MIB = 2**20
+
+
+def test_leaves_huge_files():
+    run_dir = Path(os.environ["QUALIFY_RUN_DIR"])
+    with (run_dir / "sparse.img").open("wb") as handle:
+        handle.truncate(64 << 30)  # 64 GiB, not one byte of it data
+    line = b"a real line of a real log, written for real\\n" * 1024
+    with (run_dir / "huge.log").open("wb") as handle:
+        for _ in range(300 * MIB // len(line)):
+            handle.write(line)
+"""
+
+PEAK_OF_CHILD = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
+    "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)\n"
+)
+
+
+@pytest.mark.timeout(300)
+def test_publishing_huge_files_keeps_qualify_small(tmp_path: Path, run_qualify: RunQualify) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import qualify_argv
+
+    repo = tmp_path / "repo"
+    _family(repo, "huge", HUGE_FILES_TEST)
+    result = run_qualify(
+        "run", "--family", "huge", "--repo", str(repo), "--backend", "none",
+        "--publish", "internal",
+    )  # fmt: skip
+    assert result.run_dir is not None, result.stdout + result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
+    audit = result.audit()
+    assert audit["verdict"] == "PASSED"
+    assert {(r["name"], r["reason"]) for r in audit["refused_files"]} == {
+        ("huge.log", "too_large"),
+        ("sparse.img", "too_large"),
+    }
+    # qualify publish, alone, measured: its own peak RSS (ru_maxrss of its process).
+    measured = subprocess.run(
+        [sys.executable, "-c", PEAK_OF_CHILD,
+         *qualify_argv("publish", str(result.run_dir), "--level", "internal")],
+        capture_output=True, text=True, check=True, cwd=tmp_path,
+    )  # fmt: skip
+    code, peak_bytes = map(int, measured.stdout.split())
+    assert code == 0, measured.stderr
+    # Reading the 300 MiB log whole would hold 300 MiB at once (and the sparse file, 64 GiB).
+    assert peak_bytes < 200 * 2**20
+    record = json.loads((result.run_dir / "publication.json").read_text())
+    assert record["status"] == "published"
+    assert set(record["withheld"]) == {"huge.log", "sparse.img"}
+    assert "over the" in record["withheld"]["sparse.img"]
+    public = result.run_dir / "public"
+    assert not (public / "huge.log").exists() and not (public / "sparse.img").exists()
+    public_audit = json.loads((public / "audit.json").read_text())
+    assert set(public_audit["publication"]["withheld"]) == {"huge.log", "sparse.img"}

@@ -11,6 +11,10 @@ and place, never a value) in the run's publication record (internal), exit code 
 caller; the verdict of the run is not touched.
 
 Text that is not UTF-8 is published with the undecodable bytes replaced (U+FFFD), not dropped.
+
+The run directory is the family's (``qualify.untrusted``): a file that is not a regular file, or
+is reached through a link, or is larger than ``PUBLISH_LIMIT_BYTES``, is neither read nor
+published; it is withheld, with the reason, in the publication record.
 """
 
 from __future__ import annotations
@@ -38,8 +42,11 @@ from qualify.publish.sanitize import Identities, Sanitizer
 from qualify.publish.secrets import KnownSecret, read_secrets_file
 from qualify.rundir.audit import PublicationRecord, parse_audit
 from qualify.rundir.events import JsonlContent, read_all
+from qualify.untrusted import UntrustedFile, describe_size, open_regular, printable, read_bounded
 from qualify.verdict import EXIT_ERROR, EXIT_PASSED
 
+PUBLISH_LIMIT_BYTES = 64 << 20
+"""The largest file published (and learnt from): a file is sanitized whole, in memory."""
 LEVELS = PUBLISH_LEVELS
 PUBLIC_FILES = (contract.JUNIT, contract.REPORT_HTML, contract.AUDIT)
 """What the ``public`` level publishes (no raw logs); the audit last, to carry the counts."""
@@ -61,6 +68,8 @@ class PublishResult:
     """Files in public/ (sanitized names)."""
     skipped: tuple[str, ...]
     """Files left out: binary, or not readable as the level requires."""
+    withheld: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Files not read at all, by name: why (not a regular file, over the size limit)."""
 
     def __bool__(self) -> bool:
         return self.ok
@@ -80,6 +89,7 @@ class PublishResult:
             "rule_counts": dict(sorted(self.rule_counts.items())),
             "files": list(self.files),
             "skipped": list(self.skipped),
+            "withheld": dict(sorted(self.withheld.items())),
         }
 
 
@@ -182,6 +192,7 @@ class _Writer:
         self.run_dir, self.staging, self.sanitizer, self.level = run_dir, staging, sanitizer, level
         self.files: list[str] = []
         self.skipped: list[str] = []
+        self.withheld: dict[str, str] = {}
 
     def _target(self, relative: Path) -> Path:
         parts = [self.sanitizer.clean_name(part) or "_" for part in relative.parts]
@@ -193,13 +204,17 @@ class _Writer:
         return target
 
     def _text(self, relative: Path) -> str | None:
-        text = _as_text((self.run_dir / relative).read_bytes())
+        text = _as_text(_read(self.run_dir, relative))
         if text is not None and self.level == "public" and relative.suffix == ".xml":
             text = _strip_streams(text)
         return text
 
     def write(self, relative: Path) -> None:
-        text = self._text(relative)
+        try:
+            text = self._text(relative)
+        except UntrustedFile as refused:
+            self.withheld[self.sanitizer.clean(printable(str(relative)))] = refused.detail
+            return
         target = self._target(relative)
         name = str(target.relative_to(self.staging))
         if text is None:
@@ -252,6 +267,7 @@ class _Writer:
             rule_counts=dict(sorted(self.sanitizer.counts.items())),
             files=sorted([*self.files, contract.AUDIT]),
             skipped=sorted(self.skipped),
+            withheld=dict(sorted(self.withheld.items())),
         )
         return dataclasses.replace(read.audit, publication=publication).to_bytes().decode()
 
@@ -367,16 +383,34 @@ def _jsonl_fields(content: JsonlContent) -> str:
     return fields.text(content.garbled)
 
 
+def _read_status(run_dir: Path, relative: Path) -> os.stat_result:
+    """The status of a file that may be published; ``UntrustedFile`` when it may not be read
+    (not a regular file, reached through a link, over ``PUBLISH_LIMIT_BYTES``)."""
+    path = run_dir / relative
+    with open_regular(path, root=run_dir) as handle:
+        status = os.fstat(handle.fileno())
+    if status.st_size > PUBLISH_LIMIT_BYTES:
+        detail = f"{describe_size(status)}, over the {PUBLISH_LIMIT_BYTES}-byte publication limit"
+        raise UntrustedFile(path, "too_large", detail)
+    return status
+
+
+def _read(run_dir: Path, relative: Path) -> bytes:
+    """A file to publish or learn from, whole; ``UntrustedFile`` as ``_read_status``."""
+    return read_bounded(run_dir / relative, PUBLISH_LIMIT_BYTES, root=run_dir)
+
+
 def learn_from_run(run_dir: Path, sanitizer: Sanitizer) -> None:
     """Let ``sanitizer`` learn every value its rules find in the run's files and file names."""
     for relative in _learnt_files(run_dir):
         sanitizer.harvest(str(relative), "a file name")
         with contextlib.suppress(OSError):
             if relative.suffix == ".jsonl":
-                content = read_all(run_dir / relative)
+                _read_status(run_dir, relative)  # (refused as it would be read)
+                content = read_all(run_dir / relative, PUBLISH_LIMIT_BYTES)
                 sanitizer.harvest_records(_jsonl_fields(content), str(relative))
                 continue
-            text = _as_text((run_dir / relative).read_bytes())
+            text = _as_text(_read(run_dir, relative))
             if text is not None:
                 sanitizer.harvest(text, str(relative))
 
@@ -536,6 +570,7 @@ def publish_run(
         rule_counts=counts,
         files=tuple(writer.files) if reason is None else (),
         skipped=tuple(writer.skipped),
+        withheld=dict(writer.withheld),
     )
     write_json_atomic(run_dir / contract.PUBLICATION, result.to_dict())
     return result

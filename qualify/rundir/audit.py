@@ -275,6 +275,8 @@ class PublicationRecord:
     rule_counts: dict[str, int] = dataclasses.field(default_factory=dict)
     files: list[str] = dataclasses.field(default_factory=list)
     skipped: list[str] = dataclasses.field(default_factory=list)
+    withheld: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Files not read at all (not a regular file, over the size limit), by name: why."""
 
 
 @dataclasses.dataclass(frozen=True)
