@@ -7,16 +7,19 @@ import os
 from pathlib import Path
 from typing import TextIO
 
+from qualify.untrusted import printable
+
 
 def printed(stream: TextIO, text: str | None = None) -> None:
     """``text`` written to ``stream`` (none: the stream flushed). When its reader has gone
     away, the rest goes nowhere (``silence``): what qualify did (a run's reports, its exit
-    code) stands, without a traceback."""
+    code) stands, without a traceback. A lone surrogate (a test id's, a file name's
+    undecodable byte) is written visibly (``\\xNN``) whatever the stream's encoding."""
     try:
         if text is None:
             stream.flush()
         else:
-            stream.write(text)
+            stream.write(printable(text))
     except BrokenPipeError:
         silence(stream)
 

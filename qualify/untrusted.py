@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,17 +65,22 @@ def printable(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return "".join(_printable_char(char) for char in text)
+        return _SURROGATE.sub(lambda match: escape_char(match.group()), text)
     return text
 
 
-def _printable_char(char: str) -> str:
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_char(char: str) -> str:
+    """One character written visibly: a surrogate standing for an undecodable byte as that
+    byte, ``\\xNN``; another lone surrogate ``\\uXXXX``; any other character ``\\xNN``."""
     code = ord(char)
     if 0xDC80 <= code <= 0xDCFF:
         return f"\\x{code - 0xDC00:02x}"
     if 0xD800 <= code <= 0xDFFF:
         return f"\\u{code:04x}"
-    return char
+    return f"\\x{code:02x}"
 
 
 def kind_of(mode: int) -> str | None:

@@ -70,12 +70,13 @@ def test_valid_against_junit10_with_consistent_counts(schema: etree.XMLSchema) -
 
 
 def test_illegal_characters_are_escaped() -> None:
-    assert xml_safe("a\x00b\x1bc\ud800") == "a\\x00b\\x1bc\\xd800"
+    # A surrogate standing for an undecodable byte is that byte; another lone one, \uXXXX.
+    assert xml_safe("a\x00b\x1bc\ud800\udcff") == "a\\x00b\\x1bc\\ud800\\xff"
     document = render_junit("tiny", CASES, {}, "")
     failure = ET.fromstring(document).find(".//testcase[@name='parity/p03']/failure")
     assert failure is not None
     assert failure.get("message") == "diverged at 7\\x00\\x1b[31m"
-    assert failure.text == "bad \\x08 bytes \\xd800 here"
+    assert failure.text == "bad \\x08 bytes \\ud800 here"
 
 
 _HOSTILE = "ab &<>\"'\t\n\r\x00\x1b\x7f\ud800\ufffe\u2603\U0001d11e]]>"

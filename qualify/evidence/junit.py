@@ -41,9 +41,13 @@ class JUnitCase:
 def split_nodeid(nodeid: str) -> tuple[str, str]:
     """(classname, name) as pytest's JUnit writes them.
 
-    "a/test_x.py::C::t" becomes ("a.test_x.C", "t").
+    "a/test_x.py::C::t" becomes ("a.test_x.C", "t"); as pytest's ``mangle_test_address``, only
+    the part before the first ``[`` is split on ``::`` (the parameters stay whole:
+    "t.py::t[a::b/c.py]" is ("t", "t[a::b/c.py]")).
     """
-    parts = nodeid.split("::")
+    address, bracket, params = nodeid.partition("[")
+    parts = address.split("::")
+    parts[-1] += bracket + params
     path = parts[0]
     if path.endswith(".py"):
         path = path[:-3]

@@ -60,7 +60,7 @@ def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
     result = run_capture(["git", "-C", str(repo), *args], env=env)
     if result.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)}: {result.stderr.decode(errors='replace')}")
-    return result.stdout.decode().strip()
+    return result.stdout.decode(errors="surrogateescape").strip()
 
 
 def repo_root(path: Path) -> Path:
@@ -72,7 +72,7 @@ def repo_root(path: Path) -> Path:
     result = run_capture(
         ["git", "-C", str(path), "rev-parse", "--show-toplevel", "--verify", "-q", "HEAD^{commit}"]
     )
-    lines = result.stdout.decode().splitlines()
+    lines = result.stdout.decode(errors="surrogateescape").splitlines()
     if not lines:
         raise UsageError(f"--repo {str(path)!r} is not a git repository (git rev-parse failed)")
     if result.returncode != 0:
@@ -113,7 +113,7 @@ def _working_tree(repo: Path) -> tuple[str, list[str]]:
         result = run_capture(["/bin/sh", "-c", _WORKING_TREE], cwd=repo, env=env)
     if result.returncode != 0:
         raise RuntimeError(f"git (the working tree): {result.stderr.decode(errors='replace')}")
-    tree, _, listing = result.stdout.decode().partition("\n")
+    tree, _, listing = result.stdout.decode(errors="surrogateescape").partition("\n")
     staged = listing.split("\0")
     gitlinks = [line.split("\t", 1)[1] for line in staged if line.startswith(GITLINK + " ")]
     return tree.strip(), gitlinks
@@ -222,12 +222,12 @@ def commit_info(
     out, err = refs.communicate(timeout=GIT_TIMEOUT_S)
     if refs.returncode != 0:
         raise RuntimeError(f"git rev-parse HEAD: {err.decode(errors='replace')}")
-    head, head_tree, branch = out.decode().split()
+    head, head_tree, branch = out.decode(errors="surrogateescape").split()
     dirty = tree != head_tree or bool(nested)
     base = None
     if merge_base is not None:
         out, _ = merge_base.communicate(timeout=GIT_TIMEOUT_S)
-        base = out.decode().strip() if merge_base.returncode == 0 else None
+        base = out.decode(errors="surrogateescape").strip() if merge_base.returncode == 0 else None
     return CommitInfo(
         head=head,
         head_tree=head_tree,

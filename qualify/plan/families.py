@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -288,7 +289,8 @@ def content_hash(directory: Path) -> str:
         if path.is_file() and not SKIPPED_IN_HASH.intersection(path.relative_to(directory).parts)
     )
     for path in files:
-        digest.update(path.relative_to(directory).as_posix().encode() + b"\0")
+        # The name's own bytes (a file name need not be UTF-8: os.fsencode gives it back).
+        digest.update(os.fsencode(path.relative_to(directory).as_posix()) + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
 

@@ -29,6 +29,7 @@ from qualify.publish.sanitize import Sanitizer
 from qualify.report.github import Failure, annotation, annotation_lines, output_lines, read_failures
 from qualify.report.github_summary import SUMMARY_LIMIT, render_summary
 from qualify.rundir import Audit, RunDir
+from qualify.untrusted import printable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +48,7 @@ class GithubResult:
 def _append(path: str | None, text: str) -> None:
     if path:
         with open(path, "a", encoding="utf-8") as handle:
-            handle.write(text)
+            handle.write(printable(text))  # (a test id's lone surrogate: \xNN)
 
 
 def _source_prefix(audit: Audit, environ: Mapping[str, str]) -> str:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from qualify.rundir import Audit
 from qualify.sizes import format_bytes
+from qualify.untrusted import printable
 
 if TYPE_CHECKING:
     from qualify.report.github import Failure
@@ -82,6 +83,7 @@ def _priority(failure: Failure) -> int:
 
 
 def _fit(text: str, budget: int) -> str:
+    text = printable(text)  # (a test id's lone surrogate: \xNN)
     data = text.encode("utf-8")
     return text if len(data) <= budget else data[: max(budget, 0)].decode("utf-8", "ignore")
 

@@ -26,6 +26,7 @@ from qualify.report.html_sections import (
 from qualify.report.svg import Band, Marker, Point, Timeline, read_series, render_timeline
 from qualify.rundir import Audit, RunDir
 from qualify.sizes import format_bytes
+from qualify.untrusted import printable
 
 # A Content-Security-Policy that forbids every fetch: if the page ever referenced anything
 # outside itself, the browser would refuse it and log a console error (which the tests catch).
@@ -173,5 +174,6 @@ def write_html_report(
     path = run_dir.report_path
     # Derived from the run directory (``qualify report`` writes it again): no fsync.
     page = render_html(run_dir, triage, audit)
-    write_bytes_atomic(path, page.encode("utf-8"), durable=False)
+    # Test ids and messages are the family's: a lone surrogate is written visibly (\xNN).
+    write_bytes_atomic(path, printable(page).encode("utf-8"), durable=False)
     return path

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from qualify.atomic import write_bytes_atomic
 from qualify.evidence.junit import RESULT_TAGS, JUnitCase
+from qualify.untrusted import escape_char
 
 if TYPE_CHECKING:
     from junitparser import JUnitXml, TestCase, TestSuite
@@ -43,7 +44,7 @@ def xml_safe(text: str | None, limit: int = _TEXT_LIMIT) -> str:
         return ""
     if len(text) > limit:
         text = text[: limit // 2] + "\n[... truncated ...]\n" + text[-limit // 2 :]
-    return _ILLEGAL_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _ILLEGAL_XML.sub(lambda m: escape_char(m.group()), text)
 
 
 def testcase(case: JUnitCase, with_location: bool = False) -> TestCase:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from qualify.plan.spec import AllocatorPolicy
 from qualify.run.logs import LogStats
 from qualify.run.processes import ProcessSample
 from qualify.rundir.typed_json import from_json, to_json
-from qualify.untrusted import open_regular
+from qualify.untrusted import escape_char, open_regular
 from qualify.verdict import Verdict
 
 SCHEMA_VERSION = 1
@@ -349,7 +350,17 @@ class Audit:
     def to_bytes(self) -> bytes:
         """Pretty, key-sorted JSON, as written to disk."""
         text = json.dumps(self.to_dict(), indent=2, sort_keys=True, ensure_ascii=False)
-        return (text + "\n").encode()
+        # Names are the family's bytes: a lone surrogate (an undecodable byte kept by
+        # surrogateescape, or a test id's own) becomes the visible text \xNN, not an error.
+        # Surrogates only ever stand inside JSON strings, where the backslash is escaped.
+        return (_SURROGATE.sub(_json_escaped, text) + "\n").encode()
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _json_escaped(match: re.Match[str]) -> str:
+    return "\\" + escape_char(match.group())  # (\xNN in the string: \\xNN in JSON)
 
 
 @dataclasses.dataclass(frozen=True)
