@@ -117,6 +117,25 @@ def open_regular_fd(path: Path, root: Path | None = None) -> int:
     return descriptor
 
 
+def append_regular(path: Path, data: bytes) -> None:
+    """Append ``data`` to ``path`` (created when missing), only when it is a regular file: a
+    pipe put there by the E2E is never opened for writing (that would wait for a reader)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        descriptor = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO):  # a link; a pipe without a reader
+            raise UntrustedFile(path, "not_regular", "not a regular file") from None
+        raise
+    try:
+        kind = kind_of(os.fstat(descriptor).st_mode)
+        if kind is not None:
+            raise UntrustedFile(path, "not_regular", kind)
+        os.write(descriptor, data)
+    finally:
+        os.close(descriptor)
+
+
 def _inside(path: Path, root: Path) -> None:
     real_root = os.path.realpath(root)
     parent = os.path.realpath(path.parent)

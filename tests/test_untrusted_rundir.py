@@ -208,3 +208,15 @@ def test_publishing_huge_files_keeps_qualify_small(tmp_path: Path, run_qualify: 
     assert not (public / "huge.log").exists() and not (public / "sparse.img").exists()
     public_audit = json.loads((public / "audit.json").read_text())
     assert set(public_audit["publication"]["withheld"]) == {"huge.log", "sparse.img"}
+
+
+@pytest.mark.timeout(30)
+def test_append_regular_never_opens_a_pipe_for_writing(tmp_path: Path) -> None:
+    from qualify.untrusted import append_regular
+
+    os.mkfifo(tmp_path / "phase-ack")
+    with pytest.raises(UntrustedFile):
+        append_regular(tmp_path / "phase-ack", b"token\n")  # open() would wait for a reader
+    append_regular(tmp_path / "ack", b"a\n")
+    append_regular(tmp_path / "ack", b"b\n")
+    assert (tmp_path / "ack").read_bytes() == b"a\nb\n"

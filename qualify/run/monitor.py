@@ -22,6 +22,7 @@ from qualify.run.processes import Escape, ProcessReader, ProcessSample
 from qualify.run.tail import JsonlTail
 from qualify.run.timeline import sample_line
 from qualify.sandbox.base import Probe
+from qualify.untrusted import append_regular
 
 TOP_PROCESSES = 5
 FLUSH_EVERY = 20
@@ -304,8 +305,7 @@ class Monitor(threading.Thread):
         if not token:
             return
         try:
-            with self.ack_path.open("a", encoding="ascii") as handle:
-                handle.write(f"{token}\n")
+            append_regular(self.ack_path, f"{token}\n".encode("ascii"))
         except OSError as exc:
             self._write_failed(self.ack_path.name, exc)
 
