@@ -3,6 +3,7 @@ link out of it, a huge sparse file) never hangs qualify nor takes its memory."""
 
 from __future__ import annotations
 
+import json
 import os
 import textwrap
 import xml.etree.ElementTree as ET
@@ -78,6 +79,14 @@ def test_pipes_in_place_of_the_run_files_do_not_hang_qualify(
     root = ET.parse(result.run_dir / "junit.xml").getroot()
     assert root.find(".//property[@name='qualify.provisional']") is None
     assert root.get("tests") is not None
+    # Every later reader of the same directory finishes too, and says what it could not read.
+    for command in (("triage",), ("report",), ("publish", "--level", "internal"), ("merge",)):
+        later = run_qualify(*command, str(result.run_dir), timeout=60)
+        assert later.returncode in (0, 1, 2, 3), (command, later.stdout + later.stderr)
+    triage = run_qualify("triage", str(result.run_dir), timeout=60)
+    assert "named pipe" in triage.stdout + triage.stderr
+    record = json.loads((result.run_dir / "publication.json").read_text())
+    assert record["status"] == "published"
 
 
 def test_open_regular_refuses_pipes_links_and_directories(tmp_path: Path) -> None:
