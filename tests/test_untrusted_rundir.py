@@ -164,6 +164,9 @@ def test_leaves_huge_files():
     run_dir = Path(os.environ["QUALIFY_RUN_DIR"])
     with (run_dir / "sparse.img").open("wb") as handle:
         handle.truncate(64 << 30)  # 64 GiB, not one byte of it data
+    (run_dir / "stderr.log").unlink()  # (qualify keeps writing the file it opened)
+    with (run_dir / "stderr.log").open("wb") as handle:
+        handle.truncate(64 << 30)
     line = b"a real line of a real log, written for real\\n" * 1024
     with (run_dir / "huge.log").open("wb") as handle:
         for _ in range(300 * MIB // len(line)):
@@ -198,7 +201,10 @@ def test_publishing_huge_files_keeps_qualify_small(tmp_path: Path, run_qualify: 
     assert {(r["name"], r["reason"]) for r in audit["refused_files"]} == {
         ("huge.log", "too_large"),
         ("sparse.img", "too_large"),
+        ("stderr.log", "too_large"),
     }
+    triage = run_qualify("triage", str(result.run_dir), timeout=60)
+    assert "stderr.log: 68719476736 bytes, 0 of them data, over the" in triage.stdout
     # qualify publish, alone, measured: its own peak RSS (ru_maxrss of its process).
     measured = subprocess.run(
         [sys.executable, "-c", PEAK_OF_CHILD,
@@ -211,12 +217,12 @@ def test_publishing_huge_files_keeps_qualify_small(tmp_path: Path, run_qualify: 
     assert peak_bytes < 200 * 2**20
     record = json.loads((result.run_dir / "publication.json").read_text())
     assert record["status"] == "published"
-    assert set(record["withheld"]) == {"huge.log", "sparse.img"}
+    assert set(record["withheld"]) == {"huge.log", "sparse.img", "stderr.log"}
     assert "over the" in record["withheld"]["sparse.img"]
     public = result.run_dir / "public"
     assert not (public / "huge.log").exists() and not (public / "sparse.img").exists()
     public_audit = json.loads((public / "audit.json").read_text())
-    assert set(public_audit["publication"]["withheld"]) == {"huge.log", "sparse.img"}
+    assert set(public_audit["publication"]["withheld"]) == {"huge.log", "sparse.img", "stderr.log"}
 
 
 @pytest.mark.timeout(30)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from qualify.triage.remedies import (
 )
 from qualify.triage.signals import Bag, Inputs, gather
 from qualify.triage.sparkline import sparkline
+from qualify.untrusted import READ_LIMIT_BYTES, describe_size, kind_of
 
 RUN_LOGS = (contract.STDERR, contract.STDOUT)
 
@@ -103,6 +105,22 @@ def _scan(path: Path, inputs: Inputs, name: str | None = None, own: bool = False
     return scan
 
 
+def _refused(path: Path) -> str | None:
+    """Why a log of the run directory is not scanned: qualify keeps its own logs bounded (head
+    and tail), so a larger one, or one that is not a regular file, is the E2E's doing."""
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return None
+    kind = kind_of(status.st_mode)
+    if kind is not None:
+        return f"{path.name} is {kind}: not read"
+    if status.st_size > READ_LIMIT_BYTES:
+        limit = f"over the {READ_LIMIT_BYTES}-byte limit"
+        return f"{path.name}: {describe_size(status)}, {limit}: not read"
+    return None
+
+
 def read_inputs(sources: Sources) -> Inputs:
     """Parse every given input; problems are collected, never raised."""
     sources = detected(sources)
@@ -112,7 +130,10 @@ def read_inputs(sources: Sources) -> Inputs:
         inputs.run = run
         inputs.problems.extend(run.problems)
         for name in RUN_LOGS:
-            if (sources.run_dir / name).exists():
+            refused = _refused(sources.run_dir / name)
+            if refused:
+                inputs.problems.append(refused)
+            elif (sources.run_dir / name).exists():
                 inputs.logs.append(_scan(sources.run_dir / name, inputs, name, own=True))
         junit = RunDir(sources.run_dir).junit_path
         if junit.exists():
