@@ -125,8 +125,12 @@ def test_ids_with_colons_are_split_as_pytest_splits_them(
 
 
 def test_a_lone_surrogate_in_an_id_gives_reports_that_agree(
-    tmp_path: Path, run_qualify: RunQualify
+    tmp_path: Path, run_qualify: RunQualify, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    summary = tmp_path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "github-output"))
     repo = tmp_path / "repo"
     _family(repo / "families" / "lone", {b"test_lone.py": LONE_SURROGATE_TEST})
     git(repo, "init", "-q", "-b", "main")
@@ -146,3 +150,5 @@ def test_a_lone_surrogate_in_an_id_gives_reports_that_agree(
     assert case.find("error") is not None
     assert json.loads((result.run_dir / "audit.json").read_bytes())["verdict"] == "FAILED"
     assert (result.run_dir / "report.html").read_bytes().decode("utf-8")
+    assert "test_s[lone\\ud800surrogate]" in summary.read_bytes().decode("utf-8")
+    assert "lone\\ud800surrogate" in result.stdout  # the annotations, on the terminal
