@@ -30,7 +30,7 @@ from lxml import etree
 
 from qualify.evidence.junit import junit_properties
 from qualify.run.registry import ENV_REGISTRY
-from qualify.rundir.pause import ENV_PAUSE_AT, JUNIT_FINAL
+from qualify.rundir.pause import ENV_PAUSE_AT, JUNIT_FINAL, TAKING_OVER
 from tests.conftest import git, qualify_argv
 from tests.test_faults import SCHEMA, assert_nothing_left, family_repo
 
@@ -207,7 +207,8 @@ def test_killed_as_its_cgroup_appears(tmp_path: Path, inotify: Inotify) -> None:
     assert audit["reason"].startswith("qualify was killed")
 
 
-def test_killed_as_its_provisional_junit_appears(tmp_path: Path, inotify: Inotify) -> None:
+def _killed_at_provisional_junit(tmp_path: Path, inotify: Inotify) -> tuple[Path, int]:
+    """A sleeper run SIGKILLed as its provisional JUnit file appears: (its run dir, its pid)."""
     argv, profile_dir = _sleeper_run(tmp_path)
     inotify.add(profile_dir, IN_CREATE)
     qualify = _spawn(argv, tmp_path)
@@ -220,9 +221,36 @@ def test_killed_as_its_provisional_junit_appears(tmp_path: Path, inotify: Inotif
     finally:
         qualify.kill()
         qualify.wait()
-    audit = _taken_over(tmp_path, run_dir, qualify.pid, FROM_EVENTS)
+    return run_dir, qualify.pid
+
+
+def test_killed_as_its_provisional_junit_appears(tmp_path: Path, inotify: Inotify) -> None:
+    run_dir, pid = _killed_at_provisional_junit(tmp_path, inotify)
+    audit = _taken_over(tmp_path, run_dir, pid, FROM_EVENTS)
     assert audit["verdict"] == "ERROR"
     assert audit["reason"].startswith("qualify was killed")
+
+
+def test_a_taker_killed_while_completing_leaves_the_run_to_the_next(
+    tmp_path: Path, inotify: Inotify
+) -> None:
+    run_dir, pid = _killed_at_provisional_junit(tmp_path, inotify)
+    argv, _ = _sleeper_run(tmp_path / "taker")
+    taker = _spawn(argv, tmp_path / "taker", **{ENV_PAUSE_AT: TAKING_OVER})
+    try:
+        _, status = os.waitpid(taker.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(status), f"the taker ended ({status}) before the pause"
+        assert (
+            not (run_dir / "audit.json").exists()
+            or "did not finish" in (run_dir / "audit.json").read_text()
+        )
+        os.kill(taker.pid, signal.SIGKILL)
+    finally:
+        taker.kill()
+        taker.wait()
+    assert list((tmp_path / "taker").glob("reports/*/*/*/*/")) == []  # it had not begun its own
+    audit = _taken_over(tmp_path, run_dir, pid, FROM_EVENTS)
+    assert audit["verdict"] == "ERROR"
 
 
 @pytest.mark.parametrize("staged_audit", ["kept", "lost"])

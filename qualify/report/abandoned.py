@@ -34,6 +34,7 @@ from qualify.report.junit import render_junit
 from qualify.run.registry import Abandoned
 from qualify.rundir import RunDir
 from qualify.rundir.audit import FLAKY_LISTED, Audit, CompletedByRecord, FamilyRecord, TestsRecord
+from qualify.rundir.pause import TAKING_OVER, pause_at
 from qualify.verdict import PROVISIONAL_REASON, Verdict
 
 COMMITTED = "the commit of its final reports finished"
@@ -193,13 +194,16 @@ def take_over_one(
         by_run=by_run,
         dead_pid=abandoned.entry.pid,
     )
+    pause_at(TAKING_OVER)
     try:
         done = complete_abandoned(directory, by_run, abandoned.problems, completed_by)
     except OSError as exc:
+        abandoned.release()  # a directory that takes no files is not completed by retrying
         where = display_path(directory.path)
         return f"{program}: cannot complete the dead run {where}: {exc}\n"
     page = write_page is not None and (
         done is not None or (directory.path.is_dir() and not directory.report_path.exists())
     )
     written = page and write_page is not None and write_page(directory) is not None
+    abandoned.release()
     return f"{program}: {takeover_line(abandoned, done, written)}\n"

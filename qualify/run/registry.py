@@ -131,39 +131,65 @@ def _entry(document: Any) -> Entry | None:
         return None
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class Abandoned:
-    """A run whose qualify died, taken over and cleaned up."""
+    """A run whose qualify died, taken over and cleaned up. Its entry stays locked by the taker
+    until ``release``: a taker killed while completing the run's reports leaves the entry to
+    the next one."""
 
     entry: Entry
     problems: tuple[str, ...]
+    path: Path | None = None
+    lock_fd: int = -1
+
+    def release(self) -> None:
+        """The run's reports are completed: remove its entry, then drop the lock."""
+        if self.lock_fd < 0:
+            return
+        if self.path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+        os.close(self.lock_fd)
+        self.lock_fd = -1
 
 
-def _take_over(path: Path) -> Abandoned | None:
+def _lock_dead(path: Path) -> int | None:
+    """A descriptor holding the lock of the entry at ``path``; None when its qualify is alive,
+    or the entry was released (renamed away, removed) meanwhile."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                return None  # its qualify is alive
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.stat(path).st_ino == os.fstat(fd).st_ino:
+            return fd
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        if exc.errno not in (errno.EAGAIN, errno.EACCES):  # EAGAIN: its qualify is alive
+            os.close(fd)
             raise
-        try:
-            entry = _entry(json.loads(os.pread(fd, 1 << 20, 0) or b"{}"))
-        except (ValueError, RecursionError):
-            entry = None
+    os.close(fd)
+    return None
+
+
+def _take_over(path: Path) -> Abandoned | None:
+    fd = _lock_dead(path)
+    if fd is None:
+        return None
+    try:
+        entry = _entry(json.loads(os.pread(fd, 1 << 20, 0) or b"{}"))
+    except (ValueError, RecursionError):
+        entry = None
+    if entry is None:  # not an entry qualify wrote: nothing to take over
         path.unlink()
-    finally:
         os.close(fd)
-    if entry is None:
         return None
     problems = kill_until_empty(list(entry.cgroups))
     for directory in entry.cgroups:
         problems += remove_dir(directory)
-    return Abandoned(entry, tuple(problems))
+    return Abandoned(entry, tuple(problems), path, fd)
 
 
 def _remove_dead_staging(directory: Path) -> None:
@@ -182,7 +208,8 @@ def _remove_dead_staging(directory: Path) -> None:
 
 
 def take_over_dead_runs() -> list[Abandoned]:
-    """Every registered run whose qualify is gone, its processes killed and cgroups removed."""
+    """Every registered run whose qualify is gone, its processes killed and cgroups removed;
+    each entry stays locked until its ``release``."""
     try:
         directory = registry_dir()
     except OSError:

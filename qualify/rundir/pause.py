@@ -15,7 +15,10 @@ import signal
 ENV_PAUSE_AT = "QUALIFY_TEST_PAUSE_AT"
 JUNIT_FINAL = "junit-final"
 """The final JUnit file is in place, the final audit is still staged (``RunDir.commit_reports``)."""
-POINTS = frozenset({JUNIT_FINAL})
+TAKING_OVER = "taking-over"
+"""A dead run's entry is locked by this qualify, its reports not completed yet
+(``qualify.report.abandoned.take_over_one``)."""
+POINTS = frozenset({JUNIT_FINAL, TAKING_OVER})
 
 
 def pause_at(point: str) -> None:
