@@ -27,6 +27,8 @@ file                       writer    what it holds
 ``GITHUB_MARKER``          host      the GitHub channels were written once for this run
 ``HARNESS_DIR``            host      a copy of this package: all the sandbox's PYTHONPATH holds
 ``TOKENIZER_AUDIT``        E2E       a tokenizer export's audit (``qualify tokenizer export``)
+``JUNIT_STAGED``           host      the final JUnit, whole, before it is renamed into place
+``AUDIT_STAGED``           host      the final audit, whole: once it exists, the reports commit
 =========================  ========  ==========================================================
 
 Every JSON-lines file is written one line per ``write()`` and may end in a truncated line after
@@ -67,8 +69,13 @@ GITHUB_MARKER = ".github-published"
 HARNESS_DIR = ".harness"
 TOKENIZER_AUDIT = "tokenizer-audit.json"
 """Also the audit's name inside an export directory (``qualify.tokenizer.export``)."""
+JUNIT_STAGED = ".junit.xml.staged"
+AUDIT_STAGED = ".audit.json.staged"
+"""The final JUnit and audit, committed as one unit (``qualify.rundir.RunDir.commit_reports``)."""
 
-INTERNAL_FILES = frozenset({PUBLIC_DIR, PUBLICATION, SANITIZE_MAP, DEBUG_LOG})
+INTERNAL_FILES = frozenset(
+    {PUBLIC_DIR, PUBLICATION, SANITIZE_MAP, DEBUG_LOG, JUNIT_STAGED, AUDIT_STAGED}
+)
 """Never copied into the public bundle, whatever its level."""
 
 # --- environment of the sandbox (every variable the harness reads starts with QUALIFY_)

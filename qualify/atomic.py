@@ -35,9 +35,13 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
         raise
-    if not durable:
-        return
-    directory = os.open(path.parent, os.O_RDONLY)
+    if durable:
+        fsync_directory(path.parent)
+
+
+def fsync_directory(path: Path) -> None:
+    """fsync a directory: the renames and creations inside it survive a crash of the machine."""
+    directory = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(directory)
     finally:

@@ -21,7 +21,7 @@ from lxml import etree
 
 from qualify.plan.families import content_hash
 from qualify.run.processes import start_time
-from qualify.run.registry import registry_dir
+from qualify.run.registry import ENV_REGISTRY, registry_dir
 from qualify.sandbox.cgroup.layout import current_layout
 from tests.conftest import IGNORED, Completed, RunQualify, git, qualify_argv, wait_for
 from tests.test_harness import ATTEMPTS
@@ -249,10 +249,12 @@ def _started(argv: list[str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
 
 @pytest.mark.parametrize("audit_written", [True, False], ids=["audit", "junit-only"])
 def test_e2e_dies_with_qualify_and_the_next_run_completes_its_reports(
-    tmp_path: Path, audit_written: bool
+    tmp_path: Path, audit_written: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``junit-only``: the directory as a qualify killed between the E2E's start and its
     provisional audit leaves it (the provisional JUnit file is written before the start)."""
+    # A registry of its own: no other qualify on the machine takes the dead run over first.
+    monkeypatch.setenv(ENV_REGISTRY, str(tmp_path / "registry"))
     repo = family_repo(
         tmp_path / "repo",
         "sleeper",
@@ -316,9 +318,10 @@ def test_e2e_dies_with_qualify_and_the_next_run_completes_its_reports(
         cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert next_run.returncode == 0, next_run.stdout + next_run.stderr
-    assert f"completed the reports of a dead run: {run_dir}" in next_run.stderr.replace(
-        str(run_dir) + "/", str(run_dir)
-    )
+    assert (
+        f"took over the dead run {run_dir.relative_to(tmp_path)}: no process holds its registry "
+        f"lock (its qualify, pid {qualify.pid}, is gone); its reports completed from its events"
+    ) in next_run.stderr
     assert_nothing_left(run_id)
     audit = json.loads((run_dir / "audit.json").read_text())
     assert audit["verdict"] == "ERROR"

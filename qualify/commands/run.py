@@ -28,7 +28,7 @@ from qualify.plan.spec import RunSpec, harness_root
 from qualify.publish.errorline import error_line
 from qualify.report.junit import provisional_junit
 from qualify.run.execute import Interrupts, execute
-from qualify.run.registry import take_over_dead_runs
+from qualify.run.registry import RunGuard, guard_run, take_over_dead_runs
 from qualify.rundir.directory import RunDir
 from qualify.sandbox import CHOICES as BACKENDS
 from qualify.sandbox import Sandbox, select_sandbox
@@ -63,22 +63,19 @@ def _properties(result: RunResult) -> dict[str, str]:
 
 
 def write_reports(result: RunResult) -> None:
-    """The JUnit file and the audit, each atomically."""
+    """The JUnit file and the audit, committed as one unit (``RunDir.commit_reports``)."""
     from qualify.report.audit_of_run import build_audit, iso
     from qualify.report.junit import render_junit
 
     spec = result.spec
-    run_dir = RunDir(spec.run_dir)
-    run_dir.write_junit(
-        render_junit(
-            spec.family.name,
-            result.testcases,
-            _properties(result),
-            iso(result.execution.started_wall) or "",
-            with_location=spec.junit_flavour == "xunit1",
-        )
+    junit = render_junit(
+        spec.family.name,
+        result.testcases,
+        _properties(result),
+        iso(result.execution.started_wall) or "",
+        with_location=spec.junit_flavour == "xunit1",
     )
-    run_dir.write_audit(build_audit(result))
+    RunDir(spec.run_dir).commit_reports(junit, build_audit(result))
 
 
 def _write_reports_making_room(result: RunResult) -> None:
@@ -169,23 +166,21 @@ def _os_error(exc: OSError) -> str:
     return f"{exc.strerror or exc}{where}"
 
 
-def _take_over_dead_runs(run_id: str, stderr: TextIO) -> None:
-    """Clean up after every run on this machine whose qualify died, and complete its reports."""
+def _take_over_and_guard(spec: RunSpec, sandbox: Sandbox, stderr: TextIO) -> RunGuard:
+    """Take over every dead run on this machine, then register this one and start its
+    watchdog, before its run directory and cgroups exist: from here on, a qualify killed at
+    any moment leaves a registry entry that the next run takes over. The entry is released
+    (``RunGuard.release``) only once the final reports and the report page are written."""
     for abandoned in take_over_dead_runs():
-        from qualify.report.abandoned import complete_abandoned
+        from qualify.commands.publish import write_report
+        from qualify.report.abandoned import take_over_one
 
-        directory = RunDir(abandoned.entry.run_dir)
-        try:
-            completed = complete_abandoned(directory, run_id, abandoned.problems)
-        except OSError as exc:
-            stderr.write(f"qualify run: cannot complete the dead run {directory.path}: {exc}\n")
-            continue
-        if completed:
-            stderr.write(f"qualify run: completed the reports of a dead run: {directory.path}\n")
+        stderr.write(take_over_one(abandoned, spec.run_id, "qualify run", write_report))
+    return guard_run(spec.run_id, spec.run_dir, sandbox.cgroup_dirs())
 
 
 def _execute_and_judge(
-    spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts, started_wall: float
+    spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts, started_wall: float, guard: RunGuard
 ) -> RunResult:
     """The E2E run, then judged."""
     preload = _overlap.EndOfRunImports()
@@ -195,7 +190,7 @@ def _execute_and_judge(
         _write_provisional_audit(spec, started_wall)
         preload.start()
 
-    execution = execute(spec, sandbox, interrupts, on_started=started)
+    execution = execute(spec, sandbox, interrupts, on_started=started, watchdog=guard.watchdog)
     preload.join()
     if spec.backend == "auto" and execution.sandbox and spec.docker is None:
         why = f"--backend auto chose {execution.sandbox.backend}: no --image was given"
@@ -218,10 +213,11 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
     except UsageError as exc:
         stderr.write(error_line("qualify run", exc))
         return EXIT_USAGE
-    _take_over_dead_runs(spec.run_id, stderr)
+    guard = _take_over_and_guard(spec, sandbox, stderr)
     try:
         spec.run_dir.mkdir(parents=True, exist_ok=False)
     except OSError as exc:
+        guard.release()
         # Checked at planning; what only the attempt shows (a denial os.access cannot see, a
         # file created in between) is still bad input, a full disk is not.
         code = EXIT_ERROR if exc.errno in (errno.ENOSPC, errno.EDQUOT) else EXIT_USAGE
@@ -233,11 +229,12 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
     try:
         _write_provisional_junit(spec)
     except OSError as exc:
+        guard.release()
         stderr.write(error_line("qualify run", f"cannot write the run directory: {_os_error(exc)}"))
         return EXIT_ERROR
     interrupts = Interrupts()
     with interrupts.installed():
-        result = _execute_and_judge(spec, sandbox, interrupts, started_wall)
+        result = _execute_and_judge(spec, sandbox, interrupts, started_wall, guard)
         from qualify.commands.publish import publish_channels, terminal_text
         from qualify.console import display_path
         from qualify.publish.bundle import SecretSources
@@ -258,9 +255,11 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
                 result = _complete_teardown(result)
         except OSError as exc:
             # The provisional reports, written atomically as the E2E started, stay valid.
+            guard.release()
             stderr.write(error_line("qualify run", f"cannot write the reports: {_os_error(exc)}"))
             stdout.write(f"{display_path(spec.run_dir)}\n")
             return EXIT_ERROR
+    guard.release()  # the final reports are durable and the report page written
     sanitizer = publication.sanitizer
     color = stdout.isatty() and "NO_COLOR" not in os.environ
     width = shutil.get_terminal_size().columns if color else 100

@@ -156,3 +156,18 @@ def parse_pytest_junit(path: Path) -> list[JUnitCase] | None:
                 )
             )
     return cases
+
+
+def junit_properties(path: Path) -> dict[str, str] | None:
+    """The ``<property>`` name/value pairs of a JUnit file's suites (qualify writes the run's
+    verdict there: ``qualify.verdict``, ``qualify.reason``); None when missing or not XML."""
+    try:
+        root = _parse(path).getroot()
+    except (OSError, ValueError, SyntaxError):  # ET.ParseError is a SyntaxError
+        return None
+    found: dict[str, str] = {}
+    for element in root.iter("property"):
+        name, value = element.get("name"), element.get("value")
+        if name is not None and value is not None:
+            found.setdefault(name, value)
+    return found

@@ -21,7 +21,6 @@ from qualify.errors import SandboxError
 from qualify.plan.limits import limit_mismatches
 from qualify.plan.spec import HARNESS_SOURCE, RunSpec, harness_root
 from qualify.run.children import Watchdog, reap, set_subreaper
-from qualify.run.registry import Registration, register
 from qualify.sandbox import Sandbox, SandboxInfo
 from qualify.sandbox.base import Child, Probe, StartsItself, StopReport
 
@@ -200,7 +199,6 @@ class _Run:
     info: SandboxInfo | None = None
     monitor: Monitor | None = None
     watchdog: Watchdog | None = None
-    registration: Registration | None = None
     subreaper: bool = False
     logs: dict[str, BoundedLog] = dataclasses.field(default_factory=dict)
 
@@ -223,8 +221,8 @@ def _start(
         raise SandboxError(f"interrupted by {interrupts.received} before the E2E started")
     cgroups = sandbox.cgroup_dirs()
     if cgroups:
-        run.watchdog = Watchdog(cgroups)
-        run.registration = register(spec.run_id, spec.run_dir, cgroups)
+        if run.watchdog is None:  # the caller's guard started none (``guard_run``)
+            run.watchdog = Watchdog(cgroups)
         run.subreaper = set_subreaper(True)
     process = _spawn(spec, sandbox)
     _watch(spec, sandbox, run, process, cgroup=run.info.cgroup if cgroups else None)
@@ -276,8 +274,9 @@ def _watch(spec: RunSpec, sandbox: Sandbox, run: _Run, process: Any, cgroup: str
 
 class Teardown:
     """The end of a run that no report waits for: the killed processes torn down by the
-    kernel, the confinement removed, the watchdog and the registration released, the adopted
-    orphans reaped. Started as soon as everything is killed; ``wait`` collects its problems."""
+    kernel, the confinement removed, the watchdog released, the adopted orphans reaped (the
+    run's registry entry stays until its caller's reports are final). Started as soon as
+    everything is killed; ``wait`` collects its problems."""
 
     def __init__(self, sandbox: Sandbox, run: _Run):
         self._sandbox, self._run = sandbox, run
@@ -296,8 +295,6 @@ class Teardown:
                 set_subreaper(False)
             if run.watchdog is not None:
                 run.watchdog.release()
-            if run.registration is not None:
-                run.registration.release()
 
     def wait(self, timeout_s: float | None = None) -> list[str] | None:
         """Wait for the end; its problems, or None when it is still going after ``timeout_s``."""
@@ -330,15 +327,18 @@ def execute(
     interrupts: Interrupts,
     on_started: Callable[[], None] | None = None,
     while_running: Callable[[], None] | None = None,
+    watchdog: Watchdog | None = None,
 ) -> Execution:
     """Run ``spec`` in ``sandbox``; never raises (failures become ``setup_error``).
+    ``watchdog``: the one started for the sandbox's cgroups before they were created (one is
+    started here when the sandbox has cgroups and none was given).
     ``on_started`` is called once the E2E runs (what can wait until then: the caller's
     imports for the end of the run), ``while_running`` each time the wait for its end wakes
     (a quarter of a second apart at most: the caller's reading of the run's files as they
     grow). Neither may raise."""
     run_dir = spec.run_dir
     started_wall, started_mono = time.time(), time.monotonic()
-    run = _Run()
+    run = _Run(watchdog=watchdog)
     returncode, timed_out, setup_error = None, False, None
     pid: int | None = None
     killed_by: str | None = None

@@ -7,7 +7,12 @@ qualify that is gone. The next ``qualify run`` takes such entries over: it kills
 in their cgroups (the watchdog normally did), removes the cgroups, and hands the run directory
 back to be completed.
 
-The directory is ``/run/qualify`` (root: a tmpfs, emptied at boot), else
+A run registers, and starts its watchdog (``guard_run``), before it creates anything (its run
+directory, its cgroups), and releases the entry only once its final reports are durable: there
+is no moment at which a killed qualify leaves something no entry names.
+
+The directory is ``$QUALIFY_REGISTRY`` when set (runs that share one take each other over:
+a test suite keeps its own), else ``/run/qualify`` (root: a tmpfs, emptied at boot), else
 ``$XDG_RUNTIME_DIR/qualify``, else ``<tmp>/qualify-<uid>``.
 """
 
@@ -24,12 +29,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from qualify.run.children import Watchdog
 from qualify.sandbox.cgroup.common import kill_until_empty, remove_dir
+
+ENV_REGISTRY = "QUALIFY_REGISTRY"
 
 
 def registry_dir() -> Path:
     """Where this user's runs are registered (created on first use)."""
-    if os.geteuid() == 0:
+    if os.environ.get(ENV_REGISTRY):
+        base = Path(os.environ[ENV_REGISTRY])
+    elif os.geteuid() == 0:
         base = Path("/run/qualify")
     elif os.environ.get("XDG_RUNTIME_DIR"):
         base = Path(os.environ["XDG_RUNTIME_DIR"]) / "qualify"
@@ -86,6 +96,29 @@ def register(run_id: str, run_dir: Path, cgroups: Sequence[Path]) -> Registratio
         return None
 
 
+@dataclasses.dataclass
+class RunGuard:
+    """What makes a run recoverable if its qualify dies: the registry entry (None when there
+    is nowhere to register) and the watchdog of its cgroups (None when it has none)."""
+
+    registration: Registration | None
+    watchdog: Watchdog | None
+
+    def release(self) -> None:
+        """The run's reports are final and durable: let both go (each only once)."""
+        if self.watchdog is not None:
+            self.watchdog.release()
+        if self.registration is not None:
+            self.registration.release()
+
+
+def guard_run(run_id: str, run_dir: Path, cgroups: Sequence[Path]) -> RunGuard:
+    """Register the run and start its watchdog, before the run directory and the cgroups
+    exist: a qualify killed at any later moment leaves an entry that names both."""
+    registration = register(run_id, run_dir, cgroups)
+    return RunGuard(registration, Watchdog(cgroups) if cgroups else None)
+
+
 def _entry(document: Any) -> Entry | None:
     try:
         return Entry(
@@ -98,47 +131,90 @@ def _entry(document: Any) -> Entry | None:
         return None
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class Abandoned:
-    """A run whose qualify died, taken over and cleaned up."""
+    """A run whose qualify died, taken over and cleaned up. Its entry stays locked by the taker
+    until ``release``: a taker killed while completing the run's reports leaves the entry to
+    the next one."""
 
     entry: Entry
     problems: tuple[str, ...]
+    path: Path | None = None
+    lock_fd: int = -1
+
+    def release(self) -> None:
+        """The run's reports are completed: remove its entry, then drop the lock."""
+        if self.lock_fd < 0:
+            return
+        if self.path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+        os.close(self.lock_fd)
+        self.lock_fd = -1
 
 
-def _take_over(path: Path) -> Abandoned | None:
+def _lock_dead(path: Path) -> int | None:
+    """A descriptor holding the lock of the entry at ``path``; None when its qualify is alive,
+    or the entry was released (renamed away, removed) meanwhile."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                return None  # its qualify is alive
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.stat(path).st_ino == os.fstat(fd).st_ino:
+            return fd
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        if exc.errno not in (errno.EAGAIN, errno.EACCES):  # EAGAIN: its qualify is alive
+            os.close(fd)
             raise
-        try:
-            entry = _entry(json.loads(os.pread(fd, 1 << 20, 0) or b"{}"))
-        except (ValueError, RecursionError):
-            entry = None
+    os.close(fd)
+    return None
+
+
+def _take_over(path: Path) -> Abandoned | None:
+    fd = _lock_dead(path)
+    if fd is None:
+        return None
+    try:
+        entry = _entry(json.loads(os.pread(fd, 1 << 20, 0) or b"{}"))
+    except (ValueError, RecursionError):
+        entry = None
+    if entry is None:  # not an entry qualify wrote: nothing to take over
         path.unlink()
-    finally:
         os.close(fd)
-    if entry is None:
         return None
     problems = kill_until_empty(list(entry.cgroups))
     for directory in entry.cgroups:
         problems += remove_dir(directory)
-    return Abandoned(entry, tuple(problems))
+    return Abandoned(entry, tuple(problems), path, fd)
+
+
+def _remove_dead_staging(directory: Path) -> None:
+    """Entries a qualify was killed while writing (before they were renamed into place, so
+    they name nothing it had created yet): removed once nobody holds their lock. An empty one
+    is left alone: its qualify may have created it and not locked it yet."""
+    for path in directory.glob(".*.json.tmp"):
+        with contextlib.suppress(OSError):
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if os.fstat(fd).st_size > 0:
+                    path.unlink()
+            finally:
+                os.close(fd)
 
 
 def take_over_dead_runs() -> list[Abandoned]:
-    """Every registered run whose qualify is gone, its processes killed and cgroups removed."""
+    """Every registered run whose qualify is gone, its processes killed and cgroups removed;
+    each entry stays locked until its ``release``."""
     try:
         directory = registry_dir()
     except OSError:
         return []
+    _remove_dead_staging(directory)
     found = []
     for path in sorted(directory.glob("*.json")):
         with contextlib.suppress(OSError):

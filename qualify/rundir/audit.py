@@ -303,6 +303,23 @@ _VERDICTS = {"enum": [verdict.value for verdict in Verdict]}
 
 
 @dataclasses.dataclass(frozen=True)
+class CompletedByRecord:
+    """Who completed the reports of a run whose qualify died: the next run on the machine
+    that took it over (``qualify.report.abandoned``)."""
+
+    host: str = ""
+    """The machine's name (both runs were on it: the registry is per machine)."""
+    pid: int = 0
+    """The pid of the qualify that completed the reports."""
+    time: str = ""
+    """When, ISO 8601 (UTC)."""
+    by_run: str = ""
+    """The run (or scheduled job step) that took this one over."""
+    dead_pid: int | None = None
+    """The pid of this run's own qualify, found dead: no process held its registry lock."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Audit:
     """The record of one qualify run."""
 
@@ -335,6 +352,8 @@ class Audit:
     problems: list[str] = dataclasses.field(default_factory=list)
     refused_files: list[RefusedFile] = dataclasses.field(default_factory=list)
     publication: PublicationRecord | None = None
+    completed_by: CompletedByRecord | None = None
+    """Set when another run completed these reports after this run's qualify died."""
 
     @property
     def head(self) -> str | None:

@@ -6,14 +6,17 @@ reports, merge, triage, publication) goes through this class rather than opening
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import contract
-from qualify.atomic import write_bytes_atomic
+from qualify.atomic import fsync_directory, write_bytes_atomic
+from qualify.rundir.pause import JUNIT_FINAL, pause_at
 from qualify.untrusted import read_bounded, read_tail
 
 if TYPE_CHECKING:
@@ -39,6 +42,16 @@ class RunDir:
     def junit_path(self) -> Path:
         """qualify's JUnit, always present and valid."""
         return self.path / contract.JUNIT
+
+    @property
+    def staged_junit_path(self) -> Path:
+        """The final JUnit, whole, before it is renamed into place (``commit_reports``)."""
+        return self.path / contract.JUNIT_STAGED
+
+    @property
+    def staged_audit_path(self) -> Path:
+        """The final audit, whole, before it is renamed into place (``commit_reports``)."""
+        return self.path / contract.AUDIT_STAGED
 
     @property
     def events_path(self) -> Path:
@@ -149,3 +162,35 @@ class RunDir:
     def write_debug(self, text: str) -> None:
         """Keep a traceback of qualify's own failure (internal, never published)."""
         (self.path / contract.DEBUG_LOG).write_text(text, encoding="utf-8")
+
+    def commit_reports(self, junit: bytes, audit: Audit) -> None:
+        """The final JUnit file and audit as one unit, so that a reader never finds them
+        disagreeing for good. Each is first staged whole (written, fsynced, renamed to its
+        staged name), the JUnit first: the staged audit's arrival is the commit point. Then
+        both are renamed into place and the directory is fsynced. A qualify killed in between
+        leaves what ``finish_commit`` completes."""
+        try:
+            write_bytes_atomic(self.staged_junit_path, junit)
+            write_bytes_atomic(self.staged_audit_path, audit.to_bytes())
+        except BaseException:
+            with contextlib.suppress(OSError):
+                self.staged_junit_path.unlink(missing_ok=True)
+            raise
+        os.replace(self.staged_junit_path, self.junit_path)
+        pause_at(JUNIT_FINAL)
+        os.replace(self.staged_audit_path, self.audit_path)
+        fsync_directory(self.path)
+
+    def finish_commit(self) -> bool:
+        """Complete the commit of a qualify killed inside ``commit_reports``; True when it did.
+        A staged audit means both staged files are whole: they are renamed into place. A staged
+        JUnit alone was never committed: it is dropped (the reports in place stay)."""
+        if not self.staged_audit_path.is_file():
+            with contextlib.suppress(FileNotFoundError):
+                self.staged_junit_path.unlink()
+            return False
+        if self.staged_junit_path.is_file():
+            os.replace(self.staged_junit_path, self.junit_path)
+        os.replace(self.staged_audit_path, self.audit_path)
+        fsync_directory(self.path)
+        return True

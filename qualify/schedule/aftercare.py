@@ -73,21 +73,12 @@ def remove_finished(job: Path, own: Path) -> list[Path]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Take over dead runs, then remove this job's finished steps' empty cgroups."""
     del argv
-    from qualify.report.abandoned import complete_abandoned
+    from qualify.report.abandoned import take_over_one
     from qualify.run.registry import take_over_dead_runs
-    from qualify.rundir import RunDir
 
     job_id = os.environ.get("SLURM_JOB_ID", "")
     for abandoned in take_over_dead_runs():
-        directory = RunDir(abandoned.entry.run_dir)
-        completed = False
-        with contextlib.suppress(OSError):
-            completed = complete_abandoned(directory, f"{job_id}.batch", abandoned.problems)
-        what = "its reports completed" if completed else "its reports were already written"
-        print(
-            f"qualify-submit: took over the dead run {directory.path}: what was left of it "
-            f"killed, its cgroups removed, {what}"
-        )
+        sys.stdout.write(take_over_one(abandoned, f"{job_id}.batch", "qualify-submit"))
     if not job_id.isdigit():
         return 0
     try:
