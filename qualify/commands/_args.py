@@ -100,6 +100,20 @@ def secret_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def pass_env_option(parser: argparse.ArgumentParser) -> None:
+    """``--pass-env``: a secret variable the E2E is given all the same (every other one is
+    kept from it)."""
+    parser.add_argument(
+        "--pass-env",
+        dest="pass_env",
+        action="append",
+        type=env_name,
+        default=[],
+        metavar="NAME",
+        help="give the E2E this secret variable (kept from it otherwise; repeatable)",
+    )
+
+
 def sources(args: argparse.Namespace) -> SecretSources:
     """The secret sources ``secret_options`` parsed."""
     from qualify.publish.bundle import SecretSources

@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from qualify.commands import _overlap
-from qualify.commands._args import Commands, command_line, directory, secret_options
+from qualify.commands._args import (
+    Commands,
+    command_line,
+    directory,
+    pass_env_option,
+    secret_options,
+)
 from qualify.console import printed
 from qualify.errors import UsageError
 from qualify.plan.request import RunRequest, build_spec
@@ -315,6 +321,7 @@ def add_parser(commands: Commands) -> None:
         help="sanitized bundle in public/: public (no raw logs) or internal (logs, no secrets)",
     )
     secret_options(run)
+    pass_env_option(run)
     run.add_argument(
         "--junit-flavour",
         choices=("xunit2", "xunit1"),
@@ -377,6 +384,7 @@ def main(args: argparse.Namespace) -> int:
             publish=args.publish,
             secret_env=args.secret_env,
             secrets_file=args.secrets_file,
+            pass_env=args.pass_env,
             commit_prefetch=prefetch,
         )
     )
