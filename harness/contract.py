@@ -21,6 +21,7 @@ file                       writer    what it holds
 ``PUBLIC_DIR``             host      the sanitized bundle, safe to publish
 ``PUBLICATION``            host      how the publication went (internal)
 ``SANITIZE_MAP``           host      value -> pseudonym of this run (internal, never published)
+``SECRET_SOURCES``         host      every secret source ever given for the run (names, paths)
 ``DEBUG_LOG``              host      a traceback when qualify itself failed (internal)
 ``PHASE_ACK``              host      phase-boundary acknowledgements the harness waits for
 ``LIMITS_MARKER``          harness   taken by the first process that reads the limits inside
@@ -60,6 +61,7 @@ REPORT_HTML = "report.html"
 PUBLIC_DIR = "public"
 PUBLICATION = "publication.json"
 SANITIZE_MAP = "sanitize-map.json"
+SECRET_SOURCES = "secret-sources.json"
 DEBUG_LOG = "debug.log"
 PHASE_ACK = ".phase-ack"
 LIMITS_MARKER = ".sandbox-limits"
@@ -68,7 +70,7 @@ HARNESS_DIR = ".harness"
 TOKENIZER_AUDIT = "tokenizer-audit.json"
 """Also the audit's name inside an export directory (``qualify.tokenizer.export``)."""
 
-INTERNAL_FILES = frozenset({PUBLIC_DIR, PUBLICATION, SANITIZE_MAP, DEBUG_LOG})
+INTERNAL_FILES = frozenset({PUBLIC_DIR, PUBLICATION, SANITIZE_MAP, SECRET_SOURCES, DEBUG_LOG})
 """Never copied into the public bundle, whatever its level."""
 
 # --- environment of the sandbox (every variable the harness reads starts with QUALIFY_)

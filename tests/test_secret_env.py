@@ -112,7 +112,7 @@ def test_a_hostile_family_finds_no_secret_in_a_container(
     tmp_path: Path, docker_engine: tuple[str, str]
 ) -> None:
     _host, image = docker_engine
-    _check(_run_hostile(tmp_path, "--image", image))
+    _check(_run_hostile(tmp_path, "--backend", "docker", "--mount-host-python", "--image", image))
 
 
 @pytest.mark.parametrize(

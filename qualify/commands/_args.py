@@ -13,7 +13,7 @@ from qualify.sandbox import CHOICES as BACKENDS
 from qualify.verdict import EXIT_USAGE
 
 if TYPE_CHECKING:
-    from qualify.publish.bundle import SecretSources
+    from qualify.publish.sources import SecretSources
 
 
 class Parser(argparse.ArgumentParser):
@@ -116,9 +116,9 @@ def pass_env_option(parser: argparse.ArgumentParser) -> None:
 
 def sources(args: argparse.Namespace) -> SecretSources:
     """The secret sources ``secret_options`` parsed."""
-    from qualify.publish.bundle import SecretSources
+    from qualify.publish.sources import SecretSources
 
-    return SecretSources(tuple(args.secret_env), args.secrets_file)
+    return SecretSources.given(args.secret_env, args.secrets_file)
 
 
 def github_option(parser: argparse.ArgumentParser) -> None:

@@ -246,7 +246,7 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
         result = _execute_and_judge(spec, sandbox, interrupts, started_wall)
         from qualify.commands.publish import publish_channels, terminal_text
         from qualify.console import display_path
-        from qualify.publish.bundle import SecretSources
+        from qualify.publish.sources import SecretSources
         from qualify.report.terminal import render_summary
 
         try:
@@ -258,7 +258,7 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
                     environ=os.environ,
                     stdout=stdout,
                     secrets_from={**os.environ, **spec.env},
-                    sources=SecretSources(tuple(request.secret_env), request.secrets_file),
+                    sources=SecretSources.given(request.secret_env, request.secrets_file),
                 )
             finally:
                 result = _complete_teardown(result)
@@ -267,6 +267,10 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
             stderr.write(error_line("qualify run", f"cannot write the reports: {_os_error(exc)}"))
             stdout.write(f"{display_path(spec.run_dir)}\n")
             return EXIT_ERROR
+        except UsageError as exc:  # the secrets file, read at the start, is gone or changed
+            stderr.write(error_line("qualify run", f"publication failed: {exc}"))
+            stdout.write(f"{display_path(spec.run_dir)}\n")
+            return EXIT_USAGE
     sanitizer = publication.sanitizer
     color = stdout.isatty() and "NO_COLOR" not in os.environ
     width = shutil.get_terminal_size().columns if color else 100
