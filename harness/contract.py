@@ -21,6 +21,7 @@ file                       writer    what it holds
 ``PUBLIC_DIR``             host      the sanitized bundle, safe to publish
 ``PUBLICATION``            host      how the publication went (internal)
 ``SANITIZE_MAP``           host      value -> pseudonym of this run (internal, never published)
+``SECRET_SOURCES``         host      every secret source ever given for the run (names, paths)
 ``DEBUG_LOG``              host      a traceback when qualify itself failed (internal)
 ``PHASE_ACK``              host      phase-boundary acknowledgements the harness waits for
 ``LIMITS_MARKER``          harness   taken by the first process that reads the limits inside
@@ -62,6 +63,7 @@ REPORT_HTML = "report.html"
 PUBLIC_DIR = "public"
 PUBLICATION = "publication.json"
 SANITIZE_MAP = "sanitize-map.json"
+SECRET_SOURCES = "secret-sources.json"
 DEBUG_LOG = "debug.log"
 PHASE_ACK = ".phase-ack"
 LIMITS_MARKER = ".sandbox-limits"
@@ -74,7 +76,7 @@ AUDIT_STAGED = ".audit.json.staged"
 """The final JUnit and audit, committed as one unit (``qualify.rundir.RunDir.commit_reports``)."""
 
 INTERNAL_FILES = frozenset(
-    {PUBLIC_DIR, PUBLICATION, SANITIZE_MAP, DEBUG_LOG, JUNIT_STAGED, AUDIT_STAGED}
+    {PUBLIC_DIR, PUBLICATION, SANITIZE_MAP, SECRET_SOURCES, DEBUG_LOG, JUNIT_STAGED, AUDIT_STAGED}
 )
 """Never copied into the public bundle, whatever its level."""
 

@@ -17,15 +17,18 @@ def _umask() -> int:
     return 0o022
 
 
-def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+def write_bytes_atomic(
+    path: Path, data: bytes, *, durable: bool = True, private: bool = False
+) -> None:
     """Write to a temp file in the same directory and rename it over ``path``: a reader sees the
     old file or the new one, whole, even if the writer is killed (the page cache belongs to the
     kernel). ``durable`` also fsyncs the file and the directory, so that the new file survives
-    a crash of the machine: for the run's own records, not for what is derived from them."""
+    a crash of the machine: for the run's own records, not for what is derived from them.
+    ``private``: readable by the owner only (mode 0600)."""
     descriptor, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         # mkstemp creates 0600; reports are meant to be read like any other file.
-        os.fchmod(descriptor, 0o644 & ~_umask())
+        os.fchmod(descriptor, 0o600 if private else 0o644 & ~_umask())
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
             handle.flush()

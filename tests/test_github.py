@@ -242,7 +242,7 @@ def test_example_workflow_step_end_to_end(repo: Path, tmp_path: Path) -> None:
     run_dir = Path(outputs["run-dir"])
     assert outputs["junit"] == str(run_dir / "public" / "junit.xml") and run_dir.is_dir()
     assert (run_dir / "report.html").is_file()
-    recorded = json.loads((run_dir / "sanitize-map.json").read_text())
+    recorded = json.loads((run_dir / "secret-sources.json").read_text())
     assert recorded["secret_env"] == ["PLANTED_NOTE", "OTHER_NOTE"]
     audit = json.loads((run_dir / "audit.json").read_text())
     # The action's decision (qualify doctor --plan) is the first note of the sandbox.

@@ -234,11 +234,13 @@ def leaky(tmp_path_factory: pytest.TempPathFactory, seed: int) -> dict:  # type:
         "GITHUB_WORKSPACE": str(repo),
     }
     secret_args = ["--secret-env", "BUILD_NOTE", "--secrets-file", str(secrets_file)]
+    # The family is given every plant (secrets are kept from the E2E unless passed by name).
+    passed = [f"--pass-env={name}" for name in sorted([*secret_env, *others])]
     process = subprocess.run(
         qualify_argv(
             "run", "--family", "leaky", "--repo", str(repo), "--backend", "none",
             "--publish", "internal", "--set", "prompt_key=question",
-            "--set", "tokenizer=gpt2-medium-tok", *secret_args,
+            "--set", "tokenizer=gpt2-medium-tok", *secret_args, *passed,
         ),
         cwd=tmp,
         env=env,
@@ -381,10 +383,11 @@ def test_ordinary_text_around_the_plants_survives(leaky: dict) -> None:  # type:
 @pytest.mark.slow
 def test_identities_are_pseudonymized(leaky: dict) -> None:  # type: ignore[type-arg]
     run_dir, env = leaky["run_dir"], leaky["env"]
+    sources = json.loads((run_dir / "secret-sources.json").read_text())
+    assert sources["secret_env"] == ["BUILD_NOTE"] and sources["secrets_files"]
     mapping = json.loads((run_dir / "sanitize-map.json").read_text())
-    assert mapping["secret_env"] == ["BUILD_NOTE"] and mapping["secrets_file"]
     for value in leaky["values"].values():
-        assert value not in json.dumps(mapping)
+        assert value not in json.dumps(mapping) + json.dumps(sources)
     current = Identities.current(env)
     planted = Identities(current.hostnames | {HOSTNAME}, current.users, current.homes)
     result = publish_run(run_dir, "internal", run_sanitizer(run_dir, env, identities=planted))

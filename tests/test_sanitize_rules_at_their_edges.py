@@ -460,7 +460,7 @@ def test_base64_of_a_short_secret_is_redacted_where_only_it_decides(
 
 def test_a_secrets_file_line_that_is_not_utf8(tmp_path: Path) -> None:
     path = tmp_path / "secrets"
-    path.write_bytes(b"pass\xffword-1\nabcdef\nabcde\n")
+    path.write_bytes(b"pass\xffword-1\nabc1ef\n")
     secrets = read_secrets_file(path)
     assert [(s.origin, len(s.value)) for s in secrets] == [
         ("secrets file line 1", 11),

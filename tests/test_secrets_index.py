@@ -48,29 +48,64 @@ def test_secret_names_and_url_values(name: str, value: str, secret: bool) -> Non
 def test_environment_values_from_the_minimum_length_and_in_any_order() -> None:
     environ = {
         "A_TOKEN": "x" * (MIN_SECRET_LENGTH - 1),  # too short, and first in sorted order
-        "B_TOKEN": "y" * MIN_SECRET_LENGTH,  # exactly long enough
+        "B_TOKEN": "y1" * (MIN_SECRET_LENGTH // 2),  # exactly long enough
         "C_URL": "https://u:passw0rd@h",  # secret by its value
         "D_NOTE": "plain-value-here",  # named with --secret-env
+        "XDG_SESSION_TYPE": "wayland",  # secret by name, but an ordinary word: not redacted
     }
     found = from_environment(environ, extra_names=["D_NOTE"])
     assert [(s.origin, s.value) for s in found] == [
-        ("env B_TOKEN", "y" * MIN_SECRET_LENGTH),
+        ("env B_TOKEN", "y1" * (MIN_SECRET_LENGTH // 2)),
         ("env C_URL", "https://u:passw0rd@h"),
         ("env D_NOTE", "plain-value-here"),
     ]
 
 
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("abc12", "5 characters is too short"),
+        ("failed", "reads as an ordinary word"),
+        ("testcase", "reads as an ordinary word"),
+        ("Password", "reads as an ordinary word"),
+        ("dry-run", "reads as an ordinary word"),
+        ("31415926", "reads as an ordinary word or number"),
+    ],
+)
+def test_a_value_named_with_secret_env_that_reads_as_text_is_refused(value: str, why: str) -> None:
+    with pytest.raises(UsageError, match=f"^--secret-env DEPLOY_WORD: its value .*{why}"):
+        from_environment({"DEPLOY_WORD": value}, extra_names=["DEPLOY_WORD"])
+
+
+@pytest.mark.parametrize("value", ["hunter22", "Kp7-qZ", "verdictverdict", "to be 4 me"])
+def test_a_short_value_that_does_not_read_as_a_word_is_accepted(value: str) -> None:
+    assert from_environment({"X": value}, extra_names=["X"]) == [KnownSecret(value, "env X")]
+
+
 def test_secrets_file_lines(tmp_path: Path) -> None:
     path = tmp_path / "masked.txt"
-    path.write_bytes(b"first-value-1\n\nshort\n  padded-value  \ncaf\xe9-latin1-value\n")
+    path.write_bytes(b"first-value-1\n\n  padded-value  \ncaf\xe9-latin1-value\n")
     found = read_secrets_file(path)
     assert [(s.origin, s.value) for s in found] == [
         ("secrets file line 1", "first-value-1"),
-        ("secrets file line 4", "  padded-value  "),
-        ("secrets file line 5", "caf\udce9-latin1-value"),  # the byte kept as it was
+        ("secrets file line 3", "  padded-value  "),
+        ("secrets file line 4", "caf\udce9-latin1-value"),  # the byte kept as it was
     ]
     with pytest.raises(UsageError, match=r"--secrets-file '.*nope' cannot be read \(No such"):
         read_secrets_file(tmp_path / "nope")
+
+
+@pytest.mark.parametrize("word", ["failed", "message", "passed", "pytest", "verdict", "ab1c2"])
+def test_a_secrets_file_line_that_reads_as_text_is_refused_naming_the_line(
+    tmp_path: Path, word: str
+) -> None:
+    path = tmp_path / "masked.txt"
+    path.write_text(f"first-value-1\n{word}\n")
+    with pytest.raises(UsageError) as caught:
+        read_secrets_file(path)
+    message = str(caught.value)
+    assert "line 2 is not valid" in message
+    assert word not in message.partition(" line 2 ")[2]  # the value is never echoed
 
 
 def test_forms_are_every_encoding_of_the_value() -> None:

@@ -13,7 +13,7 @@ from qualify.sandbox import CHOICES as BACKENDS
 from qualify.verdict import EXIT_USAGE
 
 if TYPE_CHECKING:
-    from qualify.publish.bundle import SecretSources
+    from qualify.publish.sources import SecretSources
 
 
 class Parser(argparse.ArgumentParser):
@@ -100,11 +100,25 @@ def secret_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def pass_env_option(parser: argparse.ArgumentParser) -> None:
+    """``--pass-env``: a secret variable the E2E is given all the same (every other one is
+    kept from it)."""
+    parser.add_argument(
+        "--pass-env",
+        dest="pass_env",
+        action="append",
+        type=env_name,
+        default=[],
+        metavar="NAME",
+        help="give the E2E this secret variable (kept from it otherwise; repeatable)",
+    )
+
+
 def sources(args: argparse.Namespace) -> SecretSources:
     """The secret sources ``secret_options`` parsed."""
-    from qualify.publish.bundle import SecretSources
+    from qualify.publish.sources import SecretSources
 
-    return SecretSources(tuple(args.secret_env), args.secrets_file)
+    return SecretSources.given(args.secret_env, args.secrets_file)
 
 
 def github_option(parser: argparse.ArgumentParser) -> None:

@@ -23,10 +23,11 @@ from harness import contract
 from qualify.commands._args import Commands, github_option, secret_options, sources
 from qualify.errors import UsageError
 from qualify.plan.request import PUBLISH_LEVELS
-from qualify.publish.bundle import PublishResult, SecretSources, publish_run, run_sanitizer
+from qualify.publish.bundle import PublishResult, publish_run, run_sanitizer
 from qualify.publish.errorline import error_line
 from qualify.publish.final_scan import TERMINAL, describe, final_scan
 from qualify.publish.sanitize import Sanitizer
+from qualify.publish.sources import SecretSources
 from qualify.report.html import write_html_report
 from qualify.rundir import RunDir
 from qualify.verdict import EXIT_ERROR, EXIT_PASSED, EXIT_USAGE
@@ -128,7 +129,7 @@ def publish_channels(
     write_report(run_dir)
     secrets = environ if secrets_from is None else secrets_from
     sanitizer = run_sanitizer(run_dir.path, secrets, sources)
-    bundle = publish_run(run_dir.path, level, sanitizer, sources=sources)
+    bundle = publish_run(run_dir.path, level, sanitizer)
     github_result = None
     if wants_github(github, environ):
         from qualify.publish.github import publish_github  # only inside Actions
@@ -177,14 +178,18 @@ def publish(
         stderr.write(error_line("qualify publish", exc))
         return EXIT_USAGE
     chosen = level or recorded_level(directory)
-    result = publish_channels(
-        directory,
-        level=chosen,
-        environ=environ,
-        stdout=stdout,
-        github=github,
-        sources=sources,
-    )
+    try:
+        result = publish_channels(
+            directory,
+            level=chosen,
+            environ=environ,
+            stdout=stdout,
+            github=github,
+            sources=sources,
+        )
+    except UsageError as exc:  # a recorded secrets file that is gone, or a bad one given
+        stderr.write(error_line("qualify publish", exc))
+        return EXIT_USAGE
     for reason in result.reasons:
         stderr.write(f"qualify publish: publication failed: {reason}\n")
     if result.bundle:

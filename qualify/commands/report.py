@@ -13,9 +13,11 @@ from typing import TextIO
 from harness import contract
 from qualify.commands._args import Commands, github_option, secret_options, sources
 from qualify.commands.publish import terminal_text, wants_github, write_report
-from qualify.publish.bundle import SecretSources, run_sanitizer
+from qualify.errors import UsageError
+from qualify.publish.bundle import run_sanitizer
 from qualify.publish.errorline import error_line
 from qualify.publish.github import publish_github
+from qualify.publish.sources import SecretSources
 from qualify.rundir import RunDir
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE
 
@@ -36,7 +38,11 @@ def report(
         stderr.write(error_line("qualify report", message))
         return EXIT_USAGE
     path = write_report(directory)
-    sanitizer = run_sanitizer(run_dir, environ, sources)
+    try:
+        sanitizer = run_sanitizer(run_dir, environ, sources)
+    except UsageError as exc:  # a recorded secrets file that is gone, or a bad one given
+        stderr.write(error_line("qualify report", exc))
+        return EXIT_USAGE
     code = 0
     if wants_github(github, environ):
         result = publish_github(directory, environ, stdout, sanitizer)

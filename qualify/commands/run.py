@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from qualify.commands import _overlap
-from qualify.commands._args import Commands, command_line, directory, secret_options
+from qualify.commands._args import (
+    Commands,
+    command_line,
+    directory,
+    pass_env_option,
+    secret_options,
+)
 from qualify.console import printed
 from qualify.errors import UsageError
 from qualify.plan.request import RunRequest, build_spec
@@ -237,7 +243,7 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
         result = _execute_and_judge(spec, sandbox, interrupts, started_wall, guard)
         from qualify.commands.publish import publish_channels, terminal_text
         from qualify.console import display_path
-        from qualify.publish.bundle import SecretSources
+        from qualify.publish.sources import SecretSources
         from qualify.report.terminal import render_summary
 
         try:
@@ -249,7 +255,7 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
                     environ=os.environ,
                     stdout=stdout,
                     secrets_from={**os.environ, **spec.env},
-                    sources=SecretSources(tuple(request.secret_env), request.secrets_file),
+                    sources=SecretSources.given(request.secret_env, request.secrets_file),
                 )
             finally:
                 result = _complete_teardown(result)
@@ -259,6 +265,12 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
             stderr.write(error_line("qualify run", f"cannot write the reports: {_os_error(exc)}"))
             stdout.write(f"{display_path(spec.run_dir)}\n")
             return EXIT_ERROR
+        except UsageError as exc:  # the secrets file, read at the start, is gone or changed
+            guard.release()
+            stderr.write(error_line("qualify run", f"publication failed: {exc}"))
+            stdout.write(f"{display_path(spec.run_dir)}
+")
+            return EXIT_USAGE
     guard.release()  # the final reports are durable and the report page written
     sanitizer = publication.sanitizer
     color = stdout.isatty() and "NO_COLOR" not in os.environ
@@ -314,6 +326,7 @@ def add_parser(commands: Commands) -> None:
         help="sanitized bundle in public/: public (no raw logs) or internal (logs, no secrets)",
     )
     secret_options(run)
+    pass_env_option(run)
     run.add_argument(
         "--junit-flavour",
         choices=("xunit2", "xunit1"),
@@ -376,6 +389,7 @@ def main(args: argparse.Namespace) -> int:
             publish=args.publish,
             secret_env=args.secret_env,
             secrets_file=args.secrets_file,
+            pass_env=args.pass_env,
             commit_prefetch=prefetch,
         )
     )

@@ -21,12 +21,14 @@ from pathlib import Path
 
 from rich.console import Console
 
-from qualify.commands._args import Commands
+from qualify.commands._args import Commands, secret_options, sources
 from qualify.commands.publish import in_ci, terminal_text
+from qualify.errors import UsageError
 from qualify.publish.bundle import learn_from_run
 from qualify.publish.errorline import error_line
 from qualify.publish.final_scan import TERMINAL, describe, final_scan
 from qualify.publish.sanitize import Identities, Sanitizer
+from qualify.publish.sources import SecretSources, recorded_sources
 from qualify.triage import Sources
 from qualify.triage import triage as run_triage
 from qualify.triage.render import render_json, render_markdown, render_terminal
@@ -66,8 +68,12 @@ def triage(
     junit: list[Path],
     report_log: list[Path],
     output_format: str = "text",
+    sources: SecretSources | None = None,
 ) -> int:
-    """Print the triage; the exit code is the class family (0, 1, 3, 4; 2 bad usage)."""
+    """Print the triage; the exit code is the class family (0, 1, 3, 4; 2 bad usage).
+
+    In CI (a public log) the output is sanitized with the secrets of the run's recorded sources
+    and of ``sources`` (``--secret-env``, ``--secrets-file``)."""
     if output_format not in FORMATS:
         return _usage(f"--format {output_format!r} is not one of {', '.join(FORMATS)}")
     paths = list(paths or [])
@@ -118,15 +124,25 @@ def triage(
         )
         text = buffer.getvalue()
     if in_ci(os.environ):
-        text = _sanitized(text, output_format, run_dir)
+        try:
+            text = _sanitized(text, output_format, run_dir, sources or SecretSources())
+        except UsageError as exc:  # a secrets file that is gone or holds ordinary words
+            return _usage(str(exc))
     sys.stdout.write(text)
     return result.exit_code
 
 
-def _sanitized(text: str, output_format: str, run_dir: Path | None) -> str:
-    """In CI the output is a public log: the same sanitizer as a run's publication (without
-    writing anything into the run directory)."""
-    sanitizer = Sanitizer(os.environ, Identities.current(os.environ))
+def _sanitized(text: str, output_format: str, run_dir: Path | None, sources: SecretSources) -> str:
+    """In CI the output is a public log: the same sanitizer as a run's publication, with the
+    run's recorded secret sources (without writing anything into the run directory)."""
+    if run_dir is not None:
+        sources = recorded_sources(run_dir).union(sources)
+    sanitizer = Sanitizer(
+        os.environ,
+        Identities.current(os.environ),
+        known=sources.known(),
+        secret_env=sources.secret_env,
+    )
     if run_dir is not None:
         learn_from_run(run_dir, sanitizer)
     if output_format == "json":
@@ -151,6 +167,7 @@ def add_parser(commands: Commands) -> None:
     parser.add_argument(
         "--format", dest="output_format", choices=("text", "markdown", "json"), default="text"
     )
+    secret_options(parser)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -162,4 +179,5 @@ def main(args: argparse.Namespace) -> int:
         junit=args.junit,
         report_log=args.report_log,
         output_format=args.output_format,
+        sources=sources(args),
     )

@@ -33,7 +33,7 @@ _TOP_KEYS = [
     "option_values",
     "ab",
 ]
-_E2E_KEYS = ["command", "workdir", "timeout", "env"]
+_E2E_KEYS = ["command", "workdir", "timeout", "env", "pass_env"]
 _RESOURCE_KEYS = ["memory", "gpus"]
 _ALLOCATOR_KEYS = ["expandable_segments"]
 _REQUIRES_KEYS = ["modules", "install"]
@@ -69,6 +69,9 @@ class Family:
     install_hint: str | None = None
     """How to install them (``[requires] install``), named when one is missing."""
     option_values: Mapping[str, OptionRule] = dataclasses.field(default_factory=dict)
+    pass_env: tuple[str, ...] = ()
+    """Secret variables of qualify's environment the E2E is given (``[e2e] pass_env``); every
+    other secret-named variable is kept from it."""
     """The allowed values or range per option (``[option_values]``), checked on ``--set``."""
     coupled: tuple[tuple[str, ...], ...] = ()
     """Metrics reported only together (``[ab] coupled``): a latency pair such as TTFT and ITL,
@@ -134,6 +137,20 @@ def _env(e2e: Mapping[str, Any], where: str) -> dict[str, str]:
     return dict(env)
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _pass_env(e2e: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    names = get_typed(e2e, "pass_env", list, where, [])
+    for name in names:
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+            raise UsageError(
+                f"{where}: [e2e] pass_env item {name!r} is not valid (valid: an environment "
+                "variable name, [A-Za-z_][A-Za-z0-9_]*)"
+            )
+    return tuple(names)
+
+
 def load_family(directory: Path) -> Family:
     """Read ``directory/family.toml``; every problem is one UsageError line naming the file."""
     path = directory / FAMILY_FILE
@@ -173,6 +190,7 @@ def load_family(directory: Path) -> Family:
         workdir=workdir,
         timeout_s=parse_duration(get_typed(e2e, "timeout", str, where, "30m"), what="timeout"),
         env=_env(e2e, where),
+        pass_env=_pass_env(e2e, where),
         options=options,
         option_values=option_values,
         memory_bytes=parse_size(memory, what=f"{where} memory") if memory else None,

@@ -21,6 +21,12 @@ from qualify.plan.families import (
 )
 from qualify.plan.limits import DEFAULT_PIDS, Limits
 from qualify.plan.output import check_output_dir
+from qualify.plan.secret_sources import (
+    ScreenedEnv,
+    from_environment,
+    read_secrets_file,
+    withhold_secrets,
+)
 from qualify.plan.spec import (
     MIN_MEMORY,
     RunSpec,
@@ -77,6 +83,8 @@ class RunRequest:
     """``--secret-env``: variables whose values are redacted whatever their names."""
     secrets_file: Path | None = None
     """``--secrets-file``: more values to redact, one per line."""
+    pass_env: Sequence[str] = ()
+    """``--pass-env``: secret variables the E2E is given all the same."""
     commit_prefetch: CommitPrefetch | None = None
     """The commit already being read (``cli`` starts it before importing the run's code)."""
 
@@ -160,6 +168,7 @@ def build_spec(request: RunRequest) -> RunSpec:
     run_dir = request.out / record_sha(commit) / family.name / profile_label / run_id
     check_output_dir(request.out, "--out", below=run_dir.parent)
     allocator = allocator_policy(family, os.environ)
+    screened = _screened_env(request, family)
     docker = _docker_options(request)
     gpu_budget = _gpu_plan(request, profile)
     if docker is not None and gpu_budget is not None and gpu_budget.daemon is not None:
@@ -182,7 +191,7 @@ def build_spec(request: RunRequest) -> RunSpec:
         argv=argv,
         workdir=family.workdir,
         env=sandbox_env(
-            base=os.environ,
+            base=screened.env,
             family=family,
             options=options,
             run_dir=run_dir.resolve(),
@@ -209,6 +218,21 @@ def build_spec(request: RunRequest) -> RunSpec:
         gpu_budget=gpu_budget,
         family_outside_repo=outside,
         family_content_sha256=content_hash(family.directory) if outside else None,
+        env_withheld=screened.withheld,
+        env_passed=screened.passed,
+    )
+
+
+def _screened_env(request: RunRequest, family: Family) -> ScreenedEnv:
+    """qualify's environment without the secrets the E2E was not given by name; the explicit
+    sources are read (and a value that cannot be a secret refused) before anything runs."""
+    from_environment(os.environ, request.secret_env)
+    file_values = read_secrets_file(request.secrets_file) if request.secrets_file else []
+    return withhold_secrets(
+        os.environ,
+        secret_names=set(request.secret_env),
+        secret_values={secret.value for secret in file_values},
+        pass_env={*family.pass_env, *request.pass_env},
     )
 
 

@@ -80,6 +80,10 @@ class RunSpec:
     """The family's directory is not part of the qualified repository (``--families-dir``
     elsewhere, or bundled with qualify): its commit does not pin it, its content hash does."""
     family_content_sha256: str | None = None
+    env_withheld: tuple[str, ...] = ()
+    """Secret variables of qualify's environment kept from the E2E (names only)."""
+    env_passed: tuple[str, ...] = ()
+    """Secret variables passed to the E2E by name (``pass_env``, ``--pass-env``)."""
     """``content_hash`` of the family's directory when it is outside the repository."""
 
 

@@ -39,7 +39,7 @@ from qualify.errors import UsageError
 from qualify.plan.request import PUBLISH_LEVELS
 from qualify.publish.final_scan import TEXT, Leak, describe, file_channel, final_scan
 from qualify.publish.sanitize import Identities, Sanitizer
-from qualify.publish.secrets import KnownSecret, read_secrets_file
+from qualify.publish.sources import SecretSources, record_sources, recorded_sources
 from qualify.rundir.audit import PublicationRecord, parse_audit
 from qualify.rundir.events import JsonlContent, read_all
 from qualify.untrusted import UntrustedFile, describe_size, open_regular, printable, read_bounded
@@ -428,25 +428,6 @@ def final_scan_directory(directory: Path, sanitizer: Sanitizer) -> list[Leak]:
     return leaks
 
 
-@dataclasses.dataclass(frozen=True)
-class SecretSources:
-    """Where a run's known secrets come from beyond the secret-named variables: the names given
-    with ``--secret-env`` and the ``--secrets-file``; recorded (names and path, never values)
-    in the run's internal sanitize map so that ``qualify publish`` finds them again."""
-
-    secret_env: tuple[str, ...] = ()
-    secrets_file: Path | None = None
-
-    def known(self) -> list[KnownSecret]:
-        return read_secrets_file(self.secrets_file) if self.secrets_file is not None else []
-
-    def merged(self, recorded: SecretSources) -> SecretSources:
-        return SecretSources(
-            tuple(dict.fromkeys((*recorded.secret_env, *self.secret_env))),
-            self.secrets_file or recorded.secrets_file,
-        )
-
-
 def _read_map(run_dir: Path) -> dict[str, Any]:
     try:
         document = json.loads((run_dir / contract.SANITIZE_MAP).read_text(encoding="utf-8"))
@@ -455,33 +436,16 @@ def _read_map(run_dir: Path) -> dict[str, Any]:
     return document if isinstance(document, dict) else {}
 
 
-def recorded_sources(run_dir: Path) -> SecretSources:
-    """The secret sources a run was published with before."""
-    document = _read_map(run_dir)
-    names = document.get("secret_env")
-    path = document.get("secrets_file")
-    return SecretSources(
-        tuple(str(name) for name in names) if isinstance(names, list) else (),
-        Path(path) if isinstance(path, str) and path else None,
-    )
-
-
 def _load_map(run_dir: Path) -> dict[str, str]:
     pseudonyms = _read_map(run_dir).get("pseudonyms")
     return dict(pseudonyms) if isinstance(pseudonyms, dict) else {}
 
 
-def save_map(run_dir: Path, sanitizer: Sanitizer, sources: SecretSources) -> None:
-    """The run's pseudonyms and secret sources (internal: never published); written only when
-    they changed (publishing learns no new pseudonym from most runs)."""
+def save_map(run_dir: Path, sanitizer: Sanitizer) -> None:
+    """The run's pseudonyms (internal: never published); written only when they changed
+    (publishing learns no new pseudonym from most runs)."""
     write_json_atomic(
-        run_dir / contract.SANITIZE_MAP,
-        {
-            "pseudonyms": sanitizer.pseudonyms,
-            "secret_env": list(sources.secret_env),
-            "secrets_file": str(sources.secrets_file) if sources.secrets_file else None,
-        },
-        if_changed=True,
+        run_dir / contract.SANITIZE_MAP, {"pseudonyms": sanitizer.pseudonyms}, if_changed=True
     )
 
 
@@ -493,19 +457,22 @@ def run_sanitizer(
     identities: Identities | None = None,
     disabled_rules: Sequence[str] = (),
 ) -> Sanitizer:
-    """The sanitizer of one run: the secrets of ``environ`` and ``sources`` (plus those recorded
-    for the run), the run's pseudonym map, and every value its rules find in the run's files."""
-    sources = (sources or SecretSources()).merged(recorded_sources(run_dir))
+    """The sanitizer of one run: the secrets of ``environ`` and of every source ever given for
+    the run (:mod:`qualify.publish.sources`: ``sources`` added to those recorded, the union
+    recorded), the run's pseudonym map, and every value its rules find in the run's files."""
+    sources = recorded_sources(run_dir).union(sources or SecretSources())
+    known = sources.known()  # a file that cannot be read is refused before it is recorded
+    record_sources(run_dir, sources)
     sanitizer = Sanitizer(
         environ,
         identities if identities is not None else Identities.current(environ),
-        known=sources.known(),
+        known=known,
         secret_env=sources.secret_env,
         disabled_rules=disabled_rules,
         pseudonyms=_load_map(run_dir),
     )
     learn_from_run(run_dir, sanitizer)
-    save_map(run_dir, sanitizer, sources)
+    save_map(run_dir, sanitizer)
     return sanitizer
 
 
@@ -530,7 +497,6 @@ def publish_run(
     sanitizer: Sanitizer,
     *,
     include: Sequence[str] = (),
-    sources: SecretSources | None = None,
 ) -> PublishResult:
     """Write ``run_dir/public`` at ``level`` (internal: every text file; public: no raw logs)
     through ``sanitizer`` (see :func:`run_sanitizer`).
@@ -547,7 +513,7 @@ def publish_run(
     try:
         for relative in _sources(run_dir, level, include):
             writer.write(relative)
-        save_map(run_dir, sanitizer, sources or recorded_sources(run_dir))
+        save_map(run_dir, sanitizer)
         leaks = final_scan_directory(staging, sanitizer)
         if leaks:
             raise PublicationLeak("the final scan of public/ found " + describe(leaks))

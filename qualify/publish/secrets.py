@@ -1,12 +1,9 @@
 """Known secret values: where they come from, every form they may take, and finding them.
 
-Sources, in the order they are trusted:
-- environment variables whose names look secret (:func:`is_secret_name`), plus the names given
-  with ``--secret-env`` whatever they look like;
-- a file of extra values (``--secrets-file``, one value per line) for CI systems that mask
-  their own secrets and can write them out;
-- values the token, key-value and URL-credential rules found in the run's own files while the
-  bundle was written (a token printed whole in one log is then caught cut short in another).
+Sources (:mod:`qualify.plan.secret_sources`): secret-named environment variables,
+``--secret-env`` and ``--secrets-file``; and the values the token, key-value and URL-credential
+rules found in the run's own files while the bundle was written (a token printed whole in one
+log is then caught cut short in another).
 
 A value is looked for in every form it may take in a file (:func:`forms`) and as any fragment
 of 12 or more characters of one of them (what a truncation leaves). :class:`SecretIndex` finds
@@ -22,92 +19,33 @@ import html
 import json
 import re
 import urllib.parse
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+from collections.abc import Iterable
 
-from qualify.errors import UsageError
+from qualify.plan.secret_sources import (
+    MIN_SECRET_LENGTH,
+    KnownSecret,
+    from_environment,
+    is_secret_name,
+    read_secrets_file,
+)
 
-MIN_SECRET_LENGTH = 6
-"""Shorter values (``SESSION=1``) would redact ordinary text everywhere."""
+__all__ = [
+    "FRAGMENT",
+    "MIN_SECRET_LENGTH",
+    "Hit",
+    "KnownSecret",
+    "SecretIndex",
+    "forms",
+    "from_environment",
+    "is_secret_name",
+    "read_secrets_file",
+]
+
 FRAGMENT = 12
 """A run of this many characters of a known form is a leak (what a truncation leaves)."""
 _CHUNK = FRAGMENT // 2
 MIN_HARVESTED_LENGTH = 8
 """Values found by a rule are remembered as known secrets from this length on."""
-
-SECRET_WORDS = frozenset(
-    {
-        "TOKEN", "TOKENS", "SECRET", "SECRETS", "KEY", "KEYS", "APIKEY", "PASSWORD",
-        "PASSWORDS", "PASSWD", "PASSPHRASE", "PASS", "PWD", "PSW", "CREDENTIAL", "CREDENTIALS",
-        "CREDS", "AUTH", "COOKIE", "COOKIES", "SESSION", "PRIVATE", "SIGNATURE", "PAT", "DSN",
-        "SALT", "WEBHOOK",
-    }
-)  # fmt: skip
-"""A variable is secret when one of its ``_``-separated words is one of these (``SMTP_PASS``,
-``MYSQL_PWD``, ``GH_PAT``; not ``TOKENIZER``, ``AUTHOR``, ``PATH`` or ``PASSTHROUGH``)..."""
-SECRET_SUFFIXES = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "APIKEY")
-"""... or when a word ends with one of these (``GHTOKEN``, ``DBPASSWORD``)..."""
-SECRET_URL_NAMES = frozenset({"DATABASE_URL", "DATABASE_URI", "CONNECTION_STRING"})
-"""... or when it names a database connection (whole value secret)..."""
-_URL_SUFFIX = ("_URL", "_URI", "_DSN", "_CONNECTION_STRING", "_CONN_STR")
-_URL_CREDENTIALS = re.compile(r"://[^\s/@]*:[^\s/@]+@")
-"""... or when it is any ``*_URL``/``*_URI`` whose value carries ``user:password@``."""
-NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
-OWN_PREFIX = "QUALIFY_"
-"""qualify's own variables (run paths, family options given on its command line, recorded in
-the audit) are not secret by name; ``--secret-env`` still makes one secret."""
-
-
-def is_secret_name(name: str, value: str) -> bool:
-    """Whether an environment variable's name says its value is secret."""
-    upper = name.upper()
-    if upper in NOT_SECRET_NAMES or upper.startswith(OWN_PREFIX):
-        return False
-    words = [word for word in re.split(r"[^A-Z0-9]+", upper) if word]
-    if any(word in SECRET_WORDS or word.endswith(SECRET_SUFFIXES) for word in words):
-        return True
-    if upper in SECRET_URL_NAMES or upper.endswith("DATABASE_URL"):  # *_DSN: a secret word
-        return True
-    return upper.endswith(_URL_SUFFIX) and bool(_URL_CREDENTIALS.search(value))
-
-
-@dataclasses.dataclass(frozen=True)
-class KnownSecret:
-    """A value to redact wherever it appears, and where it came from (no value in ``origin``)."""
-
-    value: str
-    origin: str
-    """``env GH_TOKEN``, ``secrets file line 3``, ``github-token found in stdout.log``."""
-
-
-def from_environment(
-    environ: Mapping[str, str], extra_names: Iterable[str] = ()
-) -> list[KnownSecret]:
-    """The values of secret-looking variables of ``environ`` and of ``extra_names``."""
-    chosen = set(extra_names)
-    found = []
-    for name, value in sorted(environ.items()):
-        if len(value.strip()) < MIN_SECRET_LENGTH:
-            continue
-        if name in chosen or is_secret_name(name, value):
-            found.append(KnownSecret(value, f"env {name}"))
-    return found
-
-
-def read_secrets_file(path: Path) -> list[KnownSecret]:
-    """One value per line (the line break removed; blank lines skipped)."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(
-            f"--secrets-file {str(path)!r} cannot be read ({exc.strerror or exc})"
-        ) from None
-    text = data.decode(errors="surrogateescape")
-    return [
-        KnownSecret(line, f"secrets file line {number}")
-        for number, line in enumerate(text.splitlines(), 1)
-        if len(line.strip()) >= MIN_SECRET_LENGTH
-    ]
 
 
 def _base64_forms(value: bytes) -> set[str]:

@@ -64,6 +64,10 @@ class SandboxRecord:
     notes: list[str] = dataclasses.field(default_factory=list)
     inside: dict[str, Any] | None = None
     """The limits the family's first Python process read from inside the sandbox."""
+    env_withheld: list[str] = dataclasses.field(default_factory=list)
+    """Secret variables of qualify's environment kept from the E2E (names, never values)."""
+    env_passed: list[str] = dataclasses.field(default_factory=list)
+    """Secret variables given to the E2E by name (``pass_env``, ``--pass-env``)."""
 
 
 @dataclasses.dataclass(frozen=True)
