@@ -29,8 +29,9 @@ for _path in (FAMILY_DIR, FAMILY_DIR.parent / "tiny"):
 from phi4_engine import checkpoint, engine, images, network, prompts, sizes  # noqa: E402
 from phi4_engine.build import NETWORKS, TEXT_NETWORKS, build_engine  # noqa: E402
 from phi4_engine.options import FamilyOptions  # noqa: E402
-from tiny_engine import bundle  # noqa: E402
 from tiny_engine.network import NetworkShape  # noqa: E402
+
+from harness.kit import bundle  # noqa: E402
 
 pytestmark = pytest.mark.family
 

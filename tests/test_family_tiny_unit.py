@@ -24,19 +24,14 @@ transformers = require("transformers")
 FAMILY_DIR = Path(__file__).resolve().parent.parent / "families" / "tiny"
 sys.path.insert(0, str(FAMILY_DIR))
 
-from tiny_engine import (  # noqa: E402
-    bundle,
-    checkpoint,
-    prompts,
-    sizes,
-    tokenizer,
-    workspace,
-)
+from tiny_engine import checkpoint, prompts, sizes, tokenizer  # noqa: E402
 from tiny_engine.build import NETWORKS, PLAN_DTYPE, build_engine  # noqa: E402
 from tiny_engine.native import NativeRuntime  # noqa: E402
 from tiny_engine.network import DecodeNetwork, NetworkShape, PrefillNetwork  # noqa: E402
 from tiny_engine.options import FamilyOptions  # noqa: E402
 from tiny_engine.reference import ReferenceRuntime  # noqa: E402
+
+from harness.kit import bundle, workspace  # noqa: E402
 
 pytestmark = pytest.mark.family
 
@@ -127,7 +122,7 @@ _PINNED_CHILD = """
 import sys
 from pathlib import Path
 import torch
-from tiny_engine import allocator
+from harness.kit import allocator
 
 def anon():
     for line in Path("/proc/self/status").read_text().splitlines():

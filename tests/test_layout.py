@@ -6,6 +6,8 @@ import ast
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -140,15 +142,110 @@ def test_relative_imports_resolve_against_the_package(tmp_path: Path) -> None:
     ]
 
 
+KIT = Path("harness") / "kit"
+
+
 def test_harness_imports_only_the_standard_library_and_itself() -> None:
+    """The family kit is held to this at import time only (``harness_import_time``)."""
     allowed_third_party = {"pytest"}  # only harness.pytest_plugin, loaded by pytest itself
     allowed_third_party.add("sitecustomize")  # the next one on the path, which ours chains to
     for path in _modules("harness"):
+        if path.relative_to(ROOT).is_relative_to(KIT):
+            continue
         for line, module in _imports(path):
             top = module.split(".")[0]
             if top == "harness" or top in allowed_third_party:
                 continue
             assert top in _stdlib(), f"{path.relative_to(ROOT)}:{line} imports {module}"
+
+
+def _import_time_imports(path: Path) -> list[tuple[int, str]]:
+    """The imports that run when ``path`` is imported: not those in a function's body, nor
+    those under ``if TYPE_CHECKING:`` (class bodies and other blocks run, so they count)."""
+    found: list[tuple[int, str]] = []
+    pending: list[ast.AST] = [ast.parse(path.read_text(encoding="utf-8"))]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        if isinstance(node, ast.If) and ast.unparse(node.test) in (
+            "TYPE_CHECKING",
+            "typing.TYPE_CHECKING",
+        ):
+            pending += node.orelse
+            continue
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.lineno, node.module))
+        pending += ast.iter_child_nodes(node)
+    return sorted(found)
+
+
+FAMILY_PACKAGES = ("tiny_engine", "phi4_engine")
+
+
+def harness_import_time(root: Path = ROOT) -> list[str]:
+    """What breaks the family kit's rule in ``root``: an import-time import of anything but
+    the standard library and harness (torch, transformers and pytest are imported inside the
+    functions that use them), or an import of a family's own package anywhere (the families
+    build on the kit, not the other way)."""
+    broken = []
+    for path in _modules(str(KIT), root):
+        relative = path.relative_to(root)
+        for line, module in _import_time_imports(path):
+            top = module.split(".")[0]
+            if top != "harness" and top not in _stdlib():
+                broken.append(f"{relative}:{line} imports {module} at import time")
+        for line, module in _imports(path, root):
+            if module.split(".")[0] in FAMILY_PACKAGES:
+                broken.append(f"{relative}:{line} imports {module}")
+    return broken
+
+
+def test_the_family_kit_imports_only_the_standard_library_at_import_time() -> None:
+    assert harness_import_time() == []
+
+
+KIT_PLANTED = {
+    "module level": ("import torch\n", 1),
+    "in a class body": ("class _Late:\n    import transformers\n", 1),
+    "in a try block": ("try:\n    import safetensors\nexcept ImportError:\n    pass\n", 1),
+    "a family's package in a function": ("def _f() -> None:\n    import tiny_engine.sizes\n", 1),
+    "in a function": ("def _f() -> None:\n    import torch\n", 0),
+    "under TYPE_CHECKING": (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import torch\n",
+        0,
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", KIT_PLANTED)
+def test_the_kit_check_finds_a_planted_import(kind: str, tmp_path: Path) -> None:
+    """A copy of the kit with one import planted in its bundle writer: found where it runs at
+    import time (or names a family), passed over where it runs only when called."""
+    shutil.copytree(ROOT / KIT, tmp_path / KIT)
+    planted = tmp_path / KIT / "bundle.py"
+    code, expected = KIT_PLANTED[kind]
+    planted.write_text(planted.read_text(encoding="utf-8") + "\n" + code)
+    found = harness_import_time(tmp_path)
+    assert len(found) == expected, found
+    assert all(line.startswith("harness/kit/bundle.py:") for line in found)
+
+
+def test_importing_the_family_kit_loads_no_third_party_module() -> None:
+    """Every kit module imported in a fresh interpreter: none of torch, transformers,
+    safetensors, numpy or pytest is loaded."""
+    names = [f"harness.kit.{path.stem}" for path in _modules(str(KIT)) if path.stem != "__init__"]
+    heavy = ("torch", "transformers", "safetensors", "numpy", "pytest")
+    script = (
+        f"import sys\nimport {', '.join(names)}\nprint([m for m in {heavy!r} if m in sys.modules])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert len(names) >= 10
+    assert result.stdout.strip() == "[]"
 
 
 def _stdlib() -> frozenset[str]:

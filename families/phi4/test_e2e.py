@@ -1,20 +1,18 @@
 """End-to-end test of the phi4 family: checkpoint, vision/prefill/decode plans, native run,
 reference run.
 
-An ordinary pytest file. Under qualify the harness records phases and every parity case into
-the run directory, and options arrive as ``QUALIFY_OPT_*``; under plain pytest the harness calls
-do nothing and the defaults apply. The tests check the mechanics (a complete bundle, 30 tokens
-or an end of turn, well-formed top-k); parity itself is judged by the host.
+An ordinary pytest file on the family kit's skeleton (``harness.kit.e2e``). Under qualify the
+harness records phases and every parity case into the run directory, and options arrive as
+``QUALIFY_OPT_*``; under plain pytest the harness calls do nothing and the defaults apply. The
+tests check the mechanics (a complete bundle, 30 tokens or an end of turn, well-formed top-k);
+parity itself is judged by the host.
 """
 
 from __future__ import annotations
 
-import gc
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 from phi4_engine import checkpoint, engine, prompts
@@ -22,45 +20,26 @@ from phi4_engine.build import NETWORKS, TEXT_NETWORKS, build_engine
 from phi4_engine.native import NativeRuntime
 from phi4_engine.options import FamilyOptions
 from phi4_engine.reference import ReferenceRuntime
-from tiny_engine import allocator, bundle, generation, workspace
 
 import harness
-
-_T = TypeVar("_T")
+from harness.kit import e2e
 
 
 @dataclass
-class Run:
-    """What one test hands to the next."""
+class Run(e2e.Run[FamilyOptions]):
+    """What one test hands to the next: the kit's, with the engine and the model kind."""
 
-    options: FamilyOptions
-    checkpoint_dir: Path | None = None
-    bundle_dir: Path | None = None
     engine: engine.EngineChoice | None = None
-    cases: list[prompts.Prompt] = field(default_factory=list)
     multimodal: bool = True
+
+
+engine_root, collect_garbage = e2e.fixtures(checkpoint.cache_root)
 
 
 @pytest.fixture(scope="module")
 def run() -> Run:
     """The options of this run and the state the tests build up."""
-    allocator.pin_mmap_threshold()
-    return Run(FamilyOptions.from_harness())
-
-
-@pytest.fixture(scope="module")
-def engine_root() -> Iterator[Path]:
-    """A private directory for this run's bundle, on the disk of the checkpoint cache."""
-    with workspace.engine_workspace(checkpoint.cache_root() / "engines") as directory:
-        yield directory
-
-
-@pytest.fixture(autouse=True)
-def _collect_garbage() -> Iterator[None]:
-    # Free what a test's runtime left before the next phase starts, so that each phase's
-    # memory peak is its own.
-    yield
-    gc.collect()
+    return e2e.start(Run(FamilyOptions.from_harness()))
 
 
 def test_checkpoint(run: Run) -> None:
@@ -91,7 +70,7 @@ def test_checkpoint(run: Run) -> None:
 def test_build_engine(run: Run, engine_root: Path) -> None:
     """One plan per network (prefill, decode and, with a vision encoder, vision), published as
     a complete bundle."""
-    checkpoint_dir = _require(run.checkpoint_dir, "test_checkpoint")
+    checkpoint_dir = e2e.require(run.checkpoint_dir, "test_checkpoint")
     choice = engine.choose_engine(run.options.engine)
     print(f"engine: {choice.name} ({choice.reason})")
     published = build_engine(
@@ -101,65 +80,30 @@ def test_build_engine(run: Run, engine_root: Path) -> None:
         retain_plans=run.options.retain_plans,
         trust_remote_code=run.options.trust_remote_code,
     )
-    manifest = bundle.read_manifest(published)
     networks = NETWORKS if run.multimodal else TEXT_NETWORKS
-    assert [plan["network"] for plan in manifest["plans"]] == list(networks)
+    manifest = e2e.check_bundle(published, engine_root, networks)
     assert manifest["engine"] == choice.name
-    for plan in manifest["plans"]:
-        assert (published / plan["file"]).stat().st_size == plan["size_bytes"]
-        harness.metric(f"plan_bytes:{plan['network']}", plan["size_bytes"], "bytes")
-    entries = [path for path in engine_root.iterdir() if path.name != workspace.LOCK]
-    assert entries == [published], "staging left behind"
     run.bundle_dir, run.engine = published, choice
 
 
 def test_native_run(run: Run) -> None:
     """The bundle's plans generate every case; the engine that ran names a nested phase."""
-    bundle_dir = _require(run.bundle_dir, "test_build_engine")
-    checkpoint_dir = _require(run.checkpoint_dir, "test_checkpoint")
+    bundle_dir = e2e.require(run.bundle_dir, "test_build_engine")
+    checkpoint_dir = e2e.require(run.checkpoint_dir, "test_checkpoint")
     with harness.phase("native"):
         runtime = NativeRuntime(bundle_dir, checkpoint_dir)
         with harness.phase(f"native:{runtime.engine}"):
-            results = _generate_all(run, runtime, "native")
-    _check(results, run.options.new_tokens, runtime.stop_ids)
+            results = e2e.generate_all(run, runtime, "native")
+    e2e.check(results, run.options.new_tokens, runtime.stop_ids)
     if runtime.engine == engine.TORCH:
         assert "tensorrt" not in sys.modules, "the CPU path imported TensorRT"
 
 
 def test_reference_run(run: Run) -> None:
     """FP32 eager transformers with its own KV cache generates every case."""
-    checkpoint_dir = _require(run.checkpoint_dir, "test_checkpoint")
+    checkpoint_dir = e2e.require(run.checkpoint_dir, "test_checkpoint")
+    trust_remote_code = run.options.trust_remote_code
     with harness.phase("reference"):
-        runtime = ReferenceRuntime(checkpoint_dir, trust_remote_code=run.options.trust_remote_code)
-        results = _generate_all(run, runtime, "reference")
-    _check(results, run.options.new_tokens, runtime.stop_ids)
-
-
-def _generate_all(
-    run: Run, runtime: NativeRuntime | ReferenceRuntime, side: str
-) -> list[generation.Generation]:
-    results = []
-    for case in run.cases:
-        result = runtime.generate(case, run.options.new_tokens)
-        generation.record(result, side, runtime.tokenizer)
-        results.append(result)
-    return results
-
-
-def _check(results: list[generation.Generation], new_tokens: int, stop_ids: set[int]) -> None:
-    for result in results:
-        if result.eos:
-            assert result.token_ids[-1] in stop_ids, result.case_id
-        else:
-            assert len(result.token_ids) == new_tokens, result.case_id
-        assert len(result.top_logprobs) == len(result.token_ids), result.case_id
-        for token, top in zip(result.token_ids, result.top_logprobs, strict=True):
-            assert len(top) == generation.TOP_K
-            assert top[0][0] == token
-            assert [entry[1] for entry in top] == sorted((entry[1] for entry in top), reverse=True)
-
-
-def _require(value: _T | None, producer: str) -> _T:
-    if value is None:
-        pytest.skip(f"needs {producer} to pass first")
-    return value
+        runtime = ReferenceRuntime(checkpoint_dir, trust_remote_code=trust_remote_code)
+        results = e2e.generate_all(run, runtime, "reference")
+    e2e.check(results, run.options.new_tokens, runtime.stop_ids)

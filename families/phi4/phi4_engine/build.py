@@ -3,7 +3,7 @@ each staged to disk as soon as it is built.
 
 A plan is the ``torch.export`` archive of one network with its own copy of the bf16 weights,
 held in memory as one buffer while it is built, like a TensorRT engine plan. Each is written
-through the bundle writer of ``tiny_engine.bundle`` (write, fsync, drop from the page cache)
+by the family kit's staged build (``harness.kit.build``: write, fsync, drop from the page cache)
 and released before the next network is built; the bundle is published atomically. With
 ``retain_plans`` the buffers stay alive until the build ends, as the original builder kept
 them: the prefill plan while decode builds, both while vision builds.
@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tiny_engine.bundle import BundleWriter, StagedPlan
-from tiny_engine.checkpoint import stop_token_ids
 from tiny_engine.network import NetworkShape
 from torch.export import Dim
 
 import harness
+from harness.kit.build import export_decode, serialize, stage_networks
+from harness.kit.bundle import StagedPlan
+from harness.kit.checkpoint import stop_token_ids
 from phi4_engine import checkpoint
 from phi4_engine.engine import TORCH, EngineChoice
 from phi4_engine.images import CROP
@@ -74,21 +75,21 @@ def build_engine(
         raise NotImplementedError(f"the {engine.name} builder is not part of this family")
     with harness.phase("build"):
         inputs = load_plan_inputs(checkpoint_dir, trust_remote_code)
-        with BundleWriter(bundle_dir) as writer:
-            retained = _build_networks(writer, inputs, retain_plans, on_staged)
-            published = writer.publish(
-                {
-                    "networks": list(inputs.networks),
-                    "dtype": str(PLAN_DTYPE).removeprefix("torch."),
-                    "engine": engine.name,
-                    "engine_reason": engine.reason,
-                    "hidden_size": inputs.shape.hidden_size,
-                    "stop_token_ids": stop_token_ids(checkpoint_dir),
-                    "retain_plans": retain_plans,
-                }
-            )
-        del retained
-    return published
+        return stage_networks(
+            bundle_dir,
+            inputs.networks,
+            lambda network: build_plan(network, inputs),
+            {
+                "dtype": str(PLAN_DTYPE).removeprefix("torch."),
+                "engine": engine.name,
+                "engine_reason": engine.reason,
+                "hidden_size": inputs.shape.hidden_size,
+                "stop_token_ids": stop_token_ids(checkpoint_dir),
+                "retain_plans": retain_plans,
+            },
+            retain_plans=retain_plans,
+            on_staged=on_staged,
+        )
 
 
 def load_plan_inputs(checkpoint_dir: Path, trust_remote_code: bool) -> PlanInputs:
@@ -98,34 +99,9 @@ def load_plan_inputs(checkpoint_dir: Path, trust_remote_code: bool) -> PlanInput
     return PlanInputs(model.config, weights)
 
 
-def _build_networks(
-    writer: BundleWriter,
-    inputs: PlanInputs,
-    retain_plans: bool,
-    on_staged: Callable[[StagedPlan], None] | None,
-) -> list[io.BytesIO]:
-    """Build, stage and (unless retained) release each plan in turn; return the retained."""
-    retained: list[io.BytesIO] = []
-    for network in inputs.networks:
-        with harness.phase(f"build:{network}"):
-            plan = build_plan(network, inputs)
-            with plan.getbuffer() as view:
-                staged = writer.stage(network, view)
-            if retain_plans:
-                retained.append(plan)
-            # Unless retained, this was the buffer's last reference: freed before the next.
-            del plan
-        if on_staged is not None:
-            on_staged(staged)
-    return retained
-
-
 def build_plan(network: str, inputs: PlanInputs) -> io.BytesIO:
     """Export ``network`` and serialize it into one in-memory buffer."""
-    exported = export_network(network, inputs)
-    plan = io.BytesIO()
-    torch.export.save(exported, plan)
-    return plan
+    return serialize(export_network(network, inputs))
 
 
 def export_network(network: str, inputs: PlanInputs) -> Any:
@@ -156,19 +132,8 @@ def _export_prefill(inputs: PlanInputs) -> Any:
 
 
 def _export_decode(inputs: PlanInputs) -> Any:
-    shape = inputs.shape
-    token = torch.zeros((1, 1), dtype=torch.long)
-    cache_shape = (shape.layers, 1, shape.kv_heads, 8, shape.head_dim)
-    # Two distinct tensors: export treats one tensor passed twice as an alias.
-    keys = torch.zeros(cache_shape, dtype=PLAN_DTYPE)
-    values = torch.zeros(cache_shape, dtype=PLAN_DTYPE)
-    past = Dim("past", min=1, max=shape.max_positions - 1)
-    return torch.export.export(
-        DecodeNetwork(shape, inputs.rope, text_weights(inputs.weights)),
-        (token, keys, values),
-        dynamic_shapes={"input_ids": None, "keys": {3: past}, "values": {3: past}},
-        strict=False,
-    )
+    network = DecodeNetwork(inputs.shape, inputs.rope, text_weights(inputs.weights))
+    return export_decode(network, inputs.shape, PLAN_DTYPE)
 
 
 def _export_vision(inputs: PlanInputs) -> Any:

@@ -11,21 +11,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
-from tiny_engine.checkpoint import load_tokenizer, stop_token_ids  # noqa: F401 (tiny's, reused)
-from tiny_engine.durable import fsync_dir, fsync_tree
 
+from harness.kit import checkpoint as kit_checkpoint
+from harness.kit.checkpoint import load_tokenizer, quiet_transformers, stop_token_ids
 from phi4_engine import corpus, fit, sizes, tokenizer
 
+__all__ = ["load_tokenizer", "stop_token_ids"]
+
 ENV_CACHE_DIR = "PHI4_CACHE_DIR"
+_FAMILY = Path(__file__).resolve().parent.parent
+# phi4_engine, and tiny_engine next to it (pytest puts both on the E2E's path, not a child's).
+CACHE = kit_checkpoint.CheckpointCache(
+    ENV_CACHE_DIR, "phi4", "phi4_engine.checkpoint", [_FAMILY, _FAMILY.parent / "tiny"]
+)
 MODEL_TYPES = {
     "phi4_multimodal": "Phi-4-multimodal (transformers' Phi4MultimodalForCausalLM)",
     "phi3": "Phi-4-mini, text only (transformers' Phi3ForCausalLM with the 200,064 vocabulary)",
@@ -42,8 +45,7 @@ class CheckpointError(ValueError):
 
 def cache_root() -> Path:
     """Where checkpoints live: ``$PHI4_CACHE_DIR`` or ``~/.cache/qualify/phi4``."""
-    configured = os.environ.get(ENV_CACHE_DIR)
-    return Path(configured) if configured else Path.home() / ".cache" / "qualify" / "phi4"
+    return CACHE.root()
 
 
 def tokenizer_dir(root: Path | None = None) -> Path:
@@ -66,31 +68,15 @@ def ensure_checkpoint(size: str, root: Path | None = None, model: str = "multimo
     out of every later phase's memory.
     """
     target = checkpoint_dir(size, root, model)
-    if not target.is_dir():
-        command = [sys.executable, "-m", "phi4_engine.checkpoint", size, str(target)]
-        if model != "multimodal":
-            command.append(f"--model={model}")
-        subprocess.run(command, check=True, env=_child_env())
-    return target
+    argv = [size, str(target)] + ([f"--model={model}"] if model != "multimodal" else [])
+    return CACHE.ensure(target, argv)
 
 
 def create_checkpoint(size: str, target: Path, model: str = "multimodal") -> None:
     """Write the checkpoint into a temporary sibling of ``target`` and rename it into place;
     when two processes race, the first rename wins."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        staging.chmod(0o755)
-        write_checkpoint(size, staging, tokenizer_dir(target.parent), model)
-        fsync_tree(staging)
-        try:
-            staging.rename(target)
-        except OSError:
-            if not target.is_dir():
-                raise
-        fsync_dir(target.parent)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    source = tokenizer_dir(target.parent)
+    kit_checkpoint.create(target, lambda staging: write_checkpoint(size, staging, source, model))
 
 
 def write_checkpoint(
@@ -109,7 +95,7 @@ def write_checkpoint(
         Phi4MultimodalForCausalLM,
     )
 
-    _quiet_transformers()
+    quiet_transformers()
     phi4_tokenizer = tokenizer.load_tokenizer(tokenizer.build_tokenizer(tokenizer_source))
     kwargs = sizes.config_kwargs(size, model_name)
     torch.manual_seed(sizes.SEED)
@@ -183,13 +169,7 @@ def load_model(directory: Path, dtype: torch.dtype, *, trust_remote_code: bool =
     when no patch is padded (``Phi4MultimodalVisionAttention.is_causal``, transformers 5.24),
     eager runs it bidirectional, as SigLIP is.
     """
-    from transformers import AutoModelForCausalLM
-
-    _quiet_transformers()
-    model = AutoModelForCausalLM.from_pretrained(
-        directory, dtype=dtype, attn_implementation="eager", trust_remote_code=trust_remote_code
-    )
-    return model.eval()
+    return kit_checkpoint.load_model(directory, dtype, trust_remote_code=trust_remote_code)
 
 
 def _eager(model: Any) -> None:
@@ -198,13 +178,8 @@ def _eager(model: Any) -> None:
 
 
 def _child_env() -> dict[str, str]:
-    """This environment, with the directories holding ``phi4_engine`` and ``tiny_engine``
-    first on PYTHONPATH (the child is not started by pytest, which sets them from pytest.ini)."""
-    env = dict(os.environ)
-    family = Path(__file__).resolve().parent.parent
-    paths = [str(family), str(family.parent / "tiny"), env.get("PYTHONPATH")]
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
-    return env
+    """The environment of the child that creates a checkpoint."""
+    return CACHE.child_env()
 
 
 def _content_digest() -> str:
@@ -218,13 +193,6 @@ def _content_digest() -> str:
         "tokenizer": tokenizer.content_digest(),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
-
-
-def _quiet_transformers() -> None:
-    # transformers 5 draws a progress bar per load and save; the E2E's logs need none.
-    from transformers.utils import logging
-
-    logging.disable_progress_bar()
 
 
 USAGE = "usage: python -m phi4_engine.checkpoint SIZE [TARGET] [--model=multimodal|mini]"

@@ -6,30 +6,23 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from tiny_engine.bundle import read_manifest
-from tiny_engine.checkpoint import load_tokenizer
-from tiny_engine.generation import Generation, greedy
 
+from harness.kit.generation import Generation
+from harness.kit.native import PlanRuntime
 from phi4_engine import sizes
 from phi4_engine.network import hd_layout
 from phi4_engine.prompts import Prompt
 
 
-class NativeRuntime:
+class NativeRuntime(PlanRuntime):
     """Loads each plan of a bundle; an image prompt runs vision first, then prefill once and
-    decode per token. The tokenizer comes from the checkpoint directory, as an engine runtime
-    takes it from the Hugging Face model directory next to the engine."""
+    decode per token."""
 
     def __init__(self, bundle_dir: Path, checkpoint_dir: Path) -> None:
-        manifest = read_manifest(bundle_dir)
-        plans = {plan["network"]: bundle_dir / plan["file"] for plan in manifest["plans"]}
-        self.vision = torch.export.load(plans["vision"]).module() if "vision" in plans else None
-        self.prefill = torch.export.load(plans["prefill"]).module()
-        self.decode = torch.export.load(plans["decode"]).module()
-        self.engine = str(manifest["engine"])
-        self.hidden_size = int(manifest["hidden_size"])
-        self.stop_ids = set(manifest["stop_token_ids"])
-        self.tokenizer = load_tokenizer(checkpoint_dir)
+        super().__init__(bundle_dir, checkpoint_dir)
+        self.vision = self.plans.get("vision")
+        self.engine = str(self.manifest["engine"])
+        self.hidden_size = int(self.manifest["hidden_size"])
 
     def image_features(self, prompt: Prompt, hidden_size: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Features ``[1, length, hidden]`` at the placeholders (zeros elsewhere) and the mask."""
@@ -62,20 +55,5 @@ class NativeRuntime:
     def generate(self, prompt: Prompt, new_tokens: int) -> Generation:
         """Greedy continuation of ``prompt``: the cache grows by one position per token."""
         features, mask = self.image_features(prompt, self.hidden_size)
-        logits, keys, values = self.prefill(torch.tensor([prompt.input_ids]), features, mask)
-
-        def after(token: int) -> torch.Tensor:
-            nonlocal keys, values
-            step_logits, keys, values = self.decode(torch.tensor([[token]]), keys, values)
-            logits: torch.Tensor = step_logits[0]
-            return logits
-
-        return greedy(
-            prompt.case_id,
-            prompt.text,
-            logits[0],
-            after,
-            new_tokens=new_tokens,
-            stop_ids=self.stop_ids,
-            tokenizer=self.tokenizer,
-        )
+        prefilled = self.plans["prefill"](torch.tensor([prompt.input_ids]), features, mask)
+        return self.decode_greedily(prompt, prefilled, new_tokens)

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tiny_engine.checkpoint import load_tokenizer, stop_token_ids
-from tiny_engine.generation import Generation, greedy
 
+from harness.kit.checkpoint import load_tokenizer, stop_token_ids
+from harness.kit.generation import Generation, greedy
 from phi4_engine import checkpoint
 from phi4_engine.prompts import Prompt
 

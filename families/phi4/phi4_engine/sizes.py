@@ -10,10 +10,10 @@ shrinks only depth and widths, so that the whole E2E runs in minutes on two CPU 
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from harness.kit import sizes as kit_sizes
 
 # Bump when the way the checkpoint is made changes: it is part of the cache key (2: the fit
 # runs each image chat's image prefix without gradients).
@@ -43,14 +43,10 @@ SHORT_FACTOR = [1.0] * 48
 
 
 @dataclass(frozen=True)
-class SizeSpec:
-    """Depth and widths of one size; everything else is the published model's."""
+class SizeSpec(kit_sizes.DecoderSpec):
+    """Depth and widths of one size (the text decoder's, then the encoders'); everything else
+    is the published model's."""
 
-    hidden_size: int
-    intermediate_size: int
-    layers: int
-    heads: int
-    kv_heads: int
     vision_hidden_size: int
     vision_intermediate_size: int
     vision_layers: int
@@ -81,10 +77,7 @@ SIZES: dict[str, SizeSpec] = {
 
 def size_spec(size: str) -> SizeSpec:
     """The spec of ``size``; an unknown name is a one-line error listing the valid ones."""
-    try:
-        return SIZES[size]
-    except KeyError:
-        raise ValueError(f"size {size!r} is not one of {', '.join(SIZES)}") from None
+    return kit_sizes.pick(SIZES, size)
 
 
 MODELS = ("multimodal", "mini")
@@ -198,6 +191,4 @@ def cache_key(size: str, content: str = "", model: str = "multimodal") -> str:
         "seed": SEED,
         "version": CHECKPOINT_VERSION,
     }
-    digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
-    label = size if model == "multimodal" else f"{size}-{model}"
-    return f"{label}-{digest[:16]}"
+    return kit_sizes.cache_key(size if model == "multimodal" else f"{size}-{model}", payload)

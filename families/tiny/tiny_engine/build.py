@@ -18,8 +18,9 @@ import torch
 from torch.export import Dim
 
 import harness
+from harness.kit.build import export_decode, serialize, stage_networks
+from harness.kit.bundle import StagedPlan
 from tiny_engine import checkpoint
-from tiny_engine.bundle import BundleWriter, StagedPlan
 from tiny_engine.network import DecodeNetwork, NetworkShape, PrefillNetwork
 
 NETWORKS = ("prefill", "decode")
@@ -61,18 +62,18 @@ def build_engine(
     """
     with harness.phase("build"):
         shape, weights = load_plan_weights(checkpoint_dir, perturb_native)
-        with BundleWriter(bundle_dir) as writer:
-            retained = _build_networks(writer, shape, weights, retain_plans, on_staged)
-            published = writer.publish(
-                {
-                    "networks": list(NETWORKS),
-                    "dtype": str(PLAN_DTYPE).removeprefix("torch."),
-                    "stop_token_ids": checkpoint.stop_token_ids(checkpoint_dir),
-                    "perturb_native": perturb_native,
-                }
-            )
-        del retained
-    return published
+        return stage_networks(
+            bundle_dir,
+            NETWORKS,
+            lambda network: build_plan(network, shape, weights),
+            {
+                "dtype": str(PLAN_DTYPE).removeprefix("torch."),
+                "stop_token_ids": checkpoint.stop_token_ids(checkpoint_dir),
+                "perturb_native": perturb_native,
+            },
+            retain_plans=retain_plans,
+            on_staged=on_staged,
+        )
 
 
 def load_plan_weights(
@@ -87,36 +88,9 @@ def load_plan_weights(
     return shape, weights
 
 
-def _build_networks(
-    writer: BundleWriter,
-    shape: NetworkShape,
-    weights: dict[str, torch.Tensor],
-    retain_plans: bool,
-    on_staged: Callable[[StagedPlan], None] | None,
-) -> list[io.BytesIO]:
-    """Build, stage and (unless retained) release each plan in turn; return the retained."""
-    retained: list[io.BytesIO] = []
-    for network in NETWORKS:
-        with harness.phase(f"build:{network}"):
-            plan = build_plan(network, shape, weights)
-            with plan.getbuffer() as view:
-                staged = writer.stage(network, view)
-            if retain_plans:
-                retained.append(plan)
-            # Unless retained, this was the buffer's last reference: it is freed here, before
-            # the next network builds.
-            del plan
-        if on_staged is not None:
-            on_staged(staged)
-    return retained
-
-
 def build_plan(network: str, shape: NetworkShape, weights: dict[str, torch.Tensor]) -> io.BytesIO:
     """Export ``network`` over ``weights`` and serialize it into one in-memory buffer."""
-    exported = export_network(network, shape, weights)
-    plan = io.BytesIO()
-    torch.export.save(exported, plan)
-    return plan
+    return serialize(export_network(network, shape, weights))
 
 
 def export_network(network: str, shape: NetworkShape, weights: dict[str, torch.Tensor]) -> Any:
@@ -140,19 +114,7 @@ def _export_prefill(shape: NetworkShape, weights: dict[str, torch.Tensor]) -> An
 
 
 def _export_decode(shape: NetworkShape, weights: dict[str, torch.Tensor]) -> Any:
-    token = torch.zeros((1, 1), dtype=torch.long)
-    cache_shape = (shape.layers, 1, shape.kv_heads, 8, shape.head_dim)
-    # Two distinct tensors: export treats one tensor passed twice as an alias and would
-    # trace the keys as the values.
-    keys = torch.zeros(cache_shape, dtype=PLAN_DTYPE)
-    values = torch.zeros(cache_shape, dtype=PLAN_DTYPE)
-    past = Dim("past", min=1, max=shape.max_positions - 1)
-    return torch.export.export(
-        DecodeNetwork(shape, weights),
-        (token, keys, values),
-        dynamic_shapes={"input_ids": None, "keys": {3: past}, "values": {3: past}},
-        strict=False,
-    )
+    return export_decode(DecodeNetwork(shape, weights), shape, PLAN_DTYPE)
 
 
 def perturb(weights: dict[str, torch.Tensor], std: float) -> None:

@@ -1,35 +1,36 @@
 """The family's Hugging Face checkpoint: created once per size into a cache, loaded like any.
 
-The checkpoint is a genuine ``save_pretrained`` directory (``config.json``,
+The checkpoint is a genuine Hugging Face model directory (``config.json``,
 ``model.safetensors``, ``generation_config.json``, tokenizer files with a chat template), so
 the reference and the engine build load it through ``from_pretrained`` exactly as they would
-load a downloaded Phi-4-mini.
+load a downloaded Phi-4-mini. The cache, the child process that creates a checkpoint and the
+loading are the family kit's (``harness.kit.checkpoint``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
-from typing import Any
 
 import torch
 
+from harness.kit import checkpoint as kit_checkpoint
+from harness.kit.checkpoint import load_model, load_tokenizer, stop_token_ids
 from tiny_engine import corpus, head, sizes, tokenizer
-from tiny_engine.durable import fsync_dir, fsync_tree
+
+__all__ = ["load_model", "load_tokenizer", "stop_token_ids"]
 
 ENV_CACHE_DIR = "TINY_CACHE_DIR"
+CACHE = kit_checkpoint.CheckpointCache(
+    ENV_CACHE_DIR, "tiny", "tiny_engine.checkpoint", [Path(__file__).resolve().parent.parent]
+)
 
 
 def cache_root() -> Path:
     """Where checkpoints live: ``$TINY_CACHE_DIR`` or ``~/.cache/qualify/tiny``."""
-    configured = os.environ.get(ENV_CACHE_DIR)
-    return Path(configured) if configured else Path.home() / ".cache" / "qualify" / "tiny"
+    return CACHE.root()
 
 
 def checkpoint_dir(size: str, root: Path | None = None) -> Path:
@@ -39,92 +40,39 @@ def checkpoint_dir(size: str, root: Path | None = None) -> Path:
 
 
 def ensure_checkpoint(size: str, root: Path | None = None) -> Path:
-    """The checkpoint directory of ``size``, created first if it is not cached yet.
-
-    Creation runs in a child process: what it leaves behind in the allocator and the imported
-    modules (about 150 MB at ``small``) would otherwise raise every later phase's memory.
-    """
+    """The checkpoint directory of ``size``, created first (in a child process) if it is not
+    cached yet."""
     target = checkpoint_dir(size, root)
-    if not target.is_dir():
-        command = [sys.executable, "-m", "tiny_engine.checkpoint", size, str(target)]
-        subprocess.run(command, check=True, env=_child_env())
-    return target
+    return CACHE.ensure(target, [size, str(target)])
 
 
 def create_checkpoint(size: str, target: Path) -> None:
-    """Write the checkpoint into a temporary sibling of ``target`` and rename it into place.
-
-    A reader never sees a half-written checkpoint; when two processes race, the first rename
-    wins and the other's copy (identical, as everything is seeded) is discarded.
-    """
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        # mkdtemp's 0700 would make a shared cache unreadable to other users.
-        staging.chmod(0o755)
-        write_checkpoint(size, staging)
-        fsync_tree(staging)
-        try:
-            staging.rename(target)
-        except OSError:
-            if not target.is_dir():
-                raise
-        fsync_dir(target.parent)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    """Write the checkpoint into a temporary sibling of ``target`` and rename it into place
+    (everything is seeded: a racing process's copy is identical)."""
+    kit_checkpoint.create(target, lambda staging: write_checkpoint(size, staging))
 
 
 def write_checkpoint(size: str, directory: Path) -> None:
-    """Train the tokenizer, build the seeded Phi-3 model and save both into ``directory``."""
+    """Train the tokenizer, build the seeded Phi-3 model and save both into ``directory``.
+
+    The weights are written one tensor at a time (``harness.kit.checkpoint.save_model``): a
+    cold cache is filled under the run's memory cap, which must not have to hold them twice.
+    """
     from transformers import GenerationConfig, Phi3Config, Phi3ForCausalLM
 
-    _quiet_transformers()
+    kit_checkpoint.quiet_transformers()
     trained = tokenizer.train_tokenizer()
     ids = tokenizer.special_ids(trained)
     config = Phi3Config(**sizes.config_kwargs(size, trained.get_vocab_size(), ids))
     torch.manual_seed(sizes.SEED)
     model = Phi3ForCausalLM(config).eval()
     head.fit_output_head(model, [trained.encode(text).ids for text in corpus.sequences()])
-    model.save_pretrained(directory)
+    kit_checkpoint.save_model(model, directory)
     # A turn ends with <|end|>, a document with <|endoftext|>: both stop generation.
     GenerationConfig(
         bos_token_id=ids["bos"], eos_token_id=[ids["eos"], ids["bos"]], do_sample=False
     ).save_pretrained(directory)
     tokenizer.wrap_for_transformers(trained).save_pretrained(directory)
-
-
-def load_model(directory: Path, dtype: torch.dtype) -> Any:
-    """``AutoModelForCausalLM.from_pretrained`` in ``dtype`` with eager attention, in eval mode."""
-    from transformers import AutoModelForCausalLM
-
-    _quiet_transformers()
-    model = AutoModelForCausalLM.from_pretrained(
-        directory, dtype=dtype, attn_implementation="eager"
-    )
-    return model.eval()
-
-
-def load_tokenizer(directory: Path) -> Any:
-    """``AutoTokenizer.from_pretrained``: the tokenizer and its chat template."""
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(directory)
-
-
-def stop_token_ids(directory: Path) -> list[int]:
-    """Token ids that end a generation, from the checkpoint's ``generation_config.json``."""
-    from transformers import GenerationConfig
-
-    eos = GenerationConfig.from_pretrained(directory).eos_token_id
-    return [eos] if isinstance(eos, int) else list(eos or [])
-
-
-def _child_env() -> dict[str, str]:
-    """This environment, with the directory holding ``tiny_engine`` first on PYTHONPATH."""
-    env = dict(os.environ)
-    package_parent = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
-    return env
 
 
 def _content_digest() -> str:
@@ -139,18 +87,10 @@ def _content_digest() -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def _quiet_transformers() -> None:
-    # transformers 5 draws a progress bar per load and save; the E2E's logs need none.
-    from transformers.utils import logging
-
-    logging.disable_progress_bar()
-
-
 def main(argv: list[str]) -> int:
     """``python -m tiny_engine.checkpoint SIZE [TARGET]``: create one checkpoint.
 
-    Without TARGET it fills the cache (ahead of a capped run, whose cap may not leave room for
-    creation: at ``small`` it peaks near 700 MiB in its own process) and prints the directory.
+    Without TARGET it fills the cache (ahead of a capped run) and prints the directory.
     """
     if len(argv) == 2:
         create_checkpoint(argv[0], Path(argv[1]))

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import torch
 
+from harness.kit.generation import Generation, greedy
 from tiny_engine import checkpoint
-from tiny_engine.generation import Generation, greedy
 from tiny_engine.prompts import Prompt
 
 

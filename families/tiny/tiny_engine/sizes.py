@@ -7,26 +7,20 @@ projections, partial rotary embedding) and scales only widths and depth. Each bf
 
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
+from harness.kit import sizes as kit_sizes
+
 # Bump when the way the checkpoint is made changes: it is part of the cache key, so an old
-# cached checkpoint is never reused by mistake.
-CHECKPOINT_VERSION = 1
+# cached checkpoint is never reused by mistake (2: model.safetensors written tensor by tensor,
+# in name order, by harness.kit.checkpoint).
+CHECKPOINT_VERSION = 2
 SEED = 1234
 
 
-@dataclass(frozen=True)
-class SizeSpec:
-    """Widths and depth of one size; everything else is shared by all sizes."""
-
-    hidden_size: int
-    intermediate_size: int
-    layers: int
-    heads: int
-    kv_heads: int
+SizeSpec = kit_sizes.DecoderSpec
+"""Widths and depth of one size; everything else is shared by all sizes."""
 
 
 SIZES: dict[str, SizeSpec] = {
@@ -44,10 +38,7 @@ MAX_POSITIONS = 512
 
 def size_spec(size: str) -> SizeSpec:
     """The spec of ``size``; an unknown name is a one-line error listing the valid ones."""
-    try:
-        return SIZES[size]
-    except KeyError:
-        raise ValueError(f"size {size!r} is not one of {', '.join(SIZES)}") from None
+    return kit_sizes.pick(SIZES, size)
 
 
 def config_kwargs(size: str, vocab_size: int, special_ids: dict[str, int]) -> dict[str, Any]:
@@ -89,5 +80,4 @@ def cache_key(size: str, content: str = "") -> str:
         "max_positions": MAX_POSITIONS,
         "version": CHECKPOINT_VERSION,
     }
-    digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
-    return f"{size}-{digest[:16]}"
+    return kit_sizes.cache_key(size, payload)

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from tiny_engine.durable import fsync_dir
+from harness.kit.durable import fsync_dir
 
 MANIFEST = "engine.json"
 FORMAT = "tiny-engine/1"

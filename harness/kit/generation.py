@@ -6,11 +6,12 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 import harness
+
+if TYPE_CHECKING:
+    import torch
 
 TOP_K = 5
 
@@ -72,6 +73,8 @@ def greedy(
 
 def record_step(result: Generation, logits: torch.Tensor, tokenizer: Any) -> int:
     """Append the greedy token of ``logits`` (``[vocab]``) and its top-k; return the token."""
+    import torch
+
     logprobs = torch.log_softmax(logits.float().reshape(-1), dim=-1)
     values, indices = torch.topk(logprobs, TOP_K)
     top = [
