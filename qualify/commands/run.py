@@ -36,13 +36,8 @@ from qualify.sandbox.cgroup.layout import current_layout
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE, PROVISIONAL_REASON
 
 if TYPE_CHECKING:
-    from qualify.judge.progress import RunProgress
     from qualify.judge.result import RunResult
     from qualify.run.execution import Execution
-    from qualify.rundir.events import JsonlContent
-
-    _Replayed = tuple[JsonlContent, RunProgress]
-    """The events file's content and its replay, as ``_EventsAsTheyCome`` made them."""
 
 
 def _properties(result: RunResult) -> dict[str, str]:
@@ -346,11 +341,7 @@ def add_parser(commands: Commands) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from qualify.plan.commit import CommitPrefetch
-
-    prefetch = None
-    if not os.environ.get("QUALIFY_NO_PREFETCH"):  # the benchmark's off switch
-        prefetch = CommitPrefetch(args.repo, args.base_ref, os.environ)
+    prefetch = _overlap.CommitPrefetch.start(args.repo, args.base_ref, os.environ)
     return run(
         RunRequest(
             family_name=args.family,
