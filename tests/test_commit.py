@@ -81,7 +81,7 @@ def test_an_untracked_file_makes_the_tree_dirty_an_ignored_one_does_not(project:
 def test_the_prefetched_commit_is_taken_only_for_the_same_repository_and_base(
     project: Path, tmp_path: Path
 ) -> None:
-    from qualify.plan.commit import CommitPrefetch
+    from qualify.commands._overlap import CommitPrefetch
 
     prefetch = CommitPrefetch(project / "src", None, {})
     assert prefetch.get(project, None, {}) == commit_info(project)
@@ -96,7 +96,7 @@ def test_the_prefetched_top_level_is_taken_for_the_same_path_with_no_git_of_its_
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import qualify.plan.commit as commit_module
-    from qualify.plan.commit import CommitPrefetch
+    from qualify.commands._overlap import CommitPrefetch
 
     prefetch = CommitPrefetch(project / "src", None, {})
     prefetch.get(project, None, {})  # the thread is done
@@ -117,4 +117,38 @@ def test_the_prefetched_top_level_is_taken_for_the_same_path_with_no_git_of_its_
     monkeypatch.undo()
     with pytest.raises(UsageError) as fresh:
         repo_root(tmp_path)
+    assert str(found.value) == str(fresh.value)
+
+
+def test_what_the_prefetch_met_is_raised_where_the_plan_asks_for_the_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repository whose HEAD tree is missing from its object store: its top level is found,
+    reading the commit fails. The prefetch keeps that failure and raises it, once, where the
+    plan asks for the commit; it does not swallow it nor read the repository twice."""
+    import qualify.plan.commit as commit_module
+    from qualify.commands._overlap import CommitPrefetch
+
+    repo = tmp_path / "corrupt"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "f").write_text("a\n")
+    git(repo, "add", "f")
+    git(repo, "-c", "user.name=a", "-c", "user.email=a@x", "commit", "-q", "-m", "a")
+    tree = git(repo, "rev-parse", "HEAD^{tree}")
+    obj = repo / ".git" / "objects" / tree[:2] / tree[2:]
+    obj.chmod(0o600)
+    obj.unlink()
+    with pytest.raises(RuntimeError) as fresh:
+        commit_info(repo)
+    prefetch = CommitPrefetch(repo, None, {})
+    assert prefetch.root(repo) == repo
+
+    def no_git(*args: object, **kwargs: object) -> None:
+        raise AssertionError("git was run again")
+
+    prefetch._thread.join()
+    monkeypatch.setattr(commit_module, "run_capture", no_git)
+    with pytest.raises(RuntimeError) as found:
+        prefetch.get(repo, None, {})
     assert str(found.value) == str(fresh.value)

@@ -588,3 +588,27 @@ def test_the_pseudonym_map_is_written_again_only_when_it_changed(tmp_path: Path)
     pseudonyms = json.loads((run_dir / "sanitize-map.json").read_text())["pseudonyms"]
     assert "/home/zed-planted" in pseudonyms
     assert "zed-planted" not in (run_dir / "public" / "stdout.log").read_text()
+
+
+def test_a_report_page_that_cannot_be_written_is_a_problem_in_the_audit(tmp_path: Path) -> None:
+    """report.html taken by a directory: the page fails for real; the failure costs nothing
+    else (public/ is made), its traceback is in the debug log, and the audit (the run's and
+    the published copy) records it among its problems."""
+    import io
+
+    from qualify.commands.publish import publish_channels
+    from qualify.rundir import RunDir
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "audit.json").write_bytes(Audit(verdict="PASSED", problems=["earlier"]).to_bytes())
+    (run_dir / "report.html").mkdir()
+    publication = publish_channels(
+        RunDir(run_dir), level="public", environ={}, stdout=io.StringIO()
+    )
+    assert publication.exit_code == 0
+    for audit in (run_dir / "audit.json", run_dir / "public" / "audit.json"):
+        problems = json.loads(audit.read_text())["problems"]
+        assert problems[0] == "earlier" and len(problems) == 2, problems
+        assert problems[1].startswith("qualify could not write report.html: IsADirectoryError")
+    assert "IsADirectoryError" in (run_dir / "debug.log").read_text()

@@ -38,12 +38,14 @@ if TYPE_CHECKING:
 
 def triage_findings(run_dir: RunDir) -> dict[str, Any]:
     """Triage's answer for the report page; a triage bug must not cost the report, so it is
-    shown instead. (Imported here: a passed run's page has no triage.)"""
+    shown instead and recorded in the audit's problems. (Imported here: a passed run's page
+    has no triage.)"""
     try:
         from qualify.triage import Sources, triage
 
         found = triage(Sources(run_dir=run_dir.path))
     except Exception as exc:
+        record_problem(run_dir, f"triage failed on the report page: {exc!r}")
         return {"triage failed": repr(exc)}
     return {
         "class": found.triage_class.value,
@@ -56,15 +58,28 @@ def triage_findings(run_dir: RunDir) -> dict[str, Any]:
 
 
 def write_report(run_dir: RunDir) -> Path | None:
-    """The report page; its failure is kept in the debug log and costs nothing else (None)."""
+    """The report page; its failure costs nothing else (None): its traceback is kept in the
+    debug log and the audit's problems say so (before public/ copies the audit)."""
     try:
         read = run_dir.read_audit()
         failed = read.audit is None or read.audit.verdict != "PASSED"
         return write_html_report(run_dir, triage_findings(run_dir) if failed else None, read.audit)
-    except Exception:
+    except Exception as exc:
         with contextlib.suppress(OSError):
             run_dir.write_debug(traceback.format_exc())
+        record_problem(
+            run_dir, f"qualify could not write {contract.REPORT_HTML}: {exc!r} (see the debug log)"
+        )
         return None
+
+
+def record_problem(run_dir: RunDir, problem: str) -> None:
+    """``problem`` added to the audit's problems (once), where a failure of qualify's own that
+    costs nothing else is recorded; an audit that cannot be read or written is left as it is."""
+    with contextlib.suppress(OSError):
+        audit = run_dir.read_audit().audit
+        if audit is not None and problem not in audit.problems:
+            run_dir.write_audit(dataclasses.replace(audit, problems=[*audit.problems, problem]))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -42,13 +42,9 @@ from qualify.sandbox.cgroup.layout import current_layout
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE, PROVISIONAL_REASON
 
 if TYPE_CHECKING:
-    from qualify.judge.progress import RunProgress
+    from qualify.commands.publish import Publication
     from qualify.judge.result import RunResult
     from qualify.run.execution import Execution
-    from qualify.rundir.events import JsonlContent
-
-    _Replayed = tuple[JsonlContent, RunProgress]
-    """The events file's content and its replay, as ``_EventsAsTheyCome`` made them."""
 
 
 def _properties(result: RunResult) -> dict[str, str]:
@@ -185,10 +181,10 @@ def _take_over_and_guard(spec: RunSpec, sandbox: Sandbox, stderr: TextIO) -> Run
     return guard_run(spec.run_id, spec.run_dir, sandbox.cgroup_dirs())
 
 
-def _execute_and_judge(
-    spec: RunSpec, sandbox: Sandbox, interrupts: Interrupts, started_wall: float, guard: RunGuard
-) -> RunResult:
+def _execute_and_judge(opened: Opened, interrupts: Interrupts, guard: RunGuard) -> RunResult:
     """The E2E run, then judged."""
+    spec, sandbox = opened.planned.spec, opened.planned.sandbox
+    started_wall = opened.started_wall
     preload = _overlap.EndOfRunImports()
 
     def started() -> None:
@@ -205,73 +201,112 @@ def _execute_and_judge(
     return _judge_or_error(spec, execution)
 
 
-def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
-    """Run one family once; returns the verdict's exit code (2 for bad input)."""
-    try:
-        spec = build_spec(request)
-        sandbox = select_sandbox(
-            spec.backend,
-            spec.run_id,
-            docker=spec.docker,
-            family_dir=spec.family.directory,
-            harness_root=harness_root(spec.run_dir),
-        )
-    except UsageError as exc:
-        stderr.write(error_line("qualify run", exc))
-        return EXIT_USAGE
-    guard = _take_over_and_guard(spec, sandbox, stderr)
+@dataclasses.dataclass(frozen=True)
+class Planned:
+    """The run decided: its spec and the sandbox it runs in (nothing written yet)."""
+
+    spec: RunSpec
+    sandbox: Sandbox
+
+
+@dataclasses.dataclass(frozen=True)
+class Opened:
+    """The run directory made, with its provisional JUnit file."""
+
+    planned: Planned
+    started_wall: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Published:
+    """The run's reports written and published."""
+
+    result: RunResult
+    publication: Publication
+
+
+class _Stopped(Exception):
+    """A step that cannot go on: the error line, the exit code, and what stdout still gets."""
+
+    def __init__(self, line: str, code: int, stdout: str = "") -> None:
+        super().__init__(line)
+        self.line, self.code, self.stdout = line, code, stdout
+
+
+def plan(request: RunRequest) -> Planned:
+    """Validate every input and choose the sandbox; UsageError before anything is written."""
+    spec = build_spec(request)
+    sandbox = select_sandbox(
+        spec.backend,
+        spec.run_id,
+        docker=spec.docker,
+        family_dir=spec.family.directory,
+        harness_root=harness_root(spec.run_dir),
+    )
+    return Planned(spec, sandbox)
+
+
+def open_run_dir(planned: Planned) -> Opened:
+    """The run directory and its provisional JUnit file."""
+    spec = planned.spec
     try:
         spec.run_dir.mkdir(parents=True, exist_ok=False)
     except OSError as exc:
-        guard.release()
         # Checked at planning; what only the attempt shows (a denial os.access cannot see, a
         # file created in between) is still bad input, a full disk is not.
         code = EXIT_ERROR if exc.errno in (errno.ENOSPC, errno.EDQUOT) else EXIT_USAGE
-        stderr.write(
-            error_line("qualify run", f"cannot create the run directory: {_os_error(exc)}")
-        )
-        return code
+        raise _Stopped(f"cannot create the run directory: {_os_error(exc)}", code) from None
     started_wall = time.time()
     try:
         _write_provisional_junit(spec)
     except OSError as exc:
-        guard.release()
-        stderr.write(error_line("qualify run", f"cannot write the run directory: {_os_error(exc)}"))
-        return EXIT_ERROR
-    interrupts = Interrupts()
-    with interrupts.installed():
-        result = _execute_and_judge(spec, sandbox, interrupts, started_wall, guard)
-        from qualify.commands.publish import publish_channels, terminal_text
-        from qualify.console import display_path
-        from qualify.publish.sources import SecretSources
-        from qualify.report.terminal import render_summary
+        raise _Stopped(f"cannot write the run directory: {_os_error(exc)}", EXIT_ERROR) from None
+    return Opened(planned, started_wall)
 
+
+def report_and_publish(result: RunResult, request: RunRequest, stdout: TextIO) -> Published:
+    """The JUnit file and the audit, the report page, public/ and the GitHub channels; then
+    the teardown's last problems, added to the audit."""
+    from qualify.commands.publish import publish_channels
+    from qualify.console import display_path
+    from qualify.publish.sources import SecretSources
+
+    spec = result.spec
+    try:
         try:
-            try:
-                _write_reports_making_room(result)
-                publication = publish_channels(
-                    RunDir(spec.run_dir),
-                    level=request.publish,
-                    environ=os.environ,
-                    stdout=stdout,
-                    secrets_from={**os.environ, **spec.env},
-                    sources=SecretSources.given(request.secret_env, request.secrets_file),
-                )
-            finally:
-                result = _complete_teardown(result)
-        except OSError as exc:
-            # The provisional reports, written atomically as the E2E started, stay valid.
-            guard.release()
-            stderr.write(error_line("qualify run", f"cannot write the reports: {_os_error(exc)}"))
-            stdout.write(f"{display_path(spec.run_dir)}\n")
-            return EXIT_ERROR
-        except UsageError as exc:  # the secrets file, read at the start, is gone or changed
-            guard.release()
-            stderr.write(error_line("qualify run", f"publication failed: {exc}"))
-            stdout.write(f"{display_path(spec.run_dir)}
-")
-            return EXIT_USAGE
-    guard.release()  # the final reports are durable and the report page written
+            _write_reports_making_room(result)
+            publication = publish_channels(
+                RunDir(spec.run_dir),
+                level=request.publish,
+                environ=os.environ,
+                stdout=stdout,
+                secrets_from={**os.environ, **spec.env},
+                sources=SecretSources.given(request.secret_env, request.secrets_file),
+            )
+        finally:
+            result = _complete_teardown(result)
+    except OSError as exc:
+        # The provisional reports, written atomically as the E2E started, stay valid.
+        raise _Stopped(
+            f"cannot write the reports: {_os_error(exc)}",
+            EXIT_ERROR,
+            stdout=f"{display_path(spec.run_dir)}\n",
+        ) from None
+    except UsageError as exc:  # the secrets file, read at the start, is gone or changed
+        raise _Stopped(
+            f"publication failed: {exc}", EXIT_USAGE, stdout=f"{display_path(spec.run_dir)}\n"
+        ) from None
+    return Published(result, publication)
+
+
+def print_summary(published: Published, stdout: TextIO, stderr: TextIO) -> int:
+    """The summary and the run directory on stdout, publication failures on stderr; the exit
+    code (a failed publication exits 4, fail closed; the verdict itself is unchanged)."""
+    from qualify.commands.publish import terminal_text
+    from qualify.console import display_path
+    from qualify.report.terminal import render_summary
+
+    result, publication = published.result, published.publication
     sanitizer = publication.sanitizer
     color = stdout.isatty() and "NO_COLOR" not in os.environ
     width = shutil.get_terminal_size().columns if color else 100
@@ -280,10 +315,34 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
     for reason in publication.reasons:
         stderr.write(f"qualify run: publication failed: {reason}\n")
     # The last line is the run directory, a path the caller opens: secrets only are redacted.
-    printed(stdout, sanitizer.redact(f"{display_path(spec.run_dir)}\n"))
+    printed(stdout, sanitizer.redact(f"{display_path(result.spec.run_dir)}\n"))
     printed(stdout)
-    # A failed publication exits 4 (fail closed); the verdict itself is unchanged.
     return max(result.verdict.exit_code, publication.exit_code)
+
+
+def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+    """Run one family once, in the order of a run: plan, take over dead runs and register
+    this one, open the run directory, execute and judge, report and publish, print. Returns
+    the verdict's exit code (2 for bad input)."""
+    try:
+        planned = plan(request)
+    except UsageError as exc:
+        stderr.write(error_line("qualify run", exc))
+        return EXIT_USAGE
+    guard = _take_over_and_guard(planned.spec, planned.sandbox, stderr)
+    try:
+        opened = open_run_dir(planned)
+        interrupts = Interrupts()
+        with interrupts.installed():
+            result = _execute_and_judge(opened, interrupts, guard)
+            published = report_and_publish(result, request, stdout)
+    except _Stopped as stopped:
+        guard.release()
+        stderr.write(error_line("qualify run", stopped.line))
+        stdout.write(stopped.stdout)
+        return stopped.code
+    guard.release()  # the final reports are durable and the report page written
+    return print_summary(published, stdout, stderr)
 
 
 def add_parser(commands: Commands) -> None:
@@ -358,11 +417,7 @@ def add_parser(commands: Commands) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from qualify.plan.commit import CommitPrefetch
-
-    prefetch = None
-    if not os.environ.get("QUALIFY_NO_PREFETCH"):  # the benchmark's off switch
-        prefetch = CommitPrefetch(args.repo, args.base_ref, os.environ)
+    prefetch = _overlap.CommitPrefetch.start(args.repo, args.base_ref, os.environ)
     return run(
         RunRequest(
             family_name=args.family,

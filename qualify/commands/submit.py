@@ -24,7 +24,7 @@ from qualify.commands._args import Commands, command_line, count, directory
 from qualify.commands.matrix import build_matrix, matrix, split_names
 from qualify.commands.merge import merge
 from qualify.errors import UsageError
-from qualify.plan.commit import commit_info, record_sha, repo_root
+from qualify.plan.commit import CommitInfo, commit_info, record_sha, repo_root
 from qualify.plan.families import default_family_dirs
 from qualify.plan.output import check_output_dir
 from qualify.publish.errorline import error_line
@@ -204,19 +204,39 @@ def _groups(cells: Sequence[Cell], overhead: int) -> list[tuple[int, int, list[C
     return [(mem, gpus, group) for (mem, gpus), group in grouped.items()]
 
 
-def _submit_slurm(request: SubmitRequest, slurm: Slurm) -> tuple[SubmitRecord, Path]:
+@dataclasses.dataclass(frozen=True)
+class _Head:
+    """The commit a submission qualifies."""
+
+    root: Path
+    commit: CommitInfo
+    head: str
+
+
+def _head(request: SubmitRequest) -> _Head:
     root = repo_root(request.repo if request.repo is not None else Path.cwd())
     commit = commit_info(root, None, os.environ)
-    head = record_sha(commit)
-    out = Path(os.path.abspath(request.out))
-    head_dir = out / head
-    slurm_dir = output_dir(out, head)
-    check_output_dir(out, "--out", below=slurm_dir)
+    return _Head(root, commit, record_sha(commit))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Cells:
+    """The matrix's cells as every scheduler is handed them."""
+
+    families_dirs: list[Path]
+    """``--families-dir``, absolute (each cell's job runs elsewhere)."""
+    cells: list[Cell]
+    time_s: int
+    overhead: int
+
+
+def _cells(request: SubmitRequest, root: Path) -> _Cells:
+    """Every family and profile name validated (as ``qualify matrix`` does), then the cells."""
     families_dirs = [Path(os.path.abspath(d)) for d in request.families_dirs]
     search = families_dirs or default_family_dirs(root)
     families = split_names(request.families or "", "--families")
     profiles = split_names(request.profiles or "", "--profiles")
-    build_matrix(families, profiles, search)  # every name validated, as qualify matrix does
+    build_matrix(families, profiles, search)
     cells, time_s = plan_cells(
         families,
         profiles,
@@ -225,7 +245,19 @@ def _submit_slurm(request: SubmitRequest, slurm: Slurm) -> tuple[SubmitRecord, P
         gpus_per_task=request.gpus_per_task,
         time=request.time,
     )
-    overhead = parse_overhead(request.overhead)
+    return _Cells(families_dirs, cells, time_s, parse_overhead(request.overhead))
+
+
+def _submit_slurm(request: SubmitRequest, slurm: Slurm) -> tuple[SubmitRecord, Path]:
+    at = _head(request)
+    root, commit, head = at.root, at.commit, at.head
+    out = Path(os.path.abspath(request.out))
+    head_dir = out / head
+    slurm_dir = output_dir(out, head)
+    check_output_dir(out, "--out", below=slurm_dir)
+    planned = _cells(request, root)
+    families_dirs, cells, time_s = planned.families_dirs, planned.cells, planned.time_s
+    overhead = planned.overhead
     if not slurm.available():
         raise SchedulerError(
             "sbatch is not on PATH: submit from a Slurm login node (or use --engine kubernetes "
@@ -298,8 +330,7 @@ def _submit_slurm(request: SubmitRequest, slurm: Slurm) -> tuple[SubmitRecord, P
 def _retry_slurm(request: SubmitRequest, slurm: Slurm) -> tuple[SubmitRecord, Path]:
     assert request.retry is not None
     family, profile = parse_cell(request.retry)
-    root = repo_root(request.repo if request.repo is not None else Path.cwd())
-    head = record_sha(commit_info(root, None, os.environ))
+    head = _head(request).head
     head_dir = Path(os.path.abspath(request.out)) / head
     records = find_records([head_dir]) if head_dir.is_dir() else []
     found = [
@@ -451,22 +482,10 @@ def print_matrix(
 def _kubernetes(request: SubmitRequest, stdout: TextIO) -> int:
     if request.emit is None or not request.image:
         raise UsageError("--engine kubernetes needs --emit DIR and --image IMAGE")
-    root = repo_root(request.repo if request.repo is not None else Path.cwd())
-    head = record_sha(commit_info(root, None, os.environ))
-    families_dirs = [Path(os.path.abspath(d)) for d in request.families_dirs]
-    search = families_dirs or default_family_dirs(root)
-    families = split_names(request.families or "", "--families")
-    profiles = split_names(request.profiles or "", "--profiles")
-    build_matrix(families, profiles, search)
-    cells, time_s = plan_cells(
-        families,
-        profiles,
-        search,
-        mem=request.mem,
-        gpus_per_task=request.gpus_per_task,
-        time=request.time,
-    )
-    overhead = parse_overhead(request.overhead)
+    at = _head(request)
+    head = at.head
+    planned = _cells(request, at.root)
+    cells, time_s, overhead = planned.cells, planned.time_s, planned.overhead
     shm = parse_size(request.shm or DEFAULT_SHM, what="--shm")
     check_output_dir(request.emit, "--emit", below=request.emit / kubernetes.JOBS_DIR)
     written = kubernetes.manifests(

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import tempfile
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -240,55 +239,3 @@ def commit_info(
         branch=None if branch == "HEAD" else branch,  # HEAD: detached
         github=github_commit(environ) if environ is not None else None,
     )
-
-
-class CommitPrefetch:
-    """``commit_info`` read by a thread (its git commands run beside qualify's own start-up),
-    for ``build_spec`` to take when it asks for the same repository and base ref; the work
-    tree's top level (``root``) is known first. Reading fails quietly here: ``build_spec`` then
-    reads again and reports the problem itself, in its order. Not a daemon: an exit waits for
-    it, so that its scratch index is always removed."""
-
-    def __init__(self, path: Path | None, base_ref: str | None, environ: Mapping[str, str]) -> None:
-        """Start reading the repository at ``path`` (None: the current directory's)."""
-        self._path, self._base_ref = path, base_ref
-        self._root: Path | UsageError | None = None
-        self._rooted = threading.Event()
-        self._read: tuple[Path, CommitInfo] | None = None
-        self._thread = threading.Thread(
-            target=self._work, args=(path, environ), name="qualify-commit"
-        )
-        self._thread.start()
-
-    def _work(self, path: Path | None, environ: Mapping[str, str]) -> None:
-        try:
-            try:
-                root = repo_root(path if path is not None else Path.cwd())
-            except UsageError as exc:
-                self._root = exc
-                return
-            self._root = root
-            self._rooted.set()
-            self._read = (root, commit_info(root, self._base_ref, environ))
-        except Exception:  # read again by build_spec, which reports it
-            self._read = None
-        finally:
-            self._rooted.set()
-
-    def root(self, path: Path | None) -> Path:
-        """``repo_root(path)``: what the thread found, when it looked at the same ``path``
-        (its UsageError raised again); read now otherwise."""
-        if path == self._path:
-            self._rooted.wait()
-            if isinstance(self._root, Path):
-                return self._root
-            if isinstance(self._root, UsageError):
-                raise UsageError(str(self._root))
-        return repo_root(path if path is not None else Path.cwd())
-
-    def get(self, root: Path, base_ref: str | None, environ: Mapping[str, str]) -> CommitInfo:
-        """What the thread read for ``root`` and ``base_ref``; read now otherwise."""
-        self._thread.join()
-        if self._read is not None and self._read[0] == root and base_ref == self._base_ref:
-            return self._read[1]
-        return commit_info(root, base_ref, environ)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from qualify.errors import UsageError
-from qualify.plan.commit import CommitPrefetch, commit_info, record_sha, repo_root
+from qualify.plan.commit import CommitInfo, commit_info, record_sha, repo_root
 from qualify.plan.families import (
     Family,
     content_hash,
@@ -49,6 +49,15 @@ PUBLISH_LEVELS = ("internal", "public")
 """What the sanitized bundle may hold: ``public`` (no raw logs) or ``internal`` (all text)."""
 
 
+class CommitSource(Protocol):
+    """Where ``build_spec`` takes the work tree's top level and the commit from, instead of
+    reading them itself (``repo_root``, ``commit_info``) with the same answers."""
+
+    def root(self, path: Path | None) -> Path: ...
+
+    def get(self, root: Path, base_ref: str | None, environ: Mapping[str, str]) -> CommitInfo: ...
+
+
 @dataclasses.dataclass(frozen=True)
 class RunRequest:
     """``qualify run`` as typed: the flags, unvalidated (``build_spec`` validates them)."""
@@ -85,11 +94,13 @@ class RunRequest:
     """``--secrets-file``: more values to redact, one per line."""
     pass_env: Sequence[str] = ()
     """``--pass-env``: secret variables the E2E is given all the same."""
-    commit_prefetch: CommitPrefetch | None = None
-    """The commit already being read (``cli`` starts it before importing the run's code)."""
+    commit_prefetch: CommitSource | None = None
+    """The commit already being read (``qualify.commands._overlap.CommitPrefetch``, started
+    before the run's code is imported); None: read in order."""
 
 
 GRACE_S = 5.0
+
 _FLAGS = {
     "family_name": "--family",
     "profile_name": "--profile",
