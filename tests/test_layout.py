@@ -356,9 +356,9 @@ def test_a_foreign_or_broken_audit_is_read_with_problems(document: str, problem:
         assert read.audit.memory.peak_bytes is None  # a wrong type never passes through
 
 
-def test_readme_names_every_stage_of_the_layout() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+def test_architecture_names_every_stage_of_the_layout() -> None:
+    architecture = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = architecture.split("\n## The layers\n", 1)[1].split("\n## ", 1)[0]
     for stage in STAGES[STAGES.index("plan") : STAGES.index("schedule") + 1]:
         assert re.search(rf"`{stage}/`", section), stage
 
