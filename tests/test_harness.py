@@ -356,65 +356,6 @@ def test_events_replayed_in_parts_say_what_the_whole_says(tmp_path: Path) -> Non
         assert replay.result() == whole
 
 
-def test_events_followed_as_pytest_writes_them_are_judged_as_after_the_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """What ``qualify run`` decodes, replays and gathers while a real pytest writes its events
-    equals what the end of the run would have made of the finished file."""
-    from qualify.commands.run import _EventsAsTheyCome
-    from qualify.evidence.junit import parse_pytest_junit
-    from qualify.publish.bundle import JsonlFields, _jsonl_fields
-    from qualify.rundir.events import JsonlFollower, read_all
-
-    found: list[int] = []
-    poll = JsonlFollower.poll
-    monkeypatch.setattr(JsonlFollower, "poll", lambda self: found.append(len(v := poll(self))) or v)
-    (tmp_path / "test_sample.py").write_text(
-        "import pytest, time\n"
-        "@pytest.mark.parametrize('n', range(60))\n"
-        "def test_n(n):\n    time.sleep(0.01)\n    assert n != 13\n"
-    )
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    events = tmp_path / "events.jsonl"
-    env = dict(
-        os.environ,
-        QUALIFY_EVENTS=str(events),
-        PYTEST_PLUGINS="harness.pytest_plugin",
-        PYTHONPATH=str(ROOT),
-    )
-    spec: Any = SimpleNamespace(
-        run_dir=tmp_path, workdir=tmp_path, family=SimpleNamespace(directory=tmp_path)
-    )
-    streamed = _EventsAsTheyCome(spec, threading.Thread(target=lambda: None), time.time())
-    junit = tmp_path / contract.PYTEST_JUNIT
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-            f"--junitxml={junit}"]  # fmt: skip
-    with subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL) as process:
-        while process.poll() is None:
-            streamed.poll()
-            time.sleep(0.02)
-    replayed = streamed.finish()
-    assert sum(1 for count in found if count) >= 3  # decoded in parts, as the tests ran
-    assert replayed is not None
-    content, progress = replayed
-    # pytest's JUnit, read once the session's end was streamed, is what judging would read.
-    ahead = streamed.ahead
-    assert ahead is not None and ahead.holds(junit, progress)
-    assert ahead.cases == parse_pytest_junit(junit) and len(ahead.cases or []) == 60
-    assert ahead.disagreements == ()
-    assert read_all(events) is content
-    copy = tmp_path / "copy.jsonl"
-    copy.write_bytes(events.read_bytes())
-    fresh = read_all(copy)
-    assert (content.values, content.garbled) == (fresh.values, fresh.garbled)
-    assert progress == progress_from_events(fresh.records())
-    assert [c.outcome for c in progress.cases].count("failed") == 1
-    assert (len(progress.cases), progress.session_exitstatus) == (60, 1)
-    whole = JsonlFields()
-    whole.feed(fresh.values)
-    assert _jsonl_fields(content) == whole.text(fresh.garbled)
-
-
 def test_the_session_end_is_streamed_once_pytest_wrote_its_junit(tmp_path: Path) -> None:
     """The host reads pytest's JUnit as soon as the session's last line is there: at the
     moment that line is written (checked by a conftest that wraps the plugin's writes), the
@@ -452,36 +393,6 @@ def test_the_session_end_is_streamed_once_pytest_wrote_its_junit(tmp_path: Path)
     subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, check=True, timeout=120)
     assert seen.read_text() == "25"
     assert lines(tmp_path / "events.jsonl")[-1]["event"] == "session_finish"
-
-
-def test_the_junit_read_ahead_is_judged_again_when_anything_changed(tmp_path: Path) -> None:
-    """Judging takes the JUnit read while the E2E ended only if neither the file (rewritten:
-    another size, another time) nor the events' progress (another object: more events came)
-    changed since; otherwise it reads the file again."""
-    from qualify.judge.judgement import read_pytest_junit
-
-    events = _run_plugin(tmp_path, "def test_ok():\n    pass\ndef test_bad():\n    assert 0\n")
-    junit = tmp_path / "junit.xml"
-    junit.write_text(
-        '<testsuites><testsuite name="pytest" tests="2">'
-        '<testcase classname="test_sample" name="test_ok" time="0.001"/>'
-        '<testcase classname="test_sample" name="test_bad" time="0.001">'
-        '<failure message="assert 0">assert 0</failure></testcase></testsuite></testsuites>'
-    )
-    replay = ProgressReplay()
-    replay.feed(events)
-    progress = replay.result()
-    ahead = read_pytest_junit(junit, progress)
-    assert ahead.holds(junit, progress) and ahead.disagreements == ()
-    assert replay.result() is progress  # nothing fed since: the same progress
-    assert not ahead.holds(junit, progress_from_events(events))  # equal, but another replay
-    replay.feed([events[-1]])
-    assert not ahead.holds(junit, replay.result())
-    junit.write_text(junit.read_text().replace('message="assert 0">', 'message="x">'))
-    assert not ahead.holds(junit, progress)
-    assert not read_pytest_junit(tmp_path / "missing.xml", progress).holds(
-        tmp_path / "missing.xml", progress
-    )
 
 
 def test_the_session_end_names_the_file_pytest_wrote_its_junit_to(

@@ -12,15 +12,9 @@ import json
 import random
 from pathlib import Path
 
-from qualify.publish.bundle import JsonlFields, _jsonl_fields, gathered, learn_from_run
+from qualify.publish.bundle import JsonlFields, _jsonl_fields, learn_from_run
 from qualify.publish.sanitize import Identities, Sanitizer
-from qualify.rundir.events import (
-    POLL_BYTES,
-    JsonlContent,
-    JsonlFollower,
-    read_all,
-    read_jsonl,
-)
+from qualify.rundir.events import read_all, read_jsonl
 
 # A GitHub token shape (not a real one), built so that no scanner reads this file as a leak.
 TOKEN = "ghp_" + "Zq7Lk2Wm9Xr4Tn6Vb1Hs8Jd3Fc5Gp0Ya2Ue7"
@@ -137,60 +131,6 @@ def _file_bytes(rng: random.Random, count: int) -> bytes:
     return data[: -rng.randrange(1, 12)] if rng.random() < 0.5 else data
 
 
-def test_a_file_followed_as_it_grows_reads_as_read_all_reads_it(tmp_path: Path) -> None:
-    """Written in pieces cut anywhere (mid-line, mid-character), polled between the pieces
-    (some polls reading less than was written): the values polled, then the rest, are the
-    file's values in order, and the content equals a reading of the whole file; read_all then
-    serves that very content."""
-    rng = random.Random(20261201)
-    for round_ in range(40):
-        data = _file_bytes(rng, rng.randrange(0, 300))
-        path, copy = tmp_path / f"events-{round_}.jsonl", tmp_path / f"copy-{round_}.jsonl"
-        copy.write_bytes(data)
-        follower = JsonlFollower(path)
-        polled = follower.poll()  # the file does not exist yet
-        at = 0
-        with path.open("wb", buffering=0) as writer:
-            while at < len(data):
-                step = rng.randrange(1, 400)
-                writer.write(data[at : at + step])
-                at += step
-                polled += follower.poll(rng.choice([POLL_BYTES, 1, 13, 200]))  # or less
-                if rng.random() < 0.2:
-                    polled += follower.poll()  # the rest of what was written, or nothing
-        rest, content = follower.finish()
-        expected = read_all(copy)
-        assert content is not None
-        assert (content.values, content.garbled) == (expected.values, expected.garbled)
-        assert polled + rest == list(expected.values)
-        assert read_all(path) is content
-
-
-def test_a_followed_file_cut_shorter_or_replaced_is_read_again(tmp_path: Path) -> None:
-    path = tmp_path / "events.jsonl"
-    path.write_text('{"event": "a"}\n{"event": "b"}\n')
-    follower = JsonlFollower(path)
-    assert follower.poll() == [{"event": "a"}, {"event": "b"}]
-    path.write_text('{"event": "c"}\n')  # truncated and written again
-    assert follower.poll() == []
-    with path.open("a") as handle:
-        handle.write('{"event": "e"}\n')  # back to the length that was read
-    assert follower.finish() == ([], None)
-    assert list(read_all(path).records()) == [{"event": "c"}, {"event": "e"}]
-
-    follower = JsonlFollower(path)
-    assert follower.poll() == [{"event": "c"}, {"event": "e"}]
-    replacement = tmp_path / "other.jsonl"
-    replacement.write_text('{"event": "d"}\n')
-    replacement.rename(path)  # the name now points to another file
-    assert follower.finish() == ([], None)
-    assert list(read_all(path).records()) == [{"event": "d"}]
-
-    missing = JsonlFollower(tmp_path / "missing.jsonl")
-    assert missing.poll() == []
-    assert missing.finish() == ([], JsonlContent((), ()))
-
-
 def test_fields_gathered_in_parts_are_those_of_the_whole_file(tmp_path: Path) -> None:
     rng = random.Random(7)
     path = tmp_path / "events.jsonl"
@@ -205,22 +145,10 @@ def test_fields_gathered_in_parts_are_those_of_the_whole_file(tmp_path: Path) ->
         assert fields.text(content.garbled) == whole
 
 
-def test_gathered_fields_serve_only_the_content_they_were_gathered_from(tmp_path: Path) -> None:
-    path = tmp_path / "events.jsonl"
-    path.write_text(f'{{"event": "x", "nodeid": "t::a[{TOKEN}]"}}\n')
-    content = read_all(path)
-    nothing = JsonlFields()  # fed nothing: shows which one the harvest takes
-    gathered(content, nothing)
-    assert _jsonl_fields(content) == ""
-    copy = tmp_path / "copy.jsonl"
-    copy.write_bytes(path.read_bytes())
-    assert TOKEN in _jsonl_fields(read_all(copy))  # equal values, another content: walked
-
-
 def test_a_line_nested_deeper_than_the_decoder_goes_is_garbled(tmp_path: Path) -> None:
     """json gives up near a thousand levels with RecursionError, not ValueError: such a line
-    is garbled like a cut one, in the readers after the run, while following the file, and in
-    the monitor's decoding of single lines."""
+    is garbled like a cut one, in the readers after the run and in the monitor's decoding of
+    single lines."""
     from harness.contract import decode_line
 
     deep = b'{"event": "test_phase", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
@@ -229,9 +157,6 @@ def test_a_line_nested_deeper_than_the_decoder_goes_is_garbled(tmp_path: Path) -
     path.write_bytes(data)
     content = read_all(path)
     assert (list(content.values), content.garbled) == ([{"event": "a"}, {"event": "b"}], (deep,))
-    follower = JsonlFollower(tmp_path / "followed.jsonl")
-    (tmp_path / "followed.jsonl").write_bytes(data)
-    assert follower.poll() == [{"event": "a"}, {"event": "b"}]
     assert decode_line(deep) is None
 
 

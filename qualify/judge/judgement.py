@@ -21,7 +21,7 @@ from qualify.plan.spec import RunSpec
 from qualify.run.execution import Execution
 from qualify.run.monitor import MonitorResult
 from qualify.rundir import RunDir
-from qualify.rundir.events import JsonlContent, file_identity, read_all
+from qualify.rundir.events import read_all
 from qualify.sizes import format_bytes
 from qualify.verdict import Verdict
 
@@ -144,46 +144,23 @@ def _streamed(progress: RunProgress) -> bool:
     return bool(progress.collected or progress.cases or progress.running)
 
 
-def _signature(path: Path) -> tuple[int, int, int, int] | None:
-    try:
-        return file_identity(os.stat(path))
-    except OSError:
-        return None
-
-
 @dataclasses.dataclass(frozen=True)
 class PytestJUnitRead:
-    """pytest's JUnit file as read, and where it disagrees with the events' ``progress``.
+    """pytest's JUnit file as read, and where it disagrees with the events' progress."""
 
-    ``qualify run`` reads it as soon as the events say that pytest's session has finished (the
-    plugin's last line follows pytest's writing of the file), while the E2E's interpreter shuts
-    down: a few tenths of a second for a suite that imported numpy, with a core to spare. Judging
-    takes it as it is when neither the file nor the progress has changed since."""
-
-    signature: tuple[int, int, int, int] | None
-    """``file_identity`` of the file before it was read; None: missing."""
     cases: list[JUnitCase] | None
-    progress: RunProgress
+    """None: missing or invalid."""
     disagreements: tuple[str, ...]
-
-    def holds(self, path: Path, progress: RunProgress) -> bool:
-        """Whether this is what reading ``path`` against ``progress`` would give now."""
-        return (
-            progress is self.progress
-            and self.signature is not None
-            and self.signature == _signature(path)
-        )
 
 
 def read_pytest_junit(path: Path, progress: RunProgress) -> PytestJUnitRead:
     """pytest's JUnit at ``path`` read (None when missing or invalid) and compared with
     ``progress`` when the plugin streamed events."""
-    signature = _signature(path)
     cases = parse_pytest_junit(path)
     if cases and progress.reruns:
         cases = last_attempts(cases, progress)
     disagreements = junit_disagreements(cases, progress) if cases and _streamed(progress) else []
-    return PytestJUnitRead(signature, cases, progress, tuple(disagreements))
+    return PytestJUnitRead(cases, tuple(disagreements))
 
 
 def last_attempts(cases: list[JUnitCase], progress: RunProgress) -> list[JUnitCase]:
@@ -269,24 +246,21 @@ def _cases(
     verdict: Verdict,
     message: str,
     progress: RunProgress,
-    ahead: PytestJUnitRead | None = None,
     unseen: bool = False,
 ) -> tuple[list[JUnitCase], list[str]]:
     """The run's test cases and where pytest's JUnit disagreed with the events (which win);
-    ``message``: the verdict's, for the cases that carry it; ``ahead``: pytest's JUnit as read
-    before, used when it still holds; ``unseen``: pytest ran out of the plugin's reach (said in
-    a failing whole-command case)."""
+    ``message``: the verdict's, for the cases that carry it; ``unseen``: pytest ran out of the
+    plugin's reach (said in a failing whole-command case)."""
     pytest_cases, disagreements = None, []
     path = None
     if progress.session_exitstatus is not None:
         path = pytest_junit_path(spec, progress, execution.started_wall)
     if path is not None:
-        if ahead is None or not ahead.holds(path, progress):
-            ahead = read_pytest_junit(path, progress)
-        pytest_cases, disagreements = ahead.cases, list(ahead.disagreements)
+        read = read_pytest_junit(path, progress)
+        pytest_cases, disagreements = read.cases, list(read.disagreements)
     streamed = _streamed(progress)
     if pytest_cases is not None and not disagreements and not incomplete_reason(progress):
-        cases = list(pytest_cases)  # (a copy: what was read ahead is not judging's to extend)
+        cases = pytest_cases
     elif streamed:
         cases = cases_from_events(progress, verdict, message)
     else:
@@ -340,21 +314,12 @@ def judge(
     spec: RunSpec,
     execution: Execution,
     cgroup_version: int | None,
-    replayed: tuple[JsonlContent, RunProgress] | None = None,
-    ahead: PytestJUnitRead | None = None,
 ) -> RunResult:
-    """Decide the verdict from every signal and derive the test cases and parity report.
-
-    ``replayed``: the events file's content and its replay, made while the E2E ran; used when
-    that content is what the file holds now (``read_all`` serves that very object), replayed
-    here otherwise. ``ahead``: pytest's JUnit read while the E2E ended, used if it still holds."""
+    """Decide the verdict from every signal and derive the test cases and parity report."""
     run_dir = RunDir(spec.run_dir)
     content = read_all(run_dir.events_path)
     events = list(content.records())
-    if replayed is not None and replayed[0] is content:
-        progress = replayed[1]
-    else:
-        progress = progress_from_events(events)
+    progress = progress_from_events(events)
     stderr_tail = run_dir.log_tail("stderr")
     gpu = gpu_evidence(events, stderr_tail)
     stderr = stderr_tail[-4000:]  # (what a reason and a testcase quote)
@@ -393,7 +358,7 @@ def judge(
     phase = _phase_at_death(monitor)
     unseen = pytest_ran_unseen(run_dir, progress)
     message = _resource_message(verdict, reason, spec, execution, phase)
-    cases, disagreements = _cases(spec, execution, verdict, message, progress, ahead, unseen)
+    cases, disagreements = _cases(spec, execution, verdict, message, progress, unseen)
     if parity is not None:
         repro = f"qualify compare {display_path(run_dir.parity_path)}"
         cases += parity_mod.junit_cases(parity, spec.family.name, repro)

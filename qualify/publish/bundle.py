@@ -304,8 +304,7 @@ distinct fields)."""
 
 class JsonlFields:
     """The distinct ``{"key": value}`` pairs of a JSON-lines file's records (nested values
-    walked, list items paired with their key), gathered as the records are fed (``qualify
-    run`` feeds the events while the E2E runs), and the file's text for the harvest.
+    walked, list items paired with their key), and the file's text for the harvest.
 
     The harvest reads this instead of the file: every string the file holds is seen, decoded
     and next to its key (what the key-value rules read), once. An events file repeats each test
@@ -358,28 +357,12 @@ class JsonlFields:
         return "\n".join([*fields, *lines])
 
 
-_gathered: dict[int, tuple[JsonlContent, JsonlFields]] = {}
-"""The pairs of file contents gathered as they were read (``gathered``), by the content."""
-
-
-def gathered(content: JsonlContent, fields: JsonlFields) -> None:
-    """``fields`` were fed all of ``content``'s values in order: the harvest of the file whose
-    content it is takes them instead of walking the values again (while ``read_all`` serves
-    that very content, that is while the file is unchanged)."""
-    _gathered.clear()  # one run's events at a time
-    _gathered[id(content)] = (content, fields)
-
-
 def _jsonl_fields(content: JsonlContent) -> str:
     """A JSON-lines file as the distinct pairs of its records and its undecodable lines
     (``JsonlFields``); the file is read as the judge read it just before (``read_all`` keeps
     it)."""
-    known = _gathered.get(id(content))
-    if known is not None and known[0] is content:
-        fields = known[1]
-    else:
-        fields = JsonlFields()
-        fields.feed(content.values)
+    fields = JsonlFields()
+    fields.feed(content.values)
     return fields.text(content.garbled)
 
 

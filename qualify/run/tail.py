@@ -1,5 +1,5 @@
 """Incremental reader of a JSON-lines file another process appends to (the monitor's view of
-the harness events while the E2E runs, and ``qualify.rundir.events.JsonlFollower``'s)."""
+the harness events while the E2E runs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reading the run's JSON-lines files (events, timeline), after the run or as it goes.
+"""Reading the run's JSON-lines files (events, timeline) once the run has ended.
 
 Lines are appended by processes that may be SIGKILLed at any time: a truncated or garbled
 last line is expected and skipped; the readers never raise on content.
@@ -13,13 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from qualify.run.tail import JsonlTail
 from qualify.run.timeline import TimelineSample
 from qualify.untrusted import READ_LIMIT_BYTES, iter_chunks, open_regular
 
 _CHUNK_LINES = 4096
-POLL_BYTES = 4 << 20
-"""What one ``JsonlFollower.poll`` reads at most: about 50 ms of decoding."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,74 +87,6 @@ def _remember(identity: tuple[int, ...], content: JsonlContent) -> None:
     while len(_last_read) >= _KEPT:
         del _last_read[next(iter(_last_read))]  # the oldest
     _last_read[identity] = content
-
-
-class JsonlFollower:
-    """A JSON-lines file read while its writers still append to it, so that decoding it does
-    not wait for the end of the run: each ``poll`` decodes the lines completed since the last,
-    ``finish`` (once every writer is gone) the rest. The whole file's content is then exactly
-    what ``read_all`` returns, and ``read_all`` serves it from its cache while the file stays
-    as it was read.
-
-    A file that shrinks or is replaced while followed is not followed further: ``finish``
-    then returns None, and the readers after the run read the file as it is.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._tail = JsonlTail(path)
-        self._values: list[Any] = []
-        self._garbled: list[bytes] = []
-        self._lost = False
-
-    def poll(self, max_bytes: int = POLL_BYTES) -> list[Any]:
-        """The values of the lines completed since the last poll, from at most about
-        ``max_bytes`` of the file (the rest waits for the next: a poll stays short however fast
-        the file grows; a cut line waits for the rest of it); empty once it is not followed."""
-        if self._lost or self._tail.shrank() or self._tail.offset > READ_LIMIT_BYTES:
-            # Cut shorter: what was decoded is no longer the file; or larger than a reader
-            # keeps: the readers after the run read it in part.
-            self._lost = True
-            return []
-        return self._decode(self._tail.read(max_bytes))
-
-    def finish(self) -> tuple[list[Any], JsonlContent | None]:
-        """The values of the lines not polled yet (the last one, cut or not, included), and the
-        whole file's content; None instead of the content when the file was not followed to
-        its end."""
-        tail = self._tail
-        try:
-            self._lost = self._lost or tail.shrank()
-            values = [] if self._lost else self._decode(tail.read() + tail.rest())
-            status = tail.status()
-        finally:
-            tail.close()
-        if self._lost:
-            return values, None
-        if status is None:  # never there: what read_all reads of a missing file
-            return values, JsonlContent((), ())
-        try:
-            named = os.stat(self.path)
-        except OSError:
-            return values, None
-        if (named.st_dev, named.st_ino) != (status.st_dev, status.st_ino):
-            return values, None  # replaced: the name is another file now
-        if status.st_size != tail.offset:
-            return values, None
-        content = JsonlContent(tuple(self._values), tuple(self._garbled))
-        _remember(file_identity(status), content)
-        return values, content
-
-    def _decode(self, data: bytes) -> list[Any]:
-        values: list[Any] = []
-        garbled: list[bytes] = []
-        if data:
-            lines = data.split(b"\n")
-            for start in range(0, len(lines), _CHUNK_LINES):
-                _decode_into(lines[start : start + _CHUNK_LINES], values, garbled)
-            self._values += values
-            self._garbled += garbled
-        return values
 
 
 def read_jsonl(path: Path, containing: bytes | None = None) -> Iterator[dict[str, Any]]:
