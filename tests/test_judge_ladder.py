@@ -14,6 +14,16 @@ def test_the_ladder_is_the_causes_in_declaration_order() -> None:
     assert [cause.verdict for cause in LADDER].count(Verdict.KILLED) == 2
 
 
+def test_judge_and_triage_each_prove_every_rung_of_the_one_ladder() -> None:
+    """One ladder, two readers of evidence: a rung either reader lacks fails here (a lookup
+    that skips a missing rung would hide it)."""
+    from qualify.judge import ladder
+    from qualify.triage import classify
+
+    assert list(ladder._RUNGS) == list(LADDER)
+    assert list(classify._RUNGS) == list(LADDER)
+
+
 @pytest.mark.parametrize(
     ("found", "verdict", "reason"),
     [

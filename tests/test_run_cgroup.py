@@ -205,6 +205,17 @@ def test_signal_to_qualify_cleans_up(
     assert audit["verdict"] == "KILLED"
     assert audit["interrupted"] == signal_number.name
     assert "interrupted" in audit["reason"]
+    triaged = subprocess.run(
+        qualify_argv("triage", str(result.run_dir), "--format", "json"),
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    found = json.loads(triaged.stdout)
+    assert (found["class"], triaged.returncode) == ("EXTERNAL_KILL", 3), triaged.stderr
+    assert found["summary"].startswith("qualify itself was interrupted")
+    assert found["decided_by"][0]["text"] == f"interrupted = {signal_number.name}"
     ET.parse(result.run_dir / "junit.xml")
     family_dir = str(repo / "families" / "hog")
     children = []

@@ -223,6 +223,16 @@ def _same_engine(hit: GpuHit, bag: Bag) -> tuple[Evidence, ...]:
     return (hit.evidence, *more[:4])
 
 
+def _interrupted(bag: Bag) -> Decision | None:
+    if not bag.interrupted:
+        return None
+    summary = (
+        "qualify itself was interrupted and stopped the E2E (the job was canceled or timed out "
+        "around it); nothing in the run decided its outcome"
+    )
+    return Decision(TriageClass.EXTERNAL_KILL, summary, tuple(bag.interrupted))
+
+
 def _signal(bag: Bag) -> Decision | None:
     if not bag.kills:
         return None
@@ -271,6 +281,7 @@ def _passed(bag: Bag) -> Decision | None:
 
 _RUNGS: dict[Cause, Callable[[Bag], Decision | None]] = {
     Cause.TOOLKIT: _toolkit,
+    Cause.INTERRUPTED: _interrupted,
     Cause.TIMEOUT: _timeout,
     Cause.HOST_OOM: _host_oom,
     Cause.GPU_OOM: _gpu_oom,
@@ -280,15 +291,14 @@ _RUNGS: dict[Cause, Callable[[Bag], Decision | None]] = {
     Cause.PARITY: _parity,
     Cause.PASSED: _passed,
 }
-"""What proves each rung in artifacts (an interruption of qualify shows as a signal here)."""
+"""What proves each rung in artifacts: one entry per rung of the ladder (a test holds it)."""
 
 
 def decide(bag: Bag) -> Decision:
     """The first rung of the verdict ladder (``qualify.judge.ladder.LADDER``) the evidence
     proves, with the lines that decided it."""
     for cause in LADDER:
-        rung = _RUNGS.get(cause)
-        decision = rung(bag) if rung is not None else None
+        decision = _RUNGS[cause](bag)
         if decision is not None:
             return decision
     return Decision(TriageClass.UNKNOWN, "no signal decided the outcome", (), LOW)

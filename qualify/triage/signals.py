@@ -72,6 +72,8 @@ class Bag:
     trt_context: list[Evidence] = dataclasses.field(default_factory=list)
     """TensorRT's "Engine building failed" (what followed its OOM)."""
     trt_warnings: list[Evidence] = dataclasses.field(default_factory=list)
+    interrupted: list[Evidence] = dataclasses.field(default_factory=list)
+    """qualify's own record that it was interrupted (a signal to qualify) and stopped the E2E."""
     kills: list[Evidence] = dataclasses.field(default_factory=list)
     kill_signal: str | None = None
     killed: list[dict[str, Any]] = dataclasses.field(default_factory=list)
@@ -264,6 +266,8 @@ def _audit(audit: Audit, bag: Bag) -> None:
     bag.audit_oom_kills = kills
     if kills is not None and kills > 0:
         bag.memcg_oom.append(_audit_evidence("oom.kills", kills))
+    if audit.interrupted:
+        bag.interrupted.append(_audit_evidence("interrupted", audit.interrupted))
     if audit.exit.timed_out:
         bag.timeouts.append(_audit_evidence("exit.timed_out", True))
     name = audit.exit.signal
