@@ -46,13 +46,19 @@ def make_repo(directory: Path, seconds: float) -> Path:
     )
     (family / "test_bench.py").write_text(E2E)
     (family / "pytest.ini").write_text("[pytest]\n")
+    commit_all(directory)
+    return family
+
+
+def commit_all(directory: Path) -> None:
+    """A git repository at ``directory`` with everything in it committed (qualify records the
+    head commit of what it runs)."""
     for args in (
         ["init", "-q"],
         ["add", "-A"],
         ["-c", "user.name=b", "-c", "user.email=b@x", "commit", "-q", "-m", "bench"],
     ):
         subprocess.run(["git", "-C", str(directory), *args], check=True)
-    return family
 
 
 def bare(family: Path, seconds: float) -> float:

@@ -52,6 +52,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench_overhead import commit_all
+
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ("numpy", "pytest", "hypothesis")
 MODULES = tuple(
@@ -136,12 +138,7 @@ def make_repo(directory: Path, python: Path) -> dict[str, list[str]]:
         'name = "storm"\n[e2e]\ncommand = ["python", "storm.py", "8"]\ntimeout = "60s"\n'
     )
     (directory / ".gitignore").write_text(".hypothesis/\n__pycache__/\n")
-    for args in (
-        ["init", "-q"],
-        ["add", "-A"],
-        ["-c", "user.name=b", "-c", "user.email=b@x", "commit", "-q", "-m", "bench"],
-    ):
-        subprocess.run(["git", "-C", str(directory), *args], check=True)
+    commit_all(directory)
     return commands
 
 

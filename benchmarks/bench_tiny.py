@@ -48,13 +48,24 @@ class Boundary:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the E2E once with ``--set`` options and print its phases."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    return bench_family(FAMILY, argv, {}, __doc__.splitlines()[0])
+
+
+def bench_family(
+    family: Path, argv: list[str] | None, defaults: dict[str, str], description: str
+) -> int:
+    """Run ``family``'s E2E once with ``defaults`` and the ``--set`` options of ``argv``, and
+    print its phases, its metrics and its parity."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="bench-tiny-") as run_dir:
+    options = {**defaults, **dict(_pairs(args.set))}
+    with tempfile.TemporaryDirectory(prefix=f"bench-{family.name}-") as run_dir:
         started = time.monotonic()
-        boundaries, returncode = run_e2e(Path(run_dir), options=dict(_pairs(args.set)))
+        boundaries, returncode = run_e2e(Path(run_dir), options=options, family=family)
         wall = time.monotonic() - started
+        if "size" in options:
+            print(f"size {options['size']}")
         print_phases(boundaries)
         print_metrics(Path(run_dir) / "events.jsonl")
         print_parity(Path(run_dir) / "parity.jsonl")
@@ -62,9 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     return returncode
 
 
-def run_e2e(run_dir: Path, *, options: dict[str, str]) -> tuple[list[Boundary], int]:
+def run_e2e(
+    run_dir: Path, *, options: dict[str, str], family: Path = FAMILY
+) -> tuple[list[Boundary], int]:
     """Start the family's E2E command and serve its boundaries until it exits."""
-    e2e = tomllib.loads((FAMILY / "family.toml").read_text())["e2e"]
+    e2e = tomllib.loads((family / "family.toml").read_text())["e2e"]
     command = [sys.executable if arg == "python" else arg for arg in e2e["command"]]
     env = dict(os.environ, **e2e.get("env", {}))
     env.update({f"QUALIFY_OPT_{name.upper()}": value for name, value in options.items()})
@@ -76,7 +89,7 @@ def run_e2e(run_dir: Path, *, options: dict[str, str]) -> tuple[list[Boundary], 
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
     )
     (run_dir / "events.jsonl").touch()
-    child = subprocess.Popen(command, cwd=FAMILY / e2e.get("workdir", "."), env=env)
+    child = subprocess.Popen(command, cwd=family / e2e.get("workdir", "."), env=env)
     boundaries = serve_boundaries(run_dir, child)
     return boundaries, child.wait()
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from tiny_engine.network import DecodeNetwork as TinyDecodeNetwork
 from tiny_engine.network import NetworkShape, _Network
 from torch import nn
 from torch.nn import functional
@@ -113,16 +114,9 @@ class PrefillNetwork(_Phi4Network):
         return self._layers(hidden, positions, None)
 
 
-class DecodeNetwork(_Phi4Network):
-    """One token ``[1, 1]`` and the cache so far -> next logits and the cache one longer."""
-
-    def forward(
-        self, input_ids: torch.Tensor, keys: torch.Tensor, values: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Attend over the cache plus the new token (its position is the cache length)."""
-        hidden = functional.embedding(input_ids, self._weight("model.embed_tokens.weight"))
-        positions = torch.arange(keys.shape[3], keys.shape[3] + 1, device=input_ids.device)
-        return self._layers(hidden, positions, (keys, values))
+class DecodeNetwork(_Phi4Network, TinyDecodeNetwork):
+    """One token ``[1, 1]`` and the cache so far -> next logits and the cache one longer:
+    ``tiny_engine``'s decode step, rotated with LongRoPE."""
 
 
 @dataclass(frozen=True)
