@@ -79,7 +79,7 @@ def emit(record: dict[str, Any], durable: bool = False) -> None:
     """Append one event to the run's events file; no-op outside a qualify run.
 
     ``durable``: fsync it too (for the rare events a machine crash must not lose; an fsync
-    costs about 0.2 ms on a disk, a test of a large suite often less).
+    can cost more than a test of a large suite).
     """
     path = os.environ.get(ENV_EVENTS)
     if path:

@@ -5,9 +5,8 @@ each puts a one-shot finder on ``sys.meta_path`` that sees the family's ``import
 (:mod:`harness._gpu` hooks CUDA then). This module and the contract load with nothing but
 ``os`` and ``sys``: the rest of the harness (and the ``json``, ``re`` and ``typing`` it
 imports) loads only in the process that records the limits and in those that import torch.
-An interpreter that starts without qualify's harness takes about 11 ms; the harness adds a
-tenth of that to a process that does neither, which an E2E with many worker processes pays
-in each.
+An E2E with many worker processes pays the harness's start-up in each, so it stays a small
+share of the interpreter's own (``benchmarks/bench_suite.py --only startup``).
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ import sys
 from harness.contract import ENV_EVENTS, ENV_RUN_DIR, LIMITS_MARKER
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # importlib.abc costs 20 ms: the import system asks for find_spec alone
+if TYPE_CHECKING:  # importlib.abc is slow to import: the import system asks for find_spec alone
     import importlib.abc
     import importlib.machinery
     import types

@@ -81,8 +81,8 @@ NEEDLES: tuple[bytes, ...] = tuple(n for needles in GROUPS.values() for n in nee
 _CUDA_HIT = b"out of memory. Tried to allocate"
 _SAMPLE_BYTES = 16 << 10
 _HITS_PER_MIB = 1 << 9
-"""Anchor hits per MiB (a Python loop turn each, ~1 us) that cost as much as one regex pass
-(~0.35 ms per MiB, CPython 3.11)."""
+"""Anchor hits per MiB (a Python loop turn each) that cost about as much as one regex pass
+over the MiB (``benchmarks/bench_triage.py --log dense``)."""
 _NUL_SHARE = 0.3
 
 
@@ -387,7 +387,7 @@ def _needle_hits(block: bytes, end: int) -> list[int]:
     """Sorted offsets in ``block[:end]`` of the anchors of needles found (at least one per
     candidate line, and one per WINDOW_AFTER of a long line).
 
-    ``block.lower()`` and one regex pass per group cost ~0.7 ms per 2 MiB each. A group whose
+    ``block.lower()`` and one regex pass per group each cost a pass over the block. A group whose
     anchor is a letter rare enough in a sample of the block is instead found from that
     letter's two cases (``find`` of one byte is memchr), each hit checked in place.
     """

@@ -1,8 +1,8 @@
 """Byte-level shortcuts for the ``top_logprobs`` array of a parity file's line.
 
 Why: ``top_logprobs`` is most of a line (k entries at every generated step) and the standard
-library's json spends nearly all of a line's parse time on its floats (measured: 4 ms for a
-2,000-token top-5 line against 0.2 ms for every other field together). Only the divergence
+library's json spends nearly all of a line's parse time on its floats
+(``benchmarks/bench_compare.py``). Only the divergence
 step's top-k is ever needed, so the array is found as a byte span, replaced by ``null`` for
 the parse of the rest, and later parsed only up to the step that is needed.
 """

@@ -142,7 +142,7 @@ def _diff(repo: Path, tree: str) -> bytes:
 
 
 def _diff_hash(repo: Path, tree: str, nested: list[tuple[str, bytes]]) -> str:
-    import hashlib  # (OpenSSL, 3 ms of the start-up: loaded for a dirty tree only)
+    import hashlib  # (OpenSSL: loaded for a dirty tree only, not at every start-up)
 
     digest = hashlib.sha256(_diff(repo, tree))
     for path, diff in nested:

@@ -235,8 +235,8 @@ def _watch(spec: RunSpec, sandbox: Sandbox, run: _Run, process: Any, cgroup: str
     """The watchers of the started E2E: its logs, and the monitor. Both start once the E2E
     has: their imports and start-up (the first sample, the first round of the process reader)
     run beside the E2E's own start, not before it. That start is the launch shim's moves into
-    the cgroups, the first of which waits for an RCU grace period of the kernel (8 to 20 ms on
-    the 2-core test machine, after a pause), then the interpreter's start-up. The monitor
+    the cgroups, the first of which waits for an RCU grace period of the kernel, then the
+    interpreter's start-up. The monitor
     misses nothing: peaks come from the kernel's watermark, and the E2E reaches its first phase
     boundary long after."""
     from qualify.nvml import NvmlSampler

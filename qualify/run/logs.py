@@ -22,8 +22,8 @@ _GATHER_S = 0.02
 """After a read shorter than a chunk, how long the pump lets output gather before it reads
 again. The E2E's output is unbuffered (``PYTHONUNBUFFERED``: nothing is lost in a buffer
 when it is killed), so a suite printing pytest's progress writes one character a test: read as
-it comes, that woke the pump for each of them (3,600 reads and 0.09 s of the host's CPU for
-numpy's suite of 3,560 tests; at most 50 a second now). A flood, read in full chunks, is read
+it comes, that woke the pump for each of them (a read per test); with the pause, at most 50
+reads a second. A flood, read in full chunks, is read
 back to back; the pipe holds 64 KiB, so a writer waits for the pump only when it writes more
 than that within the pause."""
 

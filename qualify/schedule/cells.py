@@ -22,12 +22,10 @@ from qualify.sizes import parse_duration, parse_size
 
 MIB = 1 << 20
 DEFAULT_OVERHEAD = 256 * MIB
-"""Memory the allocation needs beyond the cap. Measured inside a real Slurm job (cgroup v1,
-Linux 6.18, 2 cores): the job cgroup's usage minus the usage of qualify's run cgroup, sampled
-every 5 ms over a whole run of the embedded family, peaked at 71 MiB with the page cache dropped
-first (qualify's imports read from disk and charged to the job) and 34 MiB warm; the rest is
-headroom for NVML on GPU hosts and for the end of a run (reports of a long E2E). The Slurm test
-measures it again on every run and fails when it exceeds this figure."""
+"""Memory the allocation needs beyond the cap: qualify's own process (its imports are read
+from disk and charged to the job), NVML on GPU hosts, and the end of a run (reports of a long
+E2E). The Slurm test measures the job cgroup's usage beyond the run cgroup's on every run and
+fails when it exceeds this figure."""
 RESERVE_S = 120
 """Time of an allocation kept for qualify itself: setup before the E2E, the kill, the
 reports and the teardown after it. With ``--time`` shorter than a family's timeout plus

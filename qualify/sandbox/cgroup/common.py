@@ -112,8 +112,8 @@ def stop_cgroups(
             write_file(kill_file, "1")
     if group is None:
         # With a group, a process outside it (a daemon that left the session) is killed by
-        # the teardown's loop a moment later: a kill() per process costs ~80 us while the
-        # kernel tears thousands down, and the reports should not wait for that.
+        # the teardown's loop a moment later: a kill() per process is slow while the kernel
+        # tears thousands down, and the reports should not wait for that.
         for pid in found:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -129,8 +129,8 @@ def kill_until_empty(
     """SIGKILL everything in the cgroups until they are empty (a forking process races us).
 
     Each process is signalled once: one that got SIGKILL is dying, and the kernel may take a
-    while to tear thousands down (0.3 s for a 2,800-process fork storm on Linux 6.18); sending
-    it again on every pass only costs syscalls.
+    while to tear thousands down (a fork storm); sending it again on every pass only costs
+    syscalls (``benchmarks/bench_kill_to_report.py`` measures a storm's teardown).
     """
     deadline = time.monotonic() + timeout_s
     signalled: set[int] = set()
