@@ -245,9 +245,11 @@ class DockerSandbox:
         layout = current_layout()
         if layout.version != 1 or layout.memory_dir is None or layout.memory_path is None:
             return None
+        import docker
+
         try:
             driver = self.client.info().get("CgroupDriver")
-        except Exception:
+        except (docker.errors.DockerException, OSError):  # (requests' errors are OSErrors)
             return None
         if driver != "cgroupfs":
             return None
@@ -331,9 +333,11 @@ class DockerSandbox:
         """Signal the container (docker-init passes it on to the E2E)."""
         if self.container is None:
             return 0
+        import docker
+
         try:
             self.container.kill(signal=signal.Signals(signal_number).name)
-        except Exception:
+        except (docker.errors.DockerException, OSError):
             return 0  # not running any more
         return 1
 

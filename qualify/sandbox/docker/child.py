@@ -58,6 +58,8 @@ class ContainerChild:
         self.stdout: IO[bytes]
         self.stderr: IO[bytes]
         self._pumps: list[threading.Thread] = []
+        self._problems: list[str] = []
+        """What the pumps and the waiter met, for the audit (appended from their threads)."""
         for stream in ("stdout", "stderr"):
             read_fd, write_fd = os.pipe()
             setattr(self, stream, os.fdopen(read_fd, "rb", buffering=0))
@@ -78,8 +80,10 @@ class ContainerChild:
             )
             for chunk in chunks:
                 os.write(write_fd, chunk)
-        except Exception:  # the container was removed under the stream: nothing more to copy
-            pass
+        except Exception as exc:  # the engine's or the pipe's: the log ends here, and says so
+            self._problems.append(
+                f"the container's {stream} stopped being copied: {exc!r}; the log may be cut"
+            )
         finally:
             os.close(write_fd)
 
@@ -91,7 +95,11 @@ class ContainerChild:
             state = self.container.attrs["State"]
             code = int(state.get("ExitCode", code))
             self.oom_killed = bool(state.get("OOMKilled"))
-        except Exception:  # removed before we looked: 137 is what docker reports for a kill
+        except Exception as exc:  # removed before we looked: 137 is what docker says of a kill
+            self._problems.append(
+                f"cannot read the container's end from the engine: {exc!r}; "
+                f"its exit code is taken as {137 if code is None else code}"
+            )
             code = 137 if code is None else code
         for pump in self._pumps:
             pump.join(timeout=PUMP_JOIN_S)
@@ -116,10 +124,11 @@ class ContainerChild:
             self.container.kill()
 
     def finish(self) -> list[str]:
-        """Wait briefly for the log pumps (teardown removes the container next)."""
+        """Wait briefly for the log pumps (teardown removes the container next); what the
+        pumps and the waiter met."""
         for pump in self._pumps:
             pump.join(timeout=2)
-        return []
+        return list(self._problems)
 
     @property
     def signal(self) -> str | None:
