@@ -310,6 +310,46 @@ def inside_limits_error(
     return "limits read inside the sandbox differ from those asked: " + "; ".join(problems)
 
 
+def _overcharge(cap: int) -> int:
+    """How far over its cap the kernel's watermark may legitimately go: a task being OOM-killed
+    (or with a fatal signal pending) is charged past the limit rather than made to wait, and
+    charges come in per-CPU batches."""
+    return max(32 << 20, cap // 32)
+
+
+def limits_held_error(spec: RunSpec, execution: Execution) -> str | None:
+    """Why the limits asked did not hold for the whole run (None: they did, as far as the
+    monitor saw): a limit file of the run's cgroups or their ancestors that changed while it
+    ran (a test as root can write its own cap), or a peak, read from the kernel's watermark,
+    above the memory cap asked (a cap raised and lowered again between two readings)."""
+    monitor = execution.monitor
+    if monitor is None:
+        return None
+    if monitor.limit_changes:
+        changes = "; ".join(change.describe() for change in monitor.limit_changes[:3])
+        more = len(monitor.limit_changes) - 3
+        return (
+            "the run's limits changed while it ran: "
+            + changes
+            + (f" (and {more} more)" if more > 0 else "")
+        )
+    cap, peak = spec.limits.memory_bytes, monitor.peak_bytes
+    sandbox = execution.sandbox
+    if (
+        cap is not None
+        and peak is not None
+        and peak > cap + _overcharge(cap)
+        and monitor.peak_source == "kernel"
+        and sandbox is not None
+        and sandbox.capped
+    ):
+        return (
+            f"the run's peak of {peak} bytes (the kernel's watermark) is above the cap of {cap} "
+            "bytes asked: the cap was not in force for the whole run"
+        )
+    return None
+
+
 def judge(
     spec: RunSpec,
     execution: Execution,
@@ -336,6 +376,7 @@ def judge(
         setup_error=execution.setup_error
         or storage_error(execution)
         or inside_limits_error(spec, execution, inside)
+        or limits_held_error(spec, execution)
         or gpu.budget_error,
         interrupted=execution.interrupted,
         timed_out=execution.timed_out,

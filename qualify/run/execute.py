@@ -23,6 +23,7 @@ from qualify.plan.spec import HARNESS_SOURCE, RunSpec, harness_root
 from qualify.run.children import Watchdog, reap, set_subreaper
 from qualify.sandbox import Sandbox, SandboxInfo
 from qualify.sandbox.base import Child, Probe, StartsItself, StopReport
+from qualify.sandbox.cgroup.fs import LimitWatch, limit_files
 
 if TYPE_CHECKING:
     # Imported once the E2E has started (``_watch``): the monitor, its samplers and readers,
@@ -201,6 +202,7 @@ class _Run:
     watchdog: Watchdog | None = None
     subreaper: bool = False
     logs: dict[str, BoundedLog] = dataclasses.field(default_factory=dict)
+    limits: LimitWatch | None = None
 
 
 def _start(
@@ -221,6 +223,9 @@ def _start(
         raise SandboxError(f"interrupted by {interrupts.received} before the E2E started")
     cgroups = sandbox.cgroup_dirs()
     if cgroups:
+        # The limits as set, read before the E2E can touch them; the monitor reads them again
+        # at every sample and at the end.
+        run.limits = LimitWatch(limit_files(cgroups))
         if run.watchdog is None:  # the caller's guard started none (``guard_run``)
             run.watchdog = Watchdog(cgroups)
         run.subreaper = set_subreaper(True)
@@ -264,6 +269,7 @@ def _watch(spec: RunSpec, sandbox: Sandbox, run: _Run, process: Any, cgroup: str
         interval_s=spec.sample_interval_s,
         gpu=NvmlSampler(mps=spec.gpu_budget is not None and spec.gpu_budget.mode == "mps"),
         processes=reader,
+        limits=run.limits,
     )
     run.monitor.start()
     if not isinstance(sandbox, StartsItself):
@@ -287,6 +293,8 @@ class Teardown:
 
     def _work(self) -> None:
         run = self._run
+        if run.limits is not None and run.monitor is None:  # the monitor closes its own
+            run.limits.close()
         try:
             self._problems += self._sandbox.teardown()
         finally:

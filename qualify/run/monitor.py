@@ -22,6 +22,7 @@ from qualify.run.processes import Escape, ProcessReader, ProcessSample
 from qualify.run.tail import JsonlTail
 from qualify.run.timeline import sample_line
 from qualify.sandbox.base import Probe
+from qualify.sandbox.cgroup.fs import LimitChange, LimitWatch
 from qualify.untrusted import append_regular
 
 TOP_PROCESSES = 5
@@ -73,6 +74,10 @@ class MonitorResult:
     problems: tuple[str, ...] = ()
     write_error: str | None = None
     """The first write of the monitor that failed (the disk filled up), if one did."""
+    limit_changes: tuple[LimitChange, ...] = ()
+    """Limit files of the run's cgroups or their ancestors whose value changed during the run."""
+    limit_files: tuple[Path, ...] = ()
+    """The limit files watched."""
 
 
 class Monitor(threading.Thread):
@@ -91,6 +96,7 @@ class Monitor(threading.Thread):
         gpu: NvmlSampler | None = None,
         processes: ProcessReader | None = None,
         cpu_share: float | None = None,
+        limits: LimitWatch | None = None,
     ):
         super().__init__(name="qualify-monitor", daemon=True)
         self.cpu_share = cpu_share or CPU_SHARE * max(1.0, DEFAULT_INTERVAL_S / interval_s)
@@ -128,6 +134,7 @@ class Monitor(threading.Thread):
         self.gpu = gpu if gpu is not None else NvmlSampler()
         self._finished = False
         self.run_dir = timeline_path.parent
+        self.limits = limits
 
     @staticmethod
     def _safe(read: Any) -> Any:
@@ -205,6 +212,9 @@ class Monitor(threading.Thread):
             with contextlib.suppress(OSError):
                 timeline.close()
         self.tail.close()
+        if self.limits is not None:  # read again at the end, the cgroups still there
+            self.limits.check()
+            self.limits.close()
         self._pids_refused = self._safe(self.probe.pids_refused)
         self._limit_hits = self._safe(self.probe.limit_hits)
         try:
@@ -242,6 +252,8 @@ class Monitor(threading.Thread):
             escapes=self.processes.escapes,
             problems=tuple(self.problems),
             write_error=self.write_error,
+            limit_changes=tuple(self.limits.changes) if self.limits else (),
+            limit_files=tuple(self.limits.files) if self.limits else (),
         )
 
     def _own_cpu(self) -> float:
@@ -310,6 +322,9 @@ class Monitor(threading.Thread):
             self._write_failed(self.ack_path.name, exc)
 
     def _sample(self, timeline: IO[str], full: bool = False) -> None:
+        if self.limits is not None:
+            # Every sample: a test that raises its own cap must not get a window to use it.
+            self.limits.check()
         mono, wall = time.monotonic(), time.time()
         usage = self._safe(self.probe.usage_bytes)
         breakdown = self._safe(self.probe.memory_breakdown) or {}

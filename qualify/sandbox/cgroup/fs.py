@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -207,6 +208,102 @@ def v2_chain(directory: Path, mount: Path | None) -> list[Path]:
         chain.append(directory)
         directory = directory.parent
     return chain
+
+
+LIMIT_FILES = (
+    "memory.limit_in_bytes",
+    "memory.memsw.limit_in_bytes",
+    "memory.max",
+    "memory.swap.max",
+    "pids.max",
+)
+"""The files that set a cgroup's memory, swap and pids limits (v1 and v2)."""
+
+
+def limit_files(directories: Sequence[Path]) -> list[Path]:
+    """Every limit file (``LIMIT_FILES``) of the cgroups at ``directories`` and of their
+    ancestors, up to the first directory that holds none (above the hierarchy's root, or the
+    v2 root cgroup, which has no limits): the files whose change moves a limit in effect."""
+    found: list[Path] = []
+    for directory in directories:
+        current = directory
+        while True:
+            present = [current / name for name in LIMIT_FILES if (current / name).is_file()]
+            if not present:
+                break
+            found += [path for path in present if path not in found]
+            if current.parent == current:
+                break
+            current = current.parent
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class LimitChange:
+    """A limit file whose value changed while the run was watched."""
+
+    path: Path
+    before: str
+    after: str
+    at_s: float
+    """Seconds since the watch began (the E2E's start, near enough)."""
+
+    def describe(self) -> str:
+        """One line: the file, its old and new values, and when."""
+        return f"{self.path} changed from {self.before} to {self.after} at +{self.at_s:.1f}s"
+
+
+class LimitWatch:
+    """The limit files of a run's cgroups and their ancestors, read when the watch begins
+    (before the E2E starts) and again at every ``check``: a value that differs is a change,
+    recorded once per new value. A file that can no longer be read (its cgroup removed) is
+    not watched further. Each read is a ``pread`` of a descriptor kept open."""
+
+    def __init__(self, files: Sequence[Path]) -> None:
+        self._origin = time.monotonic()
+        self._fds: dict[Path, int] = {}
+        self._values: dict[Path, str] = {}
+        self.changes: list[LimitChange] = []
+        for path in files:
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+            self._fds[path] = fd
+            value = self._read(path, fd)
+            if value is not None:
+                self._values[path] = value
+
+    def _read(self, path: Path, fd: int) -> str | None:
+        try:
+            return os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+        except OSError:
+            os.close(self._fds.pop(path))
+            self._values.pop(path, None)
+            return None
+
+    @property
+    def files(self) -> list[Path]:
+        """The files watched now."""
+        return list(self._values)
+
+    def check(self) -> list[LimitChange]:
+        """Read every file again; the changes found by this check."""
+        found = []
+        for path, fd in list(self._fds.items()):
+            before = self._values.get(path)
+            value = self._read(path, fd)
+            if value is not None and before is not None and value != before:
+                found.append(LimitChange(path, before, value, time.monotonic() - self._origin))
+                self._values[path] = value
+        self.changes += found
+        return found
+
+    def close(self) -> None:
+        """Close every descriptor."""
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
 
 
 def read_limits(
