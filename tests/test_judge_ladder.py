@@ -181,3 +181,25 @@ def test_the_exception_a_python_process_ended_with_is_read_from_its_stderr(case:
     )
     assert process.returncode != 0
     assert exception_at_end(process.stderr) == expected
+
+
+def test_the_exception_is_read_from_a_tail_that_lost_the_tracebacks_first_line() -> None:
+    """A deep traceback (pytest's end of session through pluggy's wrappers is one) is longer
+    than the tail of stderr the judge reads: its frames still say what it is. A tail with
+    indented lines that are not frames says nothing."""
+    import subprocess
+    import sys
+
+    from qualify.judge.judgement import exception_at_end
+
+    source = (
+        "def down(n):\n    if n == 0:\n        raise OSError(30, 'Read-only file system', '/x')\n"
+        "    down(n - 1)\ndown(80)"
+    )
+    process = subprocess.run(
+        [sys.executable, "-c", source], capture_output=True, text=True, check=False, timeout=60
+    )
+    tail = process.stderr.split("\n", 3)[3]  # cut inside the frames, as a tail of a log is
+    assert "Traceback" not in tail and tail.startswith("  File ")
+    assert exception_at_end(tail) == "OSError: [Errno 30] Read-only file system: '/x'"
+    assert exception_at_end("collected 3 items\n    indented output\nDone: 3 passed\n") is None

@@ -86,14 +86,16 @@ EXCEPTION_LINE_LIMIT = 300
 def exception_at_end(text: str) -> str | None:
     """The exception of the last Python traceback in ``text`` (``OSError: [Errno 30] ...``),
     when that traceback is what ``text`` ends with: its frames are indented, its exception line
-    is not (a message may go on for a few lines). None otherwise."""
+    is not (a message may go on for a few lines). None otherwise. ``text`` may begin inside
+    the traceback (a tail of a log)."""
     start = text.rfind(TRACEBACK)
-    if start < 0:
-        return None
-    lines = text[start + len(TRACEBACK) :].splitlines()
+    # A traceback longer than the tail read has lost its first line: its frames still say
+    # what it is (``  File "...", line N``).
+    frame = ("  File ",) if start < 0 else (" ", "\t")
+    lines = text[start + len(TRACEBACK) if start >= 0 else 0 :].splitlines()
     framed = False
     for index, line in enumerate(lines):
-        if line.startswith((" ", "\t")):
+        if line.startswith(frame) or (framed and line.startswith((" ", "\t"))):
             framed = True
         elif line.strip() and framed:
             if sum(1 for rest in lines[index + 1 :] if rest.strip()) > 5:
