@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -13,6 +15,7 @@ from pathlib import Path
 from qualify.errors import SandboxError
 from qualify.sandbox.base import StopReport
 from qualify.sandbox.cgroup.fs import parse_flat_keyed, parse_procs, read_bytes
+from qualify.subproc import run_capture
 
 ENTER_SCRIPT = 'for f do shift; [ "$f" = -- ] && break; echo $$ > "$f" || exit 126; done; exec "$@"'
 """The launch shim, run as ``sh -c ENTER_SCRIPT qualify-enter PROCS_FILE... -- ARGV...``: the
@@ -193,3 +196,84 @@ def reclaim_orphans(parent: Path, prefix: str = "qualify-", min_age_s: float = 6
                 if not remove_dir(child):
                     removed.append(child.name)
     return removed
+
+
+SHM = Path("/dev/shm")
+SHM_SCRIPT = (
+    'mount -t tmpfs -o "size=$1,nosuid,nodev,mode=1777" qualify-shm /dev/shm || exit 126; '
+    'shift; exec "$@"'
+)
+"""Run inside a mount namespace of its own (``unshare --mount --propagation private``): a
+tmpfs of its own on /dev/shm, then the E2E through ``exec``. The namespace, and the tmpfs with
+it, ends with the run's last process; its pages are charged to the cap of whoever writes them,
+the E2E inside the run's cgroup (docker does the same for a container)."""
+_SHM_LISTED = 20
+_SHM_SCANNED = 10_000
+
+
+class PrivateShm:
+    """The run's /dev/shm on a cgroup backend: a private tmpfs where a mount namespace can be
+    made (root), else the host's, with what the run left there listed after it."""
+
+    def __init__(self) -> None:
+        self.prefix: list[str] = []
+        """What the launch shim runs the E2E through (empty: the host's /dev/shm)."""
+        self._before: set[str] | None = None
+
+    def prepare(self, cap_bytes: int | None) -> str:
+        """Decide, by trying it once in a throwaway namespace; the note for the audit."""
+        size = str(cap_bytes) if cap_bytes else "50%"
+        unshare = shutil.which("unshare")
+        if unshare is None:
+            why = "util-linux's unshare is not installed"
+        else:
+            prefix = [unshare, "--mount", "--propagation", "private", "--"]
+            prefix += ["/bin/sh", "-c", SHM_SCRIPT, "qualify-shm", size]
+            try:
+                tried = run_capture([*prefix, "true"], timeout_s=10)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                why = str(exc)
+            else:
+                if tried.returncode == 0:
+                    self.prefix = prefix
+                    shown = f"{cap_bytes} bytes" if cap_bytes else "half the host's memory"
+                    return f"the E2E has a private /dev/shm (tmpfs of {shown}, charged to the cap)"
+                said = tried.stderr.decode(errors="replace").strip().splitlines()
+                why = said[-1] if said else f"exit {tried.returncode}"
+        self._before = _shm_names()
+        return f"the E2E shares the host's /dev/shm ({why}): what is left there is listed"
+
+    def leftovers(self) -> list[str]:
+        """The problem naming what appeared in the host's /dev/shm during the run (empty with a
+        private one, or when nothing did)."""
+        if self._before is None:
+            return []
+        new = sorted(_shm_names() - self._before)
+        if not new:
+            return []
+        shown = []
+        for name in new[:_SHM_LISTED]:
+            try:
+                size = os.lstat(SHM / name).st_size
+            except OSError:
+                continue
+            shown.append(f"{name!r} ({size} bytes)")
+        more = f" and {len(new) - len(shown)} more" if len(new) > len(shown) else ""
+        return [
+            f"left in /dev/shm after the run (by the E2E, or another process meanwhile): "
+            f"{', '.join(shown)}{more}"
+        ]
+
+
+def _shm_names() -> set[str]:
+    """The names in the host's /dev/shm, at most ``_SHM_SCANNED`` of them."""
+    names: set[str] = set()
+    try:
+        with os.scandir(SHM) as entries:
+            for entry in entries:
+                names.add(entry.name)
+                if len(names) >= _SHM_SCANNED:
+                    break
+    except OSError:
+        pass
+    return names

@@ -102,6 +102,7 @@ class CgroupV1Sandbox:
         )
         self.reason: str | None = None
         """Why this backend was chosen (the action's decision), the first note of the audit."""
+        self.shm = common.PrivateShm()
 
     def _dirs(self) -> list[Path]:
         return [d for d in (self.memory_dir, self.pids_dir) if d is not None]
@@ -132,6 +133,7 @@ class CgroupV1Sandbox:
             notes=(
                 *([self.reason] if self.reason else []),
                 *(f"reclaimed orphaned cgroup {name}" for name in self.reclaimed),
+                self.shm.prepare(memory),
             ),
         )
 
@@ -140,7 +142,8 @@ class CgroupV1Sandbox:
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         """The launch shim joins both cgroups before exec."""
-        return common.enter_argv([d / "cgroup.procs" for d in self._dirs()], argv)
+        procs = [d / "cgroup.procs" for d in self._dirs()]
+        return common.enter_argv(procs, [*self.shm.prefix, *argv])
 
     def attach(self, pid: int) -> None:
         """Nothing to do: the shim joined the cgroups itself."""
@@ -169,4 +172,4 @@ class CgroupV1Sandbox:
         for directory in self._dirs():
             with contextlib.suppress(FileNotFoundError):
                 problems += common.remove_dir(directory)
-        return problems
+        return problems + self.shm.leftovers()

@@ -108,6 +108,8 @@ class CgroupV2Sandbox:
     """Why this backend was chosen (the action's decision), the first note of the audit."""
     moved_to_leaf: bool = False
     """qualify moved itself into SUPERVISOR_LEAF to hand memory and pids to its children."""
+    shm: common.PrivateShm = dataclasses.field(default_factory=common.PrivateShm)
+    """The run's /dev/shm."""
     name = "cgroup-v2"
 
     @property
@@ -172,6 +174,7 @@ class CgroupV2Sandbox:
         notes += [f"reclaimed orphaned cgroup {name}" for name in reclaimed]
         if not (self.directory / "memory.peak").exists():
             notes.append("memory.peak is missing (Linux < 5.19): peaks come from samples")
+        notes.append(self.shm.prepare(requested.memory_bytes))
         return SandboxInfo(
             backend=self.name,
             capped=True,
@@ -188,7 +191,7 @@ class CgroupV2Sandbox:
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         """The launch shim joins the cgroup before exec."""
-        return common.enter_argv([self.directory / "cgroup.procs"], argv)
+        return common.enter_argv([self.directory / "cgroup.procs"], [*self.shm.prefix, *argv])
 
     def attach(self, pid: int) -> None:
         """Nothing to do: the shim joined the cgroup itself."""
@@ -216,4 +219,4 @@ class CgroupV2Sandbox:
     def teardown(self) -> list[str]:
         """cgroup.kill (or a SIGKILL loop), then rmdir."""
         problems = common.kill_until_empty([self.directory], self.directory / "cgroup.kill")
-        return problems + common.remove_dir(self.directory)
+        return problems + common.remove_dir(self.directory) + self.shm.leftovers()
