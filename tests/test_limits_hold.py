@@ -118,6 +118,52 @@ def test_a_test_that_raises_its_own_cap_makes_the_run_an_error(
     assert "the run's limits changed while it ran" in reason
     assert f"memory.limit_in_bytes changed from {200 * MIB} to {1024 * MIB} at +" in reason
     assert "PASSED" not in result.stdout.splitlines()[0]
+    assert any(
+        note.startswith("the limits are watched, not locked")
+        for note in (audit["sandbox"]["notes"])
+    )
+
+
+CONTAINED = """
+import errno
+
+
+def test_cannot_raise_own_cap():
+    tried = []
+    for path in ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory.max"):
+        try:
+            with open(path, "w") as handle:
+                handle.write(str(1 << 30))
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            tried.append(exc.errno)
+        else:
+            raise AssertionError(path + " took a new limit")
+    assert tried and set(tried) <= {errno.EROFS, errno.EACCES, errno.EPERM}, tried
+"""
+
+
+@pytest.mark.privileged
+@pytest.mark.slow
+def test_a_container_cannot_raise_its_own_cap(
+    raiser_repo: Path, run_qualify: RunQualify, docker_engine: tuple[str, str]
+) -> None:
+    """The docker backend prevents the write instead of watching for it: a root test inside
+    the container is refused, and the audit says which protection was in place."""
+    from qualify.sandbox.docker.backend import LIMITS_LOCKED
+
+    _, image = docker_engine
+    family = raiser_repo / "families" / "raiser"
+    (family / "test_raiser.py").write_text(CONTAINED)
+    git(raiser_repo, "commit", "-q", "-am", "inside a container")
+    result = run_qualify(
+        "run", "--family", "raiser", "--repo", str(raiser_repo), "--mem", "200M",
+        "--backend", "docker", "--mount-host-python", "--image", image,
+    )  # fmt: skip
+    audit = result.audit()
+    assert (result.returncode, audit["verdict"]) == (0, "PASSED"), result.stdout + result.stderr
+    assert LIMITS_LOCKED in audit["sandbox"]["notes"]
 
 
 @pytest.mark.privileged

@@ -34,6 +34,14 @@ LABEL_MANAGED = "qualify.managed"
 LABEL_PID = "qualify.pid"
 
 
+LIMITS_LOCKED = (
+    "the E2E cannot change its limits: the container's cgroup filesystem is read-only to it "
+    "and every capability is dropped"
+)
+"""The audit's note on how the limits are protected for the whole run (a test checks the
+write is refused from inside a real container)."""
+
+
 def host_python_dirs() -> list[str]:
     """Host directories a container needs to run this interpreter (``--mount-host-python``)."""
     candidates = [
@@ -229,6 +237,7 @@ class DockerSandbox:
             f"shm_size {self.options.shm_bytes} bytes (charged to the memory cap)"
             if self.options.mps_pipe_directory is None
             else "ipc host for MPS: /dev/shm is the host's, not charged to the memory cap",
+            LIMITS_LOCKED,
         ]
         self._info = SandboxInfo(self.name, True, None, expected_in_effect(requested), tuple(notes))
         return self._info
