@@ -180,6 +180,21 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
+def family_repo(root: Path, name: str, toml: str, files: dict[str, str]) -> Path:
+    """A git repository holding one family ``name``, committed."""
+    family = root / "families" / name
+    family.mkdir(parents=True)
+    (family / "family.toml").write_text(f'name = "{name}"\n' + textwrap.dedent(toml))
+    for relative, text in files.items():
+        (family / relative).write_text(textwrap.dedent(text))
+    (family / "pytest.ini").write_text("[pytest]\n")
+    (root / ".gitignore").write_text(IGNORED)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", name)
+    return root
+
+
 RunQualify = Callable[..., "Completed"]
 
 

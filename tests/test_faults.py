@@ -10,7 +10,6 @@ import os
 import shlex
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,28 +22,20 @@ from qualify.plan.families import content_hash
 from qualify.run.processes import start_time
 from qualify.run.registry import ENV_REGISTRY, registry_dir
 from qualify.sandbox.cgroup.layout import current_layout
-from tests.conftest import IGNORED, Completed, RunQualify, git, qualify_argv, wait_for
+from tests.conftest import (
+    Completed,
+    RunQualify,
+    family_repo,
+    git,
+    qualify_argv,
+    wait_for,
+)
 from tests.test_harness import ATTEMPTS
 
 pytestmark = [pytest.mark.privileged, pytest.mark.slow]
 MIB = 2**20
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = etree.XMLSchema(etree.parse(str(ROOT / "tests" / "data" / "schemas" / "junit-10.xsd")))
-
-
-def family_repo(root: Path, name: str, toml: str, files: dict[str, str]) -> Path:
-    """A git repository holding one family ``name``, committed."""
-    family = root / "families" / name
-    family.mkdir(parents=True)
-    (family / "family.toml").write_text(f'name = "{name}"\n' + textwrap.dedent(toml))
-    for relative, text in files.items():
-        (family / relative).write_text(textwrap.dedent(text))
-    (family / "pytest.ini").write_text("[pytest]\n")
-    (root / ".gitignore").write_text(IGNORED)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", name)
-    return root
 
 
 def pytest_family(root: Path, name: str, source: str) -> Path:

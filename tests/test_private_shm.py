@@ -5,13 +5,12 @@ host's /dev/shm during the run is listed in the audit."""
 from __future__ import annotations
 
 import os
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from qualify.sandbox.cgroup import common
-from tests.conftest import IGNORED, RunQualify, git
+from tests.conftest import RunQualify, family_repo
 
 MIB = 2**20
 
@@ -36,28 +35,16 @@ def test_write_to_dev_shm():
 
 @pytest.fixture
 def shm_repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    family = root / "families" / "shm"
-    family.mkdir(parents=True)
-    (family / "family.toml").write_text(
-        textwrap.dedent("""
-        name = "shm"
-        description = "writes a file into /dev/shm and leaves it there"
-        [e2e]
-        command = ["python", "-m", "pytest", "test_shm.py", "-q"]
-        timeout = "2m"
-        [options]
-        name = ""
-        mib = 0
-        """)
-    )
-    (family / "test_shm.py").write_text(SHM_WRITER)
-    (family / "pytest.ini").write_text("[pytest]\n")
-    (root / ".gitignore").write_text(IGNORED)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "shm family")
-    return root
+    toml = """
+    description = "writes a file into /dev/shm and leaves it there"
+    [e2e]
+    command = ["python", "-m", "pytest", "test_shm.py", "-q"]
+    timeout = "2m"
+    [options]
+    name = ""
+    mib = 0
+    """
+    return family_repo(tmp_path / "repo", "shm", toml, {"test_shm.py": SHM_WRITER})
 
 
 @pytest.mark.privileged
