@@ -11,7 +11,7 @@ import pytest
 
 from qualify.plan.secret_sources import withhold_secrets
 from qualify.publish.secrets import KnownSecret, SecretIndex
-from tests.conftest import git, qualify_argv
+from tests.conftest import family_repo, qualify_argv
 
 HOSTILE = """\
 import base64, os, sys
@@ -34,18 +34,8 @@ PASSED = {
 
 
 def _hostile_repo(root: Path) -> Path:
-    repo = root / "repo"
-    family = repo / "families" / "hostile"
-    family.mkdir(parents=True)
-    (family / "hostile.py").write_text(HOSTILE)
-    (family / "family.toml").write_text(
-        'name = "hostile"\n[e2e]\ncommand = ["python", "hostile.py"]\n'
-        'pass_env = ["FAMILY_API_KEY"]\n'
-    )
-    git(repo, "init", "-q")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "hostile family")
-    return repo
+    toml = '[e2e]\ncommand = ["python", "hostile.py"]\npass_env = ["FAMILY_API_KEY"]\n'
+    return family_repo(root / "repo", "hostile", toml, {"hostile.py": HOSTILE})
 
 
 def _run_hostile(tmp_path: Path, *backend: str) -> Path:

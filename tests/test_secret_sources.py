@@ -12,7 +12,7 @@ import pytest
 
 from qualify.publish.secrets import KnownSecret, SecretIndex
 from qualify.publish.sources import SecretSources, record_sources, recorded_sources
-from tests.conftest import git, qualify_argv
+from tests.conftest import family_repo, qualify_argv
 
 DEPLOY = "dw-" + "Q7x2kP9mZ4"
 FILED = "filed-" + "R3t8vN1bY6"
@@ -58,18 +58,11 @@ def _leaks(directory: Path) -> set[str]:
 def _printed_run(tmp_path: Path, *extra: str) -> tuple[Path, Path]:
     """A run whose E2E was given both secrets (``--pass-env``) and printed them; the run
     directory and the secrets file."""
-    repo = tmp_path / "repo"
-    family = repo / "families" / "printer"
-    family.mkdir(parents=True)
-    (family / "test_printer.py").write_text(PRINTER)
-    (family / "family.toml").write_text(
-        'name = "printer"\n[e2e]\n'
-        'command = ["python", "-m", "pytest", "-s", "-q", "test_printer.py"]\n'
+    toml = (
+        '[e2e]\ncommand = ["python", "-m", "pytest", "-s", "-q", "test_printer.py"]\n'
         "[options]\nfail = false\n"
     )
-    git(repo, "init", "-q")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "printer")
+    repo = family_repo(tmp_path / "repo", "printer", toml, {"test_printer.py": PRINTER})
     secrets_file = tmp_path / "masked.txt"
     secrets_file.write_text(FILED + "\n")
     result = _qualify(
