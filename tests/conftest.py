@@ -186,6 +186,7 @@ def family_repo(root: Path, name: str, toml: str, files: dict[str, str]) -> Path
     family.mkdir(parents=True)
     (family / "family.toml").write_text(f'name = "{name}"\n' + textwrap.dedent(toml))
     for relative, text in files.items():
+        (family / relative).parent.mkdir(parents=True, exist_ok=True)
         (family / relative).write_text(textwrap.dedent(text))
     (family / "pytest.ini").write_text("[pytest]\n")
     (root / ".gitignore").write_text(IGNORED)

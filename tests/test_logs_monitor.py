@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -33,11 +34,40 @@ def test_bounded_log_keeps_head_and_tail(tmp_path: Path) -> None:
     stats = log.stats()
     text = (tmp_path / "stdout.log").read_text()
     assert stats.bytes_total == 200000 * 12
-    assert stats.truncated and stats.bytes_kept == 96 * 1024
+    # Cut at line ends: 65,536 and 32,768 are not multiples of 12; the partial lines go too.
+    assert stats.truncated and stats.bytes_kept == 65532 + 32760
     assert text.startswith("line 000000\n")
     assert text.endswith("line 199999\n")
-    omitted = stats.bytes_total - 96 * 1024
-    assert f"[qualify: {omitted} bytes omitted]" in text
+    omitted = stats.bytes_total - stats.bytes_kept
+    head, marker, tail = text.partition(f"\n[qualify: {omitted} bytes omitted]\n")
+    assert marker
+    assert all(re.fullmatch(r"line \d{6}", line) for line in (head + tail).splitlines())
+
+
+@pytest.mark.parametrize("separator", [b"\n", b" ", b""])
+def test_a_cut_never_leaves_a_word_in_pieces(tmp_path: Path, separator: bytes) -> None:
+    """Values of 26 characters, written end to end (with line ends, spaces or nothing between
+    them): the head's end and the tail's start are moved to a boundary, or by 256 bytes where
+    there is none, so no value is kept in part."""
+    word = b"Qx7" + b"k" * 22 + b"Z"
+    script = f"import sys\nsys.stdout.buffer.write({word + separator!r} * 20000)\n"
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    log = BoundedLog(process.stdout, tmp_path / "stdout.log", head=4000, tail=3000)
+    log.start()
+    process.wait()
+    log.join(timeout=30)
+    stats = log.stats()
+    head, marker, tail = (tmp_path / "stdout.log").read_bytes().partition(b"\n[qualify: ")
+    tail = tail.partition(b" bytes omitted]\n")[2]
+    assert marker and tail
+    assert len(head) + len(tail) == stats.bytes_kept
+    if separator:
+        assert head.endswith(separator) and tail.startswith(word)
+        assert set(head.split(separator)[:-1]) == {word}
+        assert set(tail.split(separator)[:-1]) == {word}
+    else:  # no boundary: 256 bytes more left out on either side
+        assert len(head) == 4000 - 256 and len(tail) == 3000 - 256
 
 
 def test_short_log_is_kept_whole(tmp_path: Path) -> None:

@@ -542,3 +542,104 @@ def test_leaks_are_placed_on_the_lines_of_the_original() -> None:
         Leak("f", "env S", True, 6),  # wrapped over lines 6 and 7
         Leak("f", "env S", True, 8),
     ]
+
+
+# --- the accidental forms (tests/test_accidental_forms.py runs them through a real run)
+
+AZURE_KEY = (
+    "q0Xf9Lk2TnW8vR3mYc6pB1sJ7hD4gZ5aE0uV9iN2oK8rF3tG6wH1yQ4cM7xL5bS2dA9eP0jU3nT6vB8zC1fR4=="
+)
+BUS_KEY = "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZg=="
+SAS_SIG = "k3J9%2Bq0vX8mW2nL5%3D"
+AMZ_SIG = "9f86d081884c7d659a2feaa0c55ad015"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (
+            "DefaultEndpointsProtocol=https;AccountName=ci;"
+            f"AccountKey={AZURE_KEY};EndpointSuffix=core.windows.net",
+            AZURE_KEY,
+        ),
+        (
+            "Endpoint=sb://n.servicebus.windows.net/;SharedAccessKeyName=Root;"
+            f"SharedAccessKey={BUS_KEY}",
+            BUS_KEY,
+        ),
+        (f"https://a.blob.core.windows.net/c/b?sv=2022-11-02&sp=r&sig={SAS_SIG}", SAS_SIG),
+        (f"GET /o?X-Amz-Credential=AKI%2F20261204&X-Amz-Signature={AMZ_SIG}", AMZ_SIG),
+    ],
+)
+def test_connection_strings_name_their_secrets(text: str, secret: str) -> None:
+    cleaned = plain().clean(text)
+    assert secret not in cleaned and "[REDACTED:secret-assignment]" in cleaned
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "monkey=banana_split_42",  # a word that merely ends in "key"
+        "hotkey: ctrl+alt+delete",
+        "signaturesOK=all_verified_today",
+        "design=signature-free",
+    ],
+)
+def test_words_ending_like_a_key_are_text(text: str) -> None:
+    assert plain().clean(text) == text
+
+
+def test_a_value_down_a_table_column_is_redacted_where_it_stands() -> None:
+    """A value too wide for its cell, wrapped onto the next rows of the same column (rich's
+    box drawing; tabulate's ``|``), with other columns' cells in between."""
+    value = "Vq83mZpLk20xTr7Wn5Yb6Hc1"
+    sanitizer = plain()
+    sanitizer.learn([KnownSecret(value, "secrets file line 1")])
+    for frame in ("│", "|"):
+        table = (
+            f"{frame} name  {frame} {value[:8]} {frame} ok {frame}\n"
+            f"{frame} other {frame} {value[8:16]} {frame}    {frame}\n"
+            f"{frame}       {frame} {value[16:]} {frame}    {frame}\n"
+        )
+        cleaned = sanitizer.clean(table)
+        assert value[:8] not in cleaned and value[16:] not in cleaned, cleaned
+        assert cleaned.startswith(f"{frame} name  {frame} ")
+
+
+def test_ansi_written_as_pytest_writes_it_in_junit() -> None:
+    """pytest's JUnit writer replaces ESC, illegal in XML, with the text ``#x1B``."""
+    value = "Vq83mZpLk20xTr7Wn5Yb6Hc1"
+    sanitizer = plain()
+    sanitizer.learn([KnownSecret(value, "secrets file line 1")])
+    text = (
+        f"E   AssertionError: #x1B[1;31m{value[:6]}#x1B[0m#x1B[32m{value[6:11]}#x1B[0m{value[11:]}"
+    )
+    cleaned = sanitizer.clean(text)
+    assert KNOWN in cleaned and value[11:] not in cleaned
+
+
+def test_a_wrapped_diff_line_is_read_through_its_marker() -> None:
+    value = "Vq83mZpLk20xTr7Wn5Yb6Hc1"
+    sanitizer = plain()
+    sanitizer.learn([KnownSecret(value, "secrets file line 1")])
+    diff = (
+        f"E         + config: {value[:8]}\n"
+        f"E         +         {value[8:16]}\n"
+        f"E         +  {value[16:]}"
+    )
+    assert sanitizer.clean(diff).count(KNOWN) == 1
+
+
+def test_what_is_learnt_is_the_value_not_the_next_line() -> None:
+    """A header's value at a line's end: in a view without the line breaks, the next line's
+    text (a traceback's location) stands glued to it; learnt with it, every location line
+    would be redacted. Raw and JSON-escaped."""
+    text = (
+        "E   HTTPError: 401 with Authorization: Bearer abcDEF1234567xyz\n\n"
+        "test_rt.py:59: RuntimeError"
+    )
+    for written in (text, __import__("json").dumps({"longrepr": text})):
+        sanitizer = plain()
+        sanitizer.harvest(written, "events.jsonl")
+        assert {secret.value for secret in sanitizer.known} == {"abcDEF1234567xyz"}
+        assert sanitizer.clean("test_rt.py:59: RuntimeError") == "test_rt.py:59: RuntimeError"

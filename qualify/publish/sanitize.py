@@ -115,7 +115,11 @@ def _key_accepted(text: str, match: re.Match[str]) -> bool:
     before = text[max(0, start - 20) : start].translate(_LOWER)
     bare = before.rstrip("-_")
     if word == "key":
-        return bare.endswith(_KEY_PREFIXES)
+        return bare.endswith(_KEY_PREFIXES) or _compound_key(text, start)
+    if word == "sig":
+        return not before or before[-1] in "?&;"
+    if word == "signature":
+        return not before or not before[-1].isalpha() or _compound_key(text, start)
     if word == "token":
         if before.endswith(_NOT_SECRET_TOKENS):
             return False
@@ -131,13 +135,23 @@ def _key_accepted(text: str, match: re.Match[str]) -> bool:
     return True
 
 
+def _compound_key(text: str, start: int) -> bool:
+    """A capitalized key word closing a compound name, the way connection strings and
+    configuration keys name their secrets (``AccountKey``, ``SharedAccessKey``, ``MasterKey``,
+    ``X-Amz-Signature``): not a word that merely ends so (``monkey``, ``hotkey``)."""
+    return text[start : start + 1].isupper() and start > 0 and text[start - 1].isalpha()
+
+
 def _classes(value: str) -> int:
     return sum(
         any(test(char) for char in value) for test in (str.isupper, str.islower, str.isdigit)
     )
 
 
-_KEY = r"(?P<word>key|secret|token|passw(?:or)?d|passphrase|pass|pwd|credentials?|cookie|dsn)"
+_KEY = (
+    r"(?P<word>key|secret|token|passw(?:or)?d|passphrase|pass|pwd|credentials?|cookie|dsn"
+    r"|signature|sig)"
+)
 """The key words of ``key: value``, ``key=value``, ``"key": "value"``, matched on the lowered
 text; the context decides (:func:`_key_accepted`): ``native_token: Hello`` is text."""
 _VALUE = (
@@ -209,15 +223,13 @@ TOKEN_RULES: dict[str, Rule] = {
         accept=_key_accepted,
     ),
 }
+_KEY_WORDS = ("key", "secret", "token", "pass", "pwd", "credentials?", "dsn", "sig(?:nature)?")
 _TRIGGER_PARTS = (
     *("gh[pousr]_", "github_pat_", "hf_", "gl[a-z]{1,3}-", "xox", "xapp-", r"hooks\.slack"),
     *("sk-[a-z0-9_-]{20}", "sk_(?:live|test)_", "rk_(?:live|test)_", "aiza", "npm_", "pypi-"),
     *("dckr_", "a[a-z]{2}a[a-z0-9]{16}", "eyj", "-----begin", "authoriz", "api-key", "x-a"),
     *("private-token", "cookie", "bearer", "://", "passw", "passphrase"),
-    *(
-        word + r"s?[\"']?\s*(?:=>|:=|[:=])"
-        for word in ("key", "secret", "token", "pass", "pwd", "credentials?", "dsn")
-    ),
+    *(word + r"s?[\"']?\s*(?:=>|:=|[:=])" for word in _KEY_WORDS),
 )
 
 
@@ -260,6 +272,8 @@ _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])
 _AWS_WINDOW = 200
 _MEMO_LENGTH = 256
 _CONTEXT_RULES = frozenset({"secret-assignment", "auth-header", "bearer-token"})
+_OPEN_ENDED = _CONTEXT_RULES | {"url-credentials"}
+"""Rules whose value ends where the text's characters change, not where a shape ends."""
 _CODE_LIKE = re.compile(r"[a-z_][a-z_.]*(?:\(\))?|[A-Z_][A-Z_.]*")
 """A value a key-value rule found but that reads like code (``password=os.environ``, a
 constant's name): redacted where it stands, not learnt as a value to redact everywhere."""
@@ -468,11 +482,21 @@ class Sanitizer:
 
     def harvest(self, text: str, where: str) -> None:
         """Learn every value a token, key-value or URL-credential rule finds in ``text`` (every
-        rule, disabled or not), so that a cut or re-encoded copy elsewhere is caught too."""
+        rule, disabled or not), so that a cut or re-encoded copy elsewhere is caught too. What
+        is learnt is a value, never the text around it: a value with no shape of its own (a
+        key's, a header's, a URL's password) is learnt as one line holds it, since in a view
+        that joins lines it would take the next line's text with it (``test_rt.py:59:``), and
+        every location line would then be redacted; a token's shape ends it (``hf_`` and 34
+        characters), so a wrapped token is learnt whole."""
         found = []
-        for view_text, _view in views.views(text):
+        for view_text, view in views.views(text):
+            joined = view is not None and view.joins_lines
             for rule, start, end in self._rule_spans(view_text, every_rule=True):
+                if joined and rule in _OPEN_ENDED:
+                    continue
                 value = view_text[start:end].strip()
+                if rule != "private-key":  # a value, never the next line's text glued to it
+                    value = views.LINE_END.split(value, maxsplit=1)[0].strip()
                 # A key's value is its base64 lines, not its armour or the text's line breaks.
                 pieces = _BASE64_RUN.findall(value) if rule == "private-key" else [value]
                 found += [

@@ -14,30 +14,37 @@ from __future__ import annotations
 import bisect
 import functools
 import html
+import itertools
 import re
 import urllib.parse
 from collections.abc import Callable
 
 # Line breaks (real, JSON-escaped, XML character references) and what follows a wrap: the
-# indentation and pytest's ``E   `` prefix.
-BREAK = re.compile(r"(?:\r?\n|\\r\\n|\\n|&#10;|&#13;&#10;|&#xA;|&#xa;)(?:[ \t]*E {2,})?[ \t]*")
+# indentation, pytest's ``E   `` prefix and a diff's ``+``/``-``/``?`` marker.
+BREAK = re.compile(
+    r"(?:\r?\n|\\r\\n|\\n|&#10;|&#13;&#10;|&#xA;|&#xa;)(?:[ \t]*E {2,})?[ \t]*(?:[-+?] [ \t]*)?"
+)
 _ESCAPES = re.compile(
     # Every escape starts with one of these: the lookahead lets the scan skip the text between
     # escapes instead of trying each alternative at every position (6x faster on JSON lines).
-    r"(?=[%\\&\x1b])(?:"
+    r"(?=[%\\&\x1b]|#x1)(?:"
     r"(?P<percent>(?:%[0-9A-Fa-f]{2})+)"
     r"|\\u(?P<unicode>[0-9A-Fa-f]{4})"
     r"|\\x(?P<hexbyte>[0-9A-Fa-f]{2})"
     r"|\\(?P<escaped>[/\"'\\])"
     r"|(?P<entity>&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,30});)"
-    r"|(?P<ansi>\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\))"
+    # ANSI colour and window title; pytest's JUnit writes ESC as the text "#x1B".
+    r"|(?P<ansi>(?:\x1b|#x1[bB])\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\))"
     r")"
 )
 
 
-_TRIGGERS = ("%", "\\", "&", "\x1b")
-ESCAPE_START = re.compile(f"[{re.escape(''.join(_TRIGGERS))}]")
+_TRIGGERS = ("%", "\\", "&", "\x1b", "#x1")
+ESCAPE_START = re.compile("|".join(re.escape(trigger) for trigger in _TRIGGERS))
 """Where an escape may start: a text without a match has no decoded view."""
+LINE_END = re.compile(r"\r|\n|\\[rn]|&#1[03];|&#x[aAdD];")
+"""A line's end, written or escaped: a value never continues past one (a wrapped value is
+found in a joined view, where it is redacted as it stands)."""
 
 
 def _decode_escape(match: re.Match[str]) -> str:
@@ -67,8 +74,11 @@ class View:
         pattern: re.Pattern[str],
         replace: Callable[[re.Match[str]], str] | str,
         parent: View | None = None,
+        joins_lines: bool = False,
     ):
         self.parent = parent
+        self.joins_lines: bool = joins_lines or (parent is not None and parent.joins_lines)
+        """Text from different lines stands side by side in this view."""
         self._source, self._pattern, self._replace = source, pattern, replace
         self.text = pattern.sub(replace, source)
         self.changed = self.text != source  # (an unknown entity, "&foo;", is kept as it is)
@@ -116,9 +126,85 @@ class View:
         return self.parent.span(*spans) if self.parent is not None else spans
 
 
+_FRAMES = "│┃║|"
+_FRAME = re.compile(f"[{_FRAMES}]")
+
+
+class TableView:
+    """The columns of the tables drawn in ``source`` (box drawing or ``|`` rules), each read
+    down its rows: a value too wide for its cell is wrapped onto the next row of the same
+    column (rich, tabulate), with the other columns' cells and the frame in between. A table is
+    two or more consecutive lines with the same number of frame characters; each column is its
+    cells' stripped contents joined, one column a line.
+
+    ``span`` maps back like :class:`View`: a match down a column maps to the original from its
+    first character's row to its last's (the cells between are replaced with it)."""
+
+    def __init__(self, source: str, parent: View | None = None):
+        self.parent = parent
+        self._pieces: list[tuple[int, int]] = []  # (view start, original start), in view order
+        parts: list[str] = []
+        length = 0
+        for block in _table_blocks(source):
+            for column in zip(*block, strict=True):
+                for start, end in column:
+                    if end > start:
+                        self._pieces.append((length, start))
+                        parts.append(source[start:end])
+                        length += end - start
+                parts.append("\n")
+                length += 1
+        self.text = "".join(parts)
+        self.changed = bool(self._pieces)
+        self.joins_lines: bool = True
+        self._starts = [piece[0] for piece in self._pieces]
+
+    def _original(self, index: int) -> int:
+        at = max(0, bisect.bisect_right(self._starts, index) - 1)
+        view_start, original_start = self._pieces[at]
+        return original_start + (index - view_start)
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """The span of the original text (through every layer) that ``[start, end)`` shows."""
+        spans = (self._original(start), self._original(end - 1) + 1)
+        return self.parent.span(*spans) if self.parent is not None else spans
+
+
+def _table_blocks(text: str) -> list[list[list[tuple[int, int]]]]:
+    """Tables in ``text``: blocks of rows, each row its cells' (start, end) in ``text``, the
+    contents stripped of spaces (and of pytest's ``E`` prefix before the frame)."""
+    blocks: list[list[list[tuple[int, int]]]] = []
+    block: list[list[tuple[int, int]]] = []
+    position = 0
+    for line in text.split("\n"):
+        frames = [match.start() for match in _FRAME.finditer(line)]
+        row = None
+        if frames:
+            edges = [-1, *frames, len(line)]
+            row = []
+            for left, right in itertools.pairwise(edges):
+                cell = line[left + 1 : right]
+                stripped = cell.strip()
+                start = position + left + 1 + (cell.find(stripped) if stripped else 0)
+                row.append((start, start + len(stripped)))
+        if row is not None and block and len(block[0]) == len(row):
+            block.append(row)
+        else:
+            if len(block) > 1:
+                blocks.append(block)
+            block = [row] if row is not None else []
+        position += len(line) + 1
+    if len(block) > 1:
+        blocks.append(block)
+    return blocks
+
+
+AnyView = View | TableView
+
+
 def collapsed(text: str, parent: View | None = None) -> View:
     """``text`` without line breaks (and the indentation or ``E`` prefix after them)."""
-    return View(text, BREAK, "", parent)
+    return View(text, BREAK, "", parent, joins_lines=True)
 
 
 def decoded(text: str, parent: View | None = None) -> View:
@@ -126,24 +212,30 @@ def decoded(text: str, parent: View | None = None) -> View:
     return View(text, _ESCAPES, _decode_escape, parent)
 
 
-def views(text: str) -> list[tuple[str, View | None]]:
+def views(text: str) -> list[tuple[str, AnyView | None]]:
     """Every view worth scanning: the text itself, collapsed, decoded (twice: a value URL-encoded
-    twice, or JSON inside HTML) and decoded then collapsed; only those that differ. (Breaks
-    written as character references are collapsed in the decoded views, where they are real.)"""
-    found: list[tuple[str, View | None]] = [(text, None)]
+    twice, or JSON inside HTML), decoded then collapsed, and the tables' columns of the most
+    decoded one; only those that differ. (Breaks written as character references are collapsed
+    in the decoded views, where they are real.)"""
+    found: list[tuple[str, AnyView | None]] = [(text, None)]
     if "\n" in text or "\\n" in text:
         view = collapsed(text)
         if view.changed:
             found.append((view.text, view))
-    if not any(trigger in text for trigger in _TRIGGERS):
-        return found  # no escape starts without one of them: one scan each, not a decoding
-    layer = decoded(text)
-    for _ in range(2):
-        if not layer.changed:
-            break
-        found.append((layer.text, layer))
-        flat = collapsed(layer.text, layer)
-        if flat.changed:
-            found.append((flat.text, flat))
-        layer = decoded(layer.text, layer)
+    last: tuple[str, View | None] = (text, None)
+    if any(trigger in text for trigger in _TRIGGERS):
+        layer = decoded(text)
+        for _ in range(2):
+            if not layer.changed:
+                break
+            found.append((layer.text, layer))
+            last = (layer.text, layer)
+            flat = collapsed(layer.text, layer)
+            if flat.changed:
+                found.append((flat.text, flat))
+            layer = decoded(layer.text, layer)
+    if "\n" in last[0] and _FRAME.search(last[0]):
+        table = TableView(*last)
+        if table.changed:
+            found.append((table.text, table))
     return found

@@ -13,6 +13,9 @@ from typing import IO
 
 HEAD_BYTES = 1 << 20
 TAIL_BYTES = 1 << 20
+SEAM_BYTES = 256
+"""How far from a cut the log looks for a line or word boundary to cut at instead: a cut
+inside a value would leave a piece of it on either side, each too short to recognize."""
 _CHUNK = 64 * 1024
 _WAKE_S = 0.05
 """How often a pump blocked on an empty pipe looks whether the writers were killed."""
@@ -41,7 +44,10 @@ class LogStats:
 
 class BoundedLog(threading.Thread):
     """Copies a pipe into ``path``: the first ``head`` bytes as they come, the last ``tail``
-    bytes at the end, with a marker saying how much was left out in between."""
+    bytes at the end, with a marker saying how much was left out in between. Both cuts are
+    moved back (the head's end) or on (the tail's start) to a line's end, or a word's, within
+    :data:`SEAM_BYTES`; without one, those bytes are left out too: never a word in two
+    pieces."""
 
     def __init__(
         self,
@@ -57,6 +63,8 @@ class BoundedLog(threading.Thread):
         self.total = 0
         self._tail: collections.deque[bytes] = collections.deque()
         self._tail_size = 0
+        self._head_end = b""  # the head's last SEAM_BYTES
+        self._kept: int | None = None  # set when the cuts were made
         self.write_error: str | None = None
         self._writers_killed = threading.Event()
         self._short = False
@@ -131,6 +139,7 @@ class BoundedLog(threading.Thread):
         if room:
             out.write(chunk[:room])
             out.flush()
+            self._head_end = (self._head_end + chunk[:room])[-SEAM_BYTES:]
             chunk = chunk[room:]
         if chunk:
             self._tail.append(chunk)
@@ -140,17 +149,41 @@ class BoundedLog(threading.Thread):
 
     def _finish(self, out: IO[bytes]) -> None:
         tail = b"".join(self._tail)[-self.tail_limit :] if self._tail else b""
-        omitted = self.total - min(self.total, self.head) - len(tail)
+        head = min(self.total, self.head)
+        omitted = self.total - head - len(tail)
         if omitted > 0:
+            dropped = len(self._head_end) - _seam(self._head_end, last=True)
+            if dropped:
+                head -= dropped
+                out.seek(head)
+                out.truncate()
+            start = _seam(tail[:SEAM_BYTES], last=False)
+            tail = tail[start:]
+            omitted += dropped + start
             out.write(f"\n[qualify: {omitted} bytes omitted]\n".encode())
         out.write(tail)
+        self._kept = min(self.total, head + len(tail))
 
     def stats(self) -> LogStats:
         """Sizes after the stream ended."""
-        kept = min(self.total, self.head + self.tail_limit)
+        kept = min(self.total, self.head + self.tail_limit) if self._kept is None else self._kept
         return LogStats(
             bytes_total=self.total,
             bytes_kept=kept,
             truncated=kept < self.total,
             write_error=self.write_error,
         )
+
+
+def _seam(piece: bytes, last: bool) -> int:
+    """Where to cut ``piece`` (the bytes before a cut when ``last``, after it otherwise): just
+    past its last (first) line end, else its last (first) white space, else all of it
+    left out (``len(piece)`` when ``last``, 0 otherwise: the cut moves by the whole piece)."""
+    for separators in (b"\n", b" \t\r\n"):
+        positions = [
+            piece.rfind(bytes([byte])) if last else piece.find(bytes([byte])) for byte in separators
+        ]
+        found = [position for position in positions if position >= 0]
+        if found:
+            return (max(found) + 1) if last else (min(found) + 1)
+    return 0 if last else len(piece)
