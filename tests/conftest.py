@@ -196,6 +196,20 @@ def family_repo(root: Path, name: str, toml: str, files: dict[str, str]) -> Path
     return root
 
 
+def path_without(tmp_path: Path, command: str) -> str:
+    """A PATH holding every command of this one but ``command``: a host without it."""
+    bin_dir = tmp_path / "bin-without"
+    bin_dir.mkdir()
+    for directory in os.environ["PATH"].split(os.pathsep):
+        if not os.path.isdir(directory):
+            continue
+        for entry in os.scandir(directory):
+            target = bin_dir / entry.name
+            if entry.name != command and not target.exists():
+                target.symlink_to(entry.path)
+    return str(bin_dir)
+
+
 RunQualify = Callable[..., "Completed"]
 
 

@@ -27,6 +27,7 @@ from tests.conftest import (
     RunQualify,
     family_repo,
     git,
+    path_without,
     qualify_argv,
     wait_for,
 )
@@ -406,17 +407,37 @@ def test_escape():
 """
 
 
-def test_a_process_that_leaves_its_cgroup_is_error_and_killed(
-    tmp_path: Path, run_qualify: RunQualify
-) -> None:
+def _escape_repo(tmp_path: Path) -> Path:
     if current_layout().version != 1:
         pytest.skip("the escaping test writes a v1 memory cgroup's parent")
-    repo = family_repo(
+    return family_repo(
         tmp_path / "repo",
         "escape",
         '[e2e]\ncommand = ["python", "-m", "pytest", "test_escape.py", "-q"]\ntimeout = "60s"\n',
         {"test_escape.py": ESCAPE},
     )
+
+
+def test_a_process_cannot_leave_its_cgroup_where_the_limits_are_locked(
+    tmp_path: Path, run_qualify: RunQualify
+) -> None:
+    """The cgroup file systems are read-only in the E2E's mount namespace: the move is refused
+    where it is tried, and the test fails there."""
+    repo = _escape_repo(tmp_path)
+    completed = run_qualify("run", "--family", "escape", "--repo", str(repo), "--mem", "256M")
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    audit, junit = assert_reports(completed)
+    assert audit["verdict"] == "FAILED" and audit["processes"]["escaped"] == []
+    assert "Read-only file system" in _case(junit, "test_escape").find("failure").get("message")
+
+
+def test_a_process_that_leaves_its_cgroup_is_error_and_killed(
+    tmp_path: Path, run_qualify: RunQualify, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the limits cannot be locked (here: no ``setpriv``), the membership watch finds the
+    process that left and kills it."""
+    repo = _escape_repo(tmp_path)
+    monkeypatch.setenv("PATH", path_without(tmp_path, "setpriv"))
     started = time.monotonic()
     completed = run_qualify("run", "--family", "escape", "--repo", str(repo), "--mem", "256M")
     assert time.monotonic() - started < 25

@@ -11,7 +11,7 @@ import pytest
 
 from qualify.sandbox.cgroup.fs import LimitWatch, limit_files
 from qualify.sandbox.cgroup.layout import current_layout
-from tests.conftest import RunQualify, family_repo, git
+from tests.conftest import RunQualify, family_repo, git, path_without
 
 MIB = 2**20
 
@@ -135,17 +135,84 @@ def test_a_container_cannot_raise_its_own_cap(
     assert LIMITS_LOCKED in audit["sandbox"]["notes"]
 
 
+# Every way root inside the run could reach its own memory cgroup's cap: the file itself, the
+# same file through another process's root (``/proc/PID/root``: that process's mount
+# namespace, where the cgroup file system is writable), remounting it writable, and a mount
+# namespace of its own.
+LOCKED = (
+    RAISER.partition("def test_raise_own_cap")[0]
+    + """
+import errno, subprocess
+
+
+def test_every_way_to_the_cap_is_refused():
+    directory, version = own_memory_cgroup()
+    name = "/memory.limit_in_bytes" if version == 1 else "/memory.max"
+    targets = [directory + name]
+    pids = [pid for pid in os.listdir("/proc") if pid.isdigit()]
+    targets += [f"/proc/{pid}/root{directory}{name}" for pid in pids]
+    tried = 0
+    for target in targets:
+        try:
+            write(target, 1 << 30)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            assert exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM), (target, exc)
+            tried += 1
+        else:
+            raise AssertionError(target + " took a new cap")
+    assert tried >= 1
+    for argv in (
+        ["mount", "-o", "remount,rw", "/sys/fs/cgroup" + ("/memory" if version == 1 else "")],
+        ["unshare", "--mount", "true"],
+    ):
+        assert subprocess.run(argv, capture_output=True).returncode != 0, argv
+"""
+)
+
+
+@pytest.mark.privileged
+@pytest.mark.slow
+def test_a_test_cannot_raise_its_own_cap_on_the_cgroup_backend(
+    raiser_repo: Path, run_qualify: RunQualify
+) -> None:
+    """As a container does, the cgroup backend locks the limits: read-only cgroup file systems
+    in the E2E's mount namespace, CAP_SYS_ADMIN and CAP_SYS_PTRACE dropped. Root inside the
+    run is refused every way, and the audit says which protection was in place."""
+    from qualify.sandbox.cgroup.common import LIMITS_LOCKED
+
+    family = raiser_repo / "families" / "raiser"
+    (family / "test_raiser.py").write_text(LOCKED)
+    git(raiser_repo, "commit", "-q", "-am", "every way to the cap")
+    result = run_qualify(
+        "run", "--family", "raiser", "--repo", str(raiser_repo), "--mem", "200M",
+        "--backend", "cgroup",
+    )  # fmt: skip
+    audit = result.audit()
+    assert (result.returncode, audit["verdict"]) == (0, "PASSED"), result.stdout + result.stderr
+    notes = audit["sandbox"]["notes"]
+    assert LIMITS_LOCKED in notes
+    assert any(note.startswith("the limits are also watched:") for note in notes), notes
+
+
 @pytest.mark.privileged
 @pytest.mark.slow
 def test_a_cap_raised_and_lowered_again_is_an_error(
-    raiser_repo: Path, run_qualify: RunQualify
+    raiser_repo: Path, run_qualify: RunQualify, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The file holds the cap asked again at every reading the monitor may miss; the kernel's
-    watermark still shows the 430 MiB used meanwhile."""
+    """Where the limits cannot be locked (no ``setpriv`` to drop the capabilities), they are
+    watched: the file holds the cap asked again at every reading the monitor may miss; the
+    kernel's watermark still shows the 430 MiB used meanwhile."""
+    monkeypatch.setenv("PATH", path_without(tmp_path, "setpriv"))
     result = run_qualify(
         "run", "--family", "raiser", "--repo", str(raiser_repo), "--mem", "200M",
         "--set", "restore=true",
     )  # fmt: skip
+    assert any(
+        note.startswith("the limits are watched, not locked")
+        for note in result.audit()["sandbox"]["notes"]
+    )
     audit = result.audit()
     assert (result.returncode, audit["verdict"]) == (4, "ERROR"), result.stdout + result.stderr
     reason = audit["reason"]

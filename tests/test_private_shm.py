@@ -87,7 +87,7 @@ def test_without_a_namespace_what_appeared_in_dev_shm_is_listed(
 ) -> None:
     monkeypatch.setattr(common.shutil, "which", lambda name: None)
     shm = common.PrivateShm()
-    note = shm.prepare(64 * MIB)
+    (note,) = shm.prepare(64 * MIB)
     assert note == (
         "the E2E shares the host's /dev/shm (util-linux's unshare is not installed): "
         "what is left there is listed"

@@ -226,10 +226,14 @@ def _start(
         # The limits as set, read before the E2E can touch them; the monitor reads them again
         # at every sample and at the end.
         run.limits = LimitWatch(limit_files(cgroups))
+        how = (
+            "the limits are also watched:"
+            if run.info.limits_locked
+            else "the limits are watched, not locked: the E2E may write its cgroup files, so"
+        )
         watched = (
-            f"the limits are watched, not locked: the E2E may write its cgroup files, so "
-            f"{len(run.limits.files)} limit files of the run's cgroups and their ancestors are "
-            "read at every sample and at the end, and a change is ERROR"
+            f"{how} {len(run.limits.files)} limit files of the run's cgroups and their ancestors "
+            "are read at every sample and at the end, and a change is ERROR"
         )
         run.info = dataclasses.replace(run.info, notes=(*run.info.notes, watched))
         if run.watchdog is None:  # the caller's guard started none (``guard_run``)

@@ -25,6 +25,9 @@ class SandboxInfo:
     """The run's cgroup path inside the hierarchy (not a host path)."""
     in_effect: Limits
     notes: tuple[str, ...] = ()
+    limits_locked: bool = False
+    """The E2E cannot write its limits (a container's read-only cgroup file system; on a cgroup
+    backend, cgroup file systems remounted read-only in the E2E's mount namespace)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -207,41 +207,65 @@ SHM_SCRIPT = (
 tmpfs of its own on /dev/shm, then the E2E through ``exec``. The namespace, and the tmpfs with
 it, ends with the run's last process; its pages are charged to the cap of whoever writes them,
 the E2E inside the run's cgroup (docker does the same for a container)."""
+LOCK_SCRIPT = (
+    'mount -t tmpfs -o "size=$1,nosuid,nodev,mode=1777" qualify-shm /dev/shm || exit 126; '
+    "shift; "
+    "for m in $(sed -n 's/^[^ ]* [^ ]* [^ ]* [^ ]* \\([^ ]*\\) .* - cgroup2\\{0,1\\} .*/\\1/p' "
+    '/proc/self/mountinfo); do mount -o remount,bind,ro "$m" || exit 126; done; '
+    'exec setpriv --bounding-set -sys_admin,-sys_ptrace --inh-caps -sys_admin,-sys_ptrace -- "$@"'
+)
+""":data:`SHM_SCRIPT`, and the limits locked as a container locks them: every cgroup file
+system remounted read-only in the namespace (a write to ``memory.limit_in_bytes`` fails with
+EROFS, root or not), and CAP_SYS_ADMIN dropped from the E2E's bounding set, so that nothing in
+it can remount them writable, unmount them or make a namespace of its own to escape the lock."""
+LIMITS_LOCKED = (
+    "the E2E cannot change its limits: the cgroup file systems are read-only in its mount "
+    "namespace and CAP_SYS_ADMIN is dropped from its bounding set"
+)
 _SHM_LISTED = 20
 _SHM_SCANNED = 10_000
 
 
 class PrivateShm:
     """The run's /dev/shm on a cgroup backend: a private tmpfs where a mount namespace can be
-    made (root), else the host's, with what the run left there listed after it."""
+    made (root), else the host's, with what the run left there listed after it; in the same
+    namespace, the limits locked (:data:`LOCK_SCRIPT`) where ``setpriv`` can drop the
+    capability."""
 
     def __init__(self) -> None:
         self.prefix: list[str] = []
         """What the launch shim runs the E2E through (empty: the host's /dev/shm)."""
+        self.locked = False
+        """The E2E cannot write its cgroup files (:data:`LOCK_SCRIPT` is in the prefix)."""
         self._before: set[str] | None = None
 
-    def prepare(self, cap_bytes: int | None) -> str:
-        """Decide, by trying it once in a throwaway namespace; the note for the audit."""
+    def prepare(self, cap_bytes: int | None) -> list[str]:
+        """Decide, by trying it once in a throwaway namespace; the notes for the audit."""
         size = str(cap_bytes) if cap_bytes else "50%"
         unshare = shutil.which("unshare")
         if unshare is None:
             why = "util-linux's unshare is not installed"
         else:
-            prefix = [unshare, "--mount", "--propagation", "private", "--"]
-            prefix += ["/bin/sh", "-c", SHM_SCRIPT, "qualify-shm", size]
-            try:
-                tried = run_capture([*prefix, "true"], timeout_s=10)
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                why = str(exc)
-            else:
+            base = [unshare, "--mount", "--propagation", "private", "--", "/bin/sh", "-c"]
+            scripts = [LOCK_SCRIPT, SHM_SCRIPT] if shutil.which("setpriv") else [SHM_SCRIPT]
+            for script in scripts:
+                prefix = [*base, script, "qualify-shm", size]
+                try:
+                    tried = run_capture([*prefix, "true"], timeout_s=10)
+                except (OSError, subprocess.TimeoutExpired) as exc:
+                    why = str(exc)
+                    continue
                 if tried.returncode == 0:
-                    self.prefix = prefix
+                    self.prefix, self.locked = prefix, script is LOCK_SCRIPT
                     shown = f"{cap_bytes} bytes" if cap_bytes else "half the host's memory"
-                    return f"the E2E has a private /dev/shm (tmpfs of {shown}, charged to the cap)"
+                    notes = [
+                        f"the E2E has a private /dev/shm (tmpfs of {shown}, charged to the cap)"
+                    ]
+                    return [*notes, LIMITS_LOCKED] if self.locked else notes
                 said = tried.stderr.decode(errors="replace").strip().splitlines()
                 why = said[-1] if said else f"exit {tried.returncode}"
         self._before = _shm_names()
-        return f"the E2E shares the host's /dev/shm ({why}): what is left there is listed"
+        return [f"the E2E shares the host's /dev/shm ({why}): what is left there is listed"]
 
     def leftovers(self) -> list[str]:
         """The problem naming what appeared in the host's /dev/shm during the run (empty with a

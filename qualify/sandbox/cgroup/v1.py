@@ -133,8 +133,9 @@ class CgroupV1Sandbox:
             notes=(
                 *([self.reason] if self.reason else []),
                 *(f"reclaimed orphaned cgroup {name}" for name in self.reclaimed),
-                self.shm.prepare(memory),
+                *self.shm.prepare(memory),
             ),
+            limits_locked=self.shm.locked,
         )
 
     def _read_back(self) -> Limits:

@@ -174,13 +174,14 @@ class CgroupV2Sandbox:
         notes += [f"reclaimed orphaned cgroup {name}" for name in reclaimed]
         if not (self.directory / "memory.peak").exists():
             notes.append("memory.peak is missing (Linux < 5.19): peaks come from samples")
-        notes.append(self.shm.prepare(requested.memory_bytes))
+        notes += self.shm.prepare(requested.memory_bytes)
         return SandboxInfo(
             backend=self.name,
             capped=True,
             cgroup=f"{self.parent_path.rstrip('/')}/qualify-{self.run_id}",
             in_effect=self._read_back(),
             notes=tuple(notes),
+            limits_locked=self.shm.locked,
         )
 
     def _read_back(self) -> Limits:

@@ -239,7 +239,9 @@ class DockerSandbox:
             else "ipc host for MPS: /dev/shm is the host's, not charged to the memory cap",
             LIMITS_LOCKED,
         ]
-        self._info = SandboxInfo(self.name, True, None, expected_in_effect(requested), tuple(notes))
+        self._info = SandboxInfo(
+            self.name, True, None, expected_in_effect(requested), tuple(notes), limits_locked=True
+        )
         return self._info
 
     @property
