@@ -409,7 +409,8 @@ def test_public_level_has_no_raw_logs(leaky: dict) -> None:  # type: ignore[type
     result = publish_run(run_dir, "public", sanitizer)
     assert result, result.reason
     files = {p.name for p in (run_dir / "public").iterdir()}
-    assert files == {"junit.xml", "audit.json", "report.html"}
+    # The evidence triage reads (phases, memory curve, test outcomes), not the captured output.
+    assert files == {"junit.xml", "audit.json", "report.html", "events.jsonl", "timeline.jsonl"}
     junit = ET.parse(run_dir / "public" / "junit.xml").getroot()
     assert junit.find(".//system-out") is None and junit.find(".//failure") is not None
     assert not leaks_of((run_dir / "public" / "report.html").read_text(), leaky["values"])

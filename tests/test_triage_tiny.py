@@ -11,6 +11,8 @@ reclaimed) and not build:decode with the prefill plan still resident.
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -23,7 +25,7 @@ CAP = "850M"
 
 @pytest.mark.timeout(900)
 @pytest.mark.usefixtures("small_checkpoint")
-def test_retained_plan_is_named(run_qualify: RunQualify) -> None:
+def test_retained_plan_is_named(run_qualify: RunQualify, tmp_path: Path) -> None:
     if not (ROOT / "families" / "tiny" / "family.toml").exists():
         pytest.fail("families/tiny is missing")
     run = run_qualify(
@@ -47,3 +49,23 @@ def test_retained_plan_is_named(run_qualify: RunQualify) -> None:
     assert found["remedies"][0].startswith("stage plans to disk: build:prefill left ")
     text = run_qualify("triage", str(run.run_dir)).stdout
     assert "stage plans to disk" in text
+
+    # qualify's own outputs are inputs of their own: its JUnit, its audit, the public/ bundle in
+    # the run directory, and that bundle downloaded elsewhere (what a CI job uploads).
+    elsewhere = tmp_path / "downloaded" / "public"
+    shutil.copytree(run.run_dir / "public", elsewhere)
+    for given in (
+        run.run_dir / "junit.xml",
+        run.run_dir / "audit.json",
+        run.run_dir / "public",
+        elsewhere,
+    ):
+        again = json.loads(run_qualify("triage", str(given), "--format", "json").stdout)
+        assert again["class"] == "CGROUP_OOM", given
+        again_retention = {(r["phase"], r["next_phase"]) for r in again["attribution"]["retention"]}
+        assert ("build:prefill", "build:decode") in again_retention, given
+    # Alone, without its run directory, qualify's JUnit still says what the run died of.
+    alone = tmp_path / "junit-alone.xml"
+    shutil.copy(run.run_dir / "junit.xml", alone)
+    only = json.loads(run_qualify("triage", str(alone), "--format", "json").stdout)
+    assert only["class"] == "CGROUP_OOM"

@@ -1,6 +1,7 @@
 """What kind of artifact a path is, from its content: the user need not know which flag fits.
 
-Kinds: ``run_dir`` (a directory: a qualify run directory), ``inspect`` (``docker inspect`` JSON or
+Kinds: ``run_dir`` (a directory: a qualify run directory), ``audit`` (a qualify audit, read
+as a run directory holding only it), ``inspect`` (``docker inspect`` JSON or
 a ``State`` fragment of it, or ``docker events`` output), ``junit`` (JUnit XML), ``report_log``
 (pytest-reportlog JSON lines), ``kernel`` (dmesg, ``dmesg -T``, journald/syslog kernel lines: most
 lines shaped like the kernel's), ``pod`` (a Kubernetes pod as JSON or YAML, ``kubectl describe``
@@ -19,7 +20,7 @@ from qualify.evidence.scan import utf16_encoding
 from qualify.untrusted import open_regular
 
 HEAD_BYTES = 64 << 10
-KINDS = ("run_dir", "inspect", "junit", "report_log", "kernel", "pod", "log")
+KINDS = ("run_dir", "audit", "inspect", "junit", "report_log", "kernel", "pod", "log")
 
 _KERNEL_LINE = re.compile(
     r"^\s*(?:<\d>)?\[\s*\d+\.\d+\]"  # dmesg
@@ -42,6 +43,8 @@ _POD = re.compile(
     re.MULTILINE,
 )
 _KERNEL_SHARE = 0.5
+_AUDIT_KEYS = ("verdict", "reason", "commit", "limits", "memory", "exit")
+"""Keys every qualify audit has (``audit.json``, also under another name)."""
 
 
 def head_text(path: Path) -> str:
@@ -66,6 +69,8 @@ def detect(path: Path) -> str:
         return "junit"
     if lines and '"$report_type"' in lines[0] and _is_json(lines[0]):
         return "report_log"
+    if start.startswith("{") and all(f'"{key}"' in text for key in _AUDIT_KEYS):
+        return "audit"
     if _is_inspect(start, text, lines):
         return "inspect"
     if (

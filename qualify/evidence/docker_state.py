@@ -23,6 +23,8 @@ _EXIT = re.compile(r'"ExitCode"\s*:\s*(-?\d+)')
 _ERROR = re.compile(r'"Error"\s*:\s*"((?:[^"\\]|\\.)*)"')
 _EVENT_OOM = re.compile(r"\bcontainer oom ([0-9a-f]{12,64})")
 _EVENT_DIE = re.compile(r"\bcontainer die ([0-9a-f]{12,64}) \(exitCode=(-?\d+)")
+_MEMORY = re.compile(r'"Memory"\s*:\s*(\d+)')
+"""``HostConfig.Memory``: the container's memory limit in bytes (0: none)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +36,8 @@ class DockerState:
     error: str | None = None
     oom_event: bool = False
     """A ``container oom`` event (docker events) was seen."""
+    memory_bytes: int | None = None
+    """The container's memory limit (``HostConfig.Memory``) when one was set."""
     evidence: tuple[Evidence, ...] = ()
 
     @property
@@ -57,6 +61,10 @@ def parse_docker_state(text: str, source: str = "inspect") -> DockerState:
             fields["error"] = match.group(1) or None
             if match.group(1):
                 evidence.append(Evidence.of(source, number, line, "docker_error"))
+        memory = _MEMORY.search(line) if "memory_bytes" not in fields else None
+        if memory is not None and int(memory.group(1)) > 0:
+            fields["memory_bytes"] = int(memory.group(1))
+            evidence.append(Evidence.of(source, number, line, "docker_memory"))
         if _EVENT_OOM.search(line):
             fields["oom_event"] = True
             evidence.append(Evidence.of(source, number, line, "docker_event_oom"))

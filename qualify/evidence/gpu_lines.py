@@ -181,7 +181,8 @@ def _library(line: str, low: str) -> LineSignal | None:
             return _signal("gpu_oom", engine=_engine(low, "cuda"), api="cuDNN")
     if "out of memory" in low:
         if "cuda error: out of memory" in low:
-            return _signal("gpu_oom", engine=_engine(low, "pytorch"), api="CUDA runtime")
+            default = "pytorch" if "torch" in low else "cuda"  # Julia, CuPy print it too
+            return _signal("gpu_oom", engine=_engine(low, default), api="CUDA runtime")
         if (
             "cuda failure 2: out of memory" in low
             or "cuda failed with error 2 out of memory" in low

@@ -49,6 +49,7 @@ from typing import Any
 from qualify.evidence.evidence_line import LineSignal
 from qualify.evidence.gpu_lines import parse_engine_line
 from qualify.evidence.gpu_lines import parse_tensorrt_line as _parse_tensorrt
+from qualify.evidence.oom_parts import parse_oom_parts
 
 __all__ = ["KB", "LineSignal", "parse_line"]
 
@@ -75,7 +76,8 @@ _OOMD = re.compile(
 )
 _OOMD_UNIT = re.compile(r"(\S+): systemd-oomd killed (\d+) process")
 _EXIT = re.compile(
-    r"(?i)\b(?:exit(?:ed)?(?: with)?(?: code| status)?(?: exit status)?|exitcode\"?)\s*[:=(]?\s*"
+    r"(?i)\b(?:exit(?:ed|s)?(?: with)?(?: return)?(?: code| status)?(?: exit status)?|exitcode\"?)"
+    r"\s*[:=(]?\s*"
     r"(-?\d+)\b|Error executing in Docker Container: (\d+)|\*\*\* \[[^\]]*\] Error (\d+)"
 )
 _AGENT_LOST = re.compile(r"(?i)exited with status -1 \(agent lost\)")
@@ -114,16 +116,24 @@ _SLURM_CANCEL = re.compile(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+.* \
 _TIMEOUT = re.compile(
     r"\+{3,} Timeout \+{3,}|(?<![*'\"])Failed: Timeout >[\d.]+s|~{3,} Stack of .+? \(\d+\) ~{3,}"
     r"|has exceeded the maximum execution time|execution took longer than|DUE TO TIME LIMIT"
+    r"|[Ww]atchdog caught collective operation timeout"
 )
 _TIMEOUT_NODEID = re.compile(r"FAILED (?:\[[\d.]+m?s\] )?(\S+::\S+) - Failed: Timeout")
 _K8S_OOMKILLED = re.compile(
-    r"(?i)\breason\"?\s*[:=]\s*\"?OOM ?Killed\b|\s\d+/\d+\s+OOMKilled\s"
+    r"(?i)\breason[\"']?\s*[:=]\s*[\"']?OOM ?Killed\b|\s\d+/\d+\s+OOMKilled\s"
     r"|terminated with reason \"OOMKilled\""
 )
 _DOCKER_EVENT_OOM = re.compile(r"\bcontainer oom ([0-9a-f]{12,64})")
 _SLURM_EVENTS = re.compile(r"Detected (\d+) oom[-_]kill event")
 _SLURM_TASK = re.compile(r"task \d+: Out Of Memory")
 _SLURM_STATE = re.compile(r"(?<![A-Za-z_])OUT_OF_MEMORY\b")
+_SLURM_EXCEEDED = re.compile(
+    r"exceeded (?:job|step) memory limit|exceeded memory limit .{0,60}kill"
+)
+"""Slurm's ``srun: Exceeded job memory limit`` and ``slurmstepd: Job N exceeded memory limit
+(X > Y), being killed`` (the cgroup or its accounting enforcing ``--mem``)."""
+_PROBE_KILL = re.compile(r"failed liveness probe|liveness probe failed")
+"""Kubernetes restarting a container whose liveness probe failed (a kill, not for memory)."""
 
 
 def _kb_fields(line: str) -> dict[str, int]:
@@ -227,6 +237,10 @@ def parse_orchestrator_line(line: str, low: str | None = None) -> LineSignal | N
             return LineSignal("slurm_oom", {"events": int(match[1])})
     if "out of memory" in low and "task" in low and _SLURM_TASK.search(line):
         return LineSignal("slurm_oom")
+    if "exceeded" in low and _SLURM_EXCEEDED.search(low):
+        return LineSignal("slurm_oom")
+    if "liveness probe" in low and _PROBE_KILL.search(low):
+        return LineSignal("probe_kill")
     if "out_of_memory" in low and _SLURM_STATE.search(line):
         return LineSignal("slurm_oom")
     return None
@@ -326,6 +340,7 @@ PARSERS = (
     parse_engine_line,
     parse_pytest_line,
     parse_console_line,
+    parse_oom_parts,
 )
 
 

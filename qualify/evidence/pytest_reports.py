@@ -27,9 +27,12 @@ class TestOutcomes:
     """qualify's JUnit: failed cases of its ``<family>.parity`` suite (not test failures)."""
     exitstatus: int | None = None
     problem: str | None = None
+    qualify: dict[str, str] = dataclasses.field(default_factory=dict)
+    """qualify's own JUnit: its suites' ``qualify.*`` properties (verdict, reason, limits)."""
 
 
 _QUALIFY_TYPES = ("OOM_KILLED", "CUDA_OOM", "KILLED", "TIMEOUT", "ERROR")
+_PROPERTIES = 64
 
 
 def read_junit_outcomes(path: Path, source: str | None = None) -> TestOutcomes:
@@ -43,6 +46,11 @@ def read_junit_outcomes(path: Path, source: str | None = None) -> TestOutcomes:
     try:
         with open_regular(path) as handle:
             for _, element in ET.iterparse(handle, events=("end",)):
+                if element.tag == "property":
+                    name = element.get("name") or ""
+                    if name.startswith("qualify.") and len(outcomes.qualify) < _PROPERTIES:
+                        outcomes.qualify.setdefault(name, element.get("value") or "")
+                    continue
                 if element.tag != "testcase":
                     continue
                 outcomes.tests += 1

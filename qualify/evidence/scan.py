@@ -63,15 +63,27 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"kv cache memory",  # vLLM "available KV cache memory"
         b"memcg",  # try_charge_memcg, charge_memcg (call trace)
         b"mem_cgroup",  # mem_cgroup_oom (call trace)
+        b"memory limit",  # a limit crossed (Slurm, Cloud Run, LSF)
+        b"memlimit",  # LSF's TERM_MEMLIMIT
+        b"low memory",  # earlyoom
+        b"low on memory",  # Ray's memory monitor, Kubernetes eviction
+        b"memory pressure",  # systemd-oomd, eviction
+        b"allocate memory",  # ENOMEM "Cannot allocate memory", "can't allocate memory"
+        b"enough memory",  # "not enough memory"
+        b"insufficient memory",
     ),
     b"k": (b"kill", b"stack of", b"kv cache", b"kvcache"),
-    b"x": (b"exit", b"execution time", b"execution took"),
+    b"x": (b"exit", b"execution time", b"execution took", b"exhausted"),
     b"w": (b"node down", b"shutdown signal", b"crashed while", b"crashed worker"),
     b"q": (b"requested amount", b"requested size"),  # TensorRT: "was N bytes", tactic "of N"
-    b"b": (b"abort",),
+    b"b": (b"abort", b"bad_alloc", b"liveness probe"),
     b"fa": (b"fail", b"fault"),  # FAILED, Failed: Timeout, *_ALLOC_FAILED; Segmentation fault
     b"error": (b"error",),  # XError:, E-lines, "1 error in", "] Error 137", Error Code N
-    b"time": (b"timeout +", b"time limit"),  # pytest-timeout banner, Slurm DUE TO TIME LIMIT
+    b"time": (
+        b"timeout +",
+        b"time limit",
+        b"operation timeout",
+    ),  # pytest-timeout banner, Slurm DUE TO TIME LIMIT
     b" passed": (b" passed in", b" passed,", b" passed\x1b"),  # a pytest summary (coloured)
     b"e   ": (b"e   ",),  # pytest's "E   " lines
     b"oom": (b"oom",),  # OOMKilled, oom-kill, docker "container oom", systemd-oomd

@@ -48,8 +48,13 @@ from qualify.verdict import EXIT_ERROR, EXIT_PASSED
 PUBLISH_LIMIT_BYTES = 64 << 20
 """The largest file published (and learnt from): a file is sanitized whole, in memory."""
 LEVELS = PUBLISH_LEVELS
-PUBLIC_FILES = (contract.JUNIT, contract.REPORT_HTML, contract.AUDIT)
-"""What the ``public`` level publishes (no raw logs); the audit last, to carry the counts."""
+PUBLIC_FILES = (
+    contract.JUNIT, contract.REPORT_HTML, contract.EVENTS, contract.TIMELINE, contract.AUDIT
+)  # fmt: skip
+"""What the ``public`` level publishes (no raw logs); the audit last, to carry the counts.
+The events and the timeline are the evidence ``qualify triage`` reads (phases, the memory
+curve, the processes at the peak): triage of a downloaded ``public/`` finds what triage of
+the run directory finds."""
 
 
 @dataclasses.dataclass(frozen=True)

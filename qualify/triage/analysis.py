@@ -17,6 +17,7 @@ from typing import Any
 from harness import contract
 from qualify.run.phases import PhaseTracker, PhaseWindow
 from qualify.rundir import Audit, RunDir
+from qualify.rundir.audit import read_audit
 
 MAX_SAMPLES = 200_000
 RETENTION_MIN_BYTES = 8 << 20
@@ -60,16 +61,20 @@ class RunData:
 
 
 def read_run_dir(path: Path) -> RunData:
-    """Read what exists; every missing or broken file is a problem line, never an exception."""
-    run_dir = RunDir(path)
+    """Read what exists; every missing or broken file is a problem line, never an exception.
+    ``path`` may be a qualify audit alone (a run directory holding only it)."""
+    alone = path.is_file()
+    run_dir = RunDir(path.parent if alone else path)
     data = RunData(path)
-    read = run_dir.read_audit()
+    read = read_audit(path) if alone else run_dir.read_audit()
     data.audit = read.audit
     if read.audit is None:
         data.problems.extend(read.problems)
     elif read.problems:
         shown = "; ".join(read.problems[:3]) + ("; ..." if len(read.problems) > 3 else "")
         data.problems.append(f"the audit does not match qualify's audit schema: {shown}")
+    if alone:
+        return data
     tracker = PhaseTracker()
     last_mono = 0.0
     for event in run_dir.events():

@@ -91,9 +91,12 @@ def _toolkit(bag: Bag) -> Decision | None:
 
 
 def _timeout(bag: Bag) -> Decision | None:
-    if bag.timeouts:
-        return Decision(TriageClass.TIMEOUT, "the run exceeded its time limit", tuple(bag.timeouts))
-    return None
+    if not bag.timeouts:
+        return None
+    summary = "the run exceeded its time limit"
+    if all("collective operation timeout" in e.text.lower() for e in bag.timeouts):
+        summary = "a collective operation timed out (NCCL's watchdog ended the process)"
+    return Decision(TriageClass.TIMEOUT, summary, tuple(bag.timeouts))
 
 
 def _host_oom(bag: Bag) -> Decision | None:
@@ -115,6 +118,16 @@ def _host_oom(bag: Bag) -> Decision | None:
             "not a cgroup cap)"
         )
         return Decision(TriageClass.GLOBAL_OOM, summary, tuple(bag.oomd[:8]))
+    if bag.node_oom:
+        named = {
+            str(fields.get("ecosystem")) for _, fields in bag.node_oom if "ecosystem" in fields
+        }
+        who = " or ".join(sorted(named)) if named else "a memory monitor"
+        summary = (
+            f"{who} killed the job because the node ran low on memory (the host's memory, "
+            "not a cgroup cap)"
+        )
+        return Decision(TriageClass.GLOBAL_OOM, summary, tuple(e for e, _ in bag.node_oom[:8]))
     if bag.memcg_partial:
         summary = (
             "a memory cgroup's OOM report, cut before its kill line: the cgroup hit its limit "
@@ -128,7 +141,33 @@ def _host_oom(bag: Bag) -> Decision | None:
             "(no cgroup limit shown: taken as the host's memory)"
         )
         return Decision(TriageClass.GLOBAL_OOM, summary, tuple(bag.oom_invoked[:8]), LOW)
+    if bag.oom_kills:
+        summary = (
+            "an OOM kill; the text does not say whose limit was hit (a cgroup's or "
+            "container's, or the host's)"
+        )
+        return Decision(TriageClass.CGROUP_OOM, summary, tuple(bag.oom_kills[:8]), LOW)
+    if bag.host_alloc and not bag.gpu:
+        return _host_alloc(bag)
     return None
+
+
+def _host_alloc(bag: Bag) -> Decision:
+    evidence, fields = bag.host_alloc[0]
+    who = f"{fields['ecosystem']}: " if "ecosystem" in fields else ""
+    summary = f"{who}an allocation of host memory was refused (nothing was killed)"
+    numbers = []
+    if "requested_bytes" in fields:
+        numbers.append(f"requested {format_bytes(fields['requested_bytes'])}")
+    if "limit_bytes" in fields:
+        numbers.append(f"limit {format_bytes(fields['limit_bytes'])}")
+    if "free_bytes" in fields:
+        numbers.append(f"free {format_bytes(fields['free_bytes'])}")
+    if numbers:
+        summary += ": " + ", ".join(numbers)
+    gaps = ("whose limit refused it: a cgroup's, a container's, the host's or a runtime's heap",)
+    more = tuple(e for e, _ in bag.host_alloc[1:4])
+    return Decision(TriageClass.HOST_ALLOC_FAILED, summary, (evidence, *more), MEDIUM, gaps)
 
 
 def _gpu_oom(bag: Bag) -> Decision | None:
@@ -172,6 +211,12 @@ _ENGINES = {
 def _engine_budget(hit: GpuHit, bag: Bag) -> Decision:
     fields = hit.fields
     summary = f"{_engine_name(fields)}'s memory budget ran out: {fields.get('what')}"
+    if fields.get("parts"):
+        who = f"{fields['ecosystem']}: " if "ecosystem" in fields else ""
+        device = fields.get("device", "an accelerator")
+        summary = f"{who}an allocation on {device} was refused by a per-process limit"
+    if "limit_bytes" in fields:
+        summary += f" (limit {format_bytes(fields['limit_bytes'])})"
     numbers = []
     if "max_model_len" in fields:
         numbers.append(f"max_model_len {fields['max_model_len']}")
@@ -196,6 +241,9 @@ def _engine_oom(hit: GpuHit, bag: Bag) -> Decision:
     where = {"builder": " while building an engine", "runtime": " at inference (not the builder)"}
     api = fields.get("api")
     summary = f"{name} ran out of GPU memory{where.get(str(stage), '')}"
+    if fields.get("parts"):  # read by its parts: name only what the line shows
+        who = f"{fields['ecosystem']}: " if "ecosystem" in fields else ""
+        summary = f"{who}an allocation on {fields.get('device', 'an accelerator')} was refused"
     if api:
         summary += f" ({api})"
     numbers = []
@@ -213,7 +261,12 @@ def _engine_oom(hit: GpuHit, bag: Bag) -> Decision:
     gaps.append("any per-process cap or allocator cache (the message cannot show fragmentation)")
     confidence = HIGH if "free_bytes" in fields else MEDIUM
     evidence = _same_engine(hit, bag) + tuple(bag.trt_context[:2])
-    return Decision(TriageClass.CUDA_OOM_CAPACITY, summary, evidence, confidence, tuple(gaps))
+    triage_class = (
+        TriageClass.CUDA_OOM_FRAGMENTATION
+        if fields.get("fragmentation")
+        else TriageClass.CUDA_OOM_CAPACITY
+    )
+    return Decision(triage_class, summary, evidence, confidence, tuple(gaps))
 
 
 def _same_engine(hit: GpuHit, bag: Bag) -> tuple[Evidence, ...]:
@@ -241,6 +294,10 @@ def _signal(bag: Bag) -> Decision | None:
         summary = f"the process was killed ({bag.kill_signal}) and nothing shows an OOM"
     elif "agent_lost" in kinds:
         summary = "the CI agent was lost mid-job (its host went away) and nothing shows an OOM"
+    elif "probe_kill" in kinds:
+        summary = (
+            "the orchestrator killed the container after failed liveness probes (not for memory)"
+        )
     elif "runner_shutdown" in kinds:
         summary = "the runner shut down under the job and nothing shows an OOM"
     else:

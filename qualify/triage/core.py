@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from pathlib import Path
 from typing import Any
 
 from harness import contract
-from qualify.evidence.detect import detect
+from qualify.evidence.detect import detect, head_text
 from qualify.evidence.docker_state import read_docker_state
+from qualify.evidence.pod import pod_memory_limit
 from qualify.evidence.pytest_reports import read_junit_outcomes, read_report_log
 from qualify.evidence.scan import MAX_LINE_BYTES, scan_log
 from qualify.rundir import RunDir
@@ -69,10 +71,14 @@ def detected(sources: Sources) -> Sources:
             kind = detect(path)
         except OSError:
             kind = "log"
-        if kind == "run_dir" and run_dir is None:
+        owner = run_dir_of(path) if kind in ("junit", "audit", "run_dir") else None
+        if owner is not None and run_dir is None:
+            run_dir = owner  # qualify's own report, or its public/ copy: the whole run
+            continue
+        if kind in ("run_dir", "audit") and run_dir is None:
             run_dir = path
             continue
-        target = {"pod": "logs", "log": "logs", "run_dir": "logs"}.get(kind, kind)
+        target = {"pod": "logs", "log": "logs", "run_dir": "logs", "audit": "logs"}.get(kind, kind)
         fields[target].append(path)
     return dataclasses.replace(
         sources,
@@ -84,6 +90,23 @@ def detected(sources: Sources) -> Sources:
         junit=tuple(fields["junit"]),
         report_log=tuple(fields["report_log"]),
     )
+
+
+def run_dir_of(path: Path) -> Path | None:
+    """The qualify run directory ``path`` belongs to: the run directory holding it when it is
+    the run's own ``junit.xml`` or ``audit.json``, or when it is the run's ``public/`` copy
+    (on the machine that ran it, the whole run is there to read). None otherwise."""
+    if path.is_dir() and path.name == contract.PUBLIC_DIR:
+        parent = path.absolute().parent
+    elif path.name in (contract.JUNIT, contract.AUDIT):
+        parent = path.absolute().parent
+        if parent.name == contract.PUBLIC_DIR and (parent.parent / contract.AUDIT).is_file():
+            parent = parent.parent
+    else:
+        return None
+    if (parent / contract.AUDIT).is_file() and (parent / contract.EVENTS).is_file():
+        return parent
+    return None
 
 
 def _scan(path: Path, inputs: Inputs, name: str | None = None, own: bool = False) -> Any:
@@ -129,16 +152,21 @@ def read_inputs(sources: Sources) -> Inputs:
         run = read_run_dir(sources.run_dir)
         inputs.run = run
         inputs.problems.extend(run.problems)
-        for name in RUN_LOGS:
+        for name in RUN_LOGS if sources.run_dir.is_dir() else ():
             refused = _refused(sources.run_dir / name)
             if refused:
                 inputs.problems.append(refused)
             elif (sources.run_dir / name).exists():
                 inputs.logs.append(_scan(sources.run_dir / name, inputs, name, own=True))
         junit = RunDir(sources.run_dir).junit_path
-        if junit.exists():
+        if sources.run_dir.is_dir() and junit.exists():
             inputs.tests.append(read_junit_outcomes(junit, junit.name))
     inputs.logs.extend(_scan(path, inputs, sources.label(path)) for path in sources.logs)
+    for path in sources.logs:
+        with contextlib.suppress(OSError):
+            limit = pod_memory_limit(head_text(path), sources.label(path))
+            if limit is not None:
+                inputs.limits.append(limit)
     inputs.kernel.extend(_scan(path, inputs, sources.label(path)) for path in sources.kernel)
     for path in sources.inspect:
         state, problem = read_docker_state(path, sources.label(path))

@@ -19,6 +19,8 @@ class TriageClass(enum.Enum):
     CUDA_OOM_CAPACITY = "CUDA_OOM_CAPACITY"
     CUDA_OOM_FRAGMENTATION = "CUDA_OOM_FRAGMENTATION"
     CUDA_OOM_BUDGET = "CUDA_OOM_BUDGET"
+    HOST_ALLOC_FAILED = "HOST_ALLOC_FAILED"
+    """A host-memory allocation refused and reported by the program, nothing killed."""
     EXTERNAL_KILL = "EXTERNAL_KILL"
     TIMEOUT = "TIMEOUT"
     TEST_FAILURE = "TEST_FAILURE"

@@ -30,6 +30,8 @@ class Inputs:
     docker: list[DockerState] = dataclasses.field(default_factory=list)
     tests: list[TestOutcomes] = dataclasses.field(default_factory=list)
     problems: list[str] = dataclasses.field(default_factory=list)
+    limits: list[tuple[Evidence, int]] = dataclasses.field(default_factory=list)
+    """Memory limits the inputs state (a pod's ``limits.memory``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +63,14 @@ class Bag:
     orchestrator_oom: list[Evidence] = dataclasses.field(default_factory=list)
     """Kubernetes OOMKilled, docker events' "container oom", Slurm's OUT_OF_MEMORY."""
     oomd: list[Evidence] = dataclasses.field(default_factory=list)
+    node_oom: list[tuple[Evidence, dict[str, Any]]] = dataclasses.field(default_factory=list)
+    """A process killed because the node ran low on memory, as any monitor words it (Ray's,
+    earlyoom, an eviction), read by its parts (``qualify.evidence.oom_parts``)."""
+    oom_kills: list[Evidence] = dataclasses.field(default_factory=list)
+    """An OOM kill whose text does not say whose limit (a cgroup's or the node's)."""
+    host_alloc: list[tuple[Evidence, dict[str, Any]]] = dataclasses.field(default_factory=list)
+    """A host-memory allocation refused and reported by the program (MemoryError, bad_alloc,
+    ENOMEM, a runtime's heap limit), with no kill."""
     victims: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     memcg_limits: list[tuple[Evidence, int]] = dataclasses.field(default_factory=list)
     memcg_usage: list[tuple[Evidence, int, int]] = dataclasses.field(default_factory=list)
@@ -99,7 +109,11 @@ class Bag:
     @property
     def host_oom(self) -> list[Evidence]:
         """Every line proving a kernel, cgroup or orchestrator OOM kill."""
-        return self.memcg_oom + self.global_oom + self.orchestrator_oom + self.oomd
+        nodes = [evidence for evidence, _ in self.node_oom]
+        return (
+            self.memcg_oom + self.global_oom + self.orchestrator_oom + self.oomd + nodes
+            + self.oom_kills
+        )  # fmt: skip
 
 
 def _audit_evidence(key: str, value: Any) -> Evidence:
@@ -164,7 +178,7 @@ def _console(scan: ScanResult, bag: Bag) -> None:
             bag.kills.append(evidence)
             bag.kill_signal = bag.kill_signal or "SIGKILL"
             bag.killed.append(dict(fields))
-        elif kind in ("runner_shutdown", "canceled", "agent_lost"):
+        elif kind in ("runner_shutdown", "canceled", "agent_lost", "probe_kill"):
             bag.kills.append(evidence)
         elif kind == "timeout":
             bag.timeouts.append(evidence)
@@ -176,8 +190,16 @@ def _console(scan: ScanResult, bag: Bag) -> None:
             bag.test_error_lines.append(evidence)
         elif kind in _GPU_KINDS:
             gpu.append(GpuHit(evidence, _GPU_KINDS[kind], fields=dict(fields)))
-        elif kind == "gpu_oom_handled":
+        elif kind in ("gpu_oom_handled", "oom_handled"):
             bag.gpu_handled.append(evidence)
+        elif kind == "limit_oom_kill":
+            bag.orchestrator_oom.append(evidence)
+        elif kind == "node_oom_kill":
+            bag.node_oom.append((evidence, dict(fields)))
+        elif kind == "oom_kill":
+            bag.oom_kills.append(evidence)
+        elif kind == "host_alloc_failed":
+            bag.host_alloc.append((evidence, dict(fields)))
         elif kind == "trt_build_failed":
             bag.trt_context.append(evidence)
         elif kind == "trt_oom_warning":
@@ -244,6 +266,8 @@ def _docker(state: DockerState, bag: Bag) -> None:
         )
     elif state.oom_killed is False:
         bag.docker_not_oom.append(by_kind["docker_oomkilled"])
+    if state.memory_bytes is not None and "docker_memory" in by_kind:
+        bag.memcg_limits.append((by_kind["docker_memory"], state.memory_bytes))
     name = signal_name(state.exit_code)
     exit_evidence = by_kind.get("docker_exitcode") or by_kind.get("docker_event_die")
     if name in KILL_SIGNALS and exit_evidence is not None:
@@ -307,6 +331,7 @@ def _run_event(event: dict[str, Any], bag: Bag) -> None:
 def gather(inputs: Inputs) -> Bag:
     """Sort every parsed input into the bag."""
     bag = Bag()
+    bag.memcg_limits.extend(inputs.limits)
     for scan in inputs.kernel + inputs.logs:
         _kernel(scan, bag)
     for scan in inputs.logs + inputs.kernel:
@@ -314,6 +339,8 @@ def gather(inputs: Inputs) -> Bag:
     for state in inputs.docker:
         _docker(state, bag)
     for outcomes in inputs.tests:
+        if outcomes.qualify and inputs.run is None:
+            _qualify_junit(outcomes, bag)
         bag.test_failures.extend(outcomes.failures)
         bag.parity.extend(outcomes.parity_failures[:5])
         clean = not (outcomes.failures or outcomes.resource_errors or outcomes.parity_failures)
@@ -323,6 +350,40 @@ def gather(inputs: Inputs) -> Bag:
     if inputs.run is not None:
         _run(inputs.run, bag)
     return bag
+
+
+def _qualify_junit(outcomes: TestOutcomes, bag: Bag) -> None:
+    """qualify's own JUnit without its run directory: the verdict its properties record, and
+    the resource errors its testcases carry, as the audit would give them."""
+    properties = outcomes.qualify
+    verdict, reason = properties.get("qualify.verdict"), properties.get("qualify.reason", "")
+    if not verdict:
+        return
+
+    def said(key: str, value: str) -> Evidence:
+        return Evidence.of(outcomes.source, None, f"{key} = {value}", "junit_property")
+
+    stated = said("qualify.verdict", f"{verdict}: {reason}")
+    limit = properties.get("qualify.limit.memory_bytes", "")
+    if verdict == "OOM_KILLED":
+        bag.memcg_oom.append(stated)
+        if limit.isdigit():
+            bag.memcg_limits.append((said("qualify.limit.memory_bytes", limit), int(limit)))
+    elif verdict == "CUDA_OOM":
+        for evidence in outcomes.resource_errors or [stated]:
+            parsed = parse_cuda_oom(evidence.text)
+            hit = GpuHit(evidence, "torch", oom=parsed) if parsed else None
+            bag.gpu.append(hit or GpuHit(evidence, "engine", fields={"engine": "the GPU runtime"}))
+    elif verdict == "TIMEOUT":
+        bag.timeouts.append(stated)
+    elif verdict == "KILLED":
+        bag.kills.append(stated)
+    elif verdict == "ERROR":
+        bag.infra.append(stated)
+    elif verdict == "PARITY_FAILED":
+        bag.parity.append(stated)
+    elif verdict == "PASSED":
+        bag.passed.append(stated)
 
 
 def signal_name(returncode: int | None) -> str | None:

@@ -1,0 +1,230 @@
+"""Any out-of-memory sentence, read by its parts: the reader of last resort.
+
+The named parsers (:mod:`qualify.evidence.lines`, :mod:`qualify.evidence.gpu_lines`, PyTorch's
+allocator message) know the wordings they were written from. A line none of them recognises,
+but that says memory ran out, is read here by what it states, whatever the ecosystem:
+
+- **what happened**: an allocation refused (``failed to allocate``, ``can't allocate``,
+  ``RESOURCE_EXHAUSTED``, ``bad_alloc``, ``MemoryError``, ``OOM when allocating``, ``would
+  exceed``), a process killed (``killed``, ``OOMKilled``, ``evicted``, ``terminated``), or an
+  OOM handled (``retrying``, ``falling back``, ``not a failure``): handled decides nothing;
+- **which memory**: an accelerator's (CUDA, HIP/ROCm, XPU, MPS, Metal, TPU, HPU, Neuron, Vulkan,
+  DirectML, ``GPU_0_bfc``, ``CUDA0``, ``device 0``, VRAM) or the host's (CPU, RAM, heap, the
+  node, ``DefaultCPUAllocator``, ``MemoryError``);
+- **whose limit**: for an allocation, a per-process budget (``allowed``, ``max allowed``,
+  ``fraction``, ``budget``, ``limit``) or the device's capacity; for a kill, a cgroup,
+  container, pod, job or task limit (``memory limit``, ``quota``, ``cgroup``, ``container``),
+  or the node (``node``, ``host``, ``system``, ``low on memory``, ``memory pressure``, a
+  user-space killer such as earlyoom);
+- **the numbers**: sizes with their units, each taken as what the nearest word before it says
+  (``tried to allocate``/``requested`` -> requested, ``free``/``available`` -> free,
+  ``total``/``capacity`` -> total, ``allowed``/``limit``/``max`` -> limit).
+
+It names only what the line shows: the ecosystem when a word of the line names it, else the
+device ("a CUDA device", "an accelerator").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from qualify.evidence.evidence_line import LineSignal
+
+_SAID = re.compile(
+    r"out of (?:\w+ )?memory|\boom\b|outofmemory|out_of_memory|resource[_ ]exhausted"
+    r"|memory (?:is )?exhausted|(?:can ?not|can't|could ?not|couldn't|unable to|failed to)"
+    r" (?:\w+ )?allocate|alloc(?:ation)?[_ ]failed|allocation (?:of|on) .{0,80}?(?:failed|would"
+    r" exceed)|bad_alloc|memoryerror|nomemoryerror|not enough (?:\w+ )?memory"
+    r"|insufficient (?:\w+ )?memory|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching)"
+    r" (?:the |its |their |your )?(?:\w+ ){0,2}memory (?:usage )?(?:limit|quota)"
+    r"|memory (?:limit|quota)(?: of [\w.]+)? (?:was |has been |is )?(?:exceeded|reached)"
+    r"|memlimit|low on memory|low memory|memory pressure|oom[- _]?kill|running low on memory"
+)
+"""Words that say memory ran out (on the lowered line)."""
+_CODE = re.compile(
+    r"^\s*(?:(?:if|elif|else|for|while|return|raise|throw|except|catch|case|def|class)\b|#|//|/\*)"
+    r"|^\s*\*\s|[,({;+\\]\s*$"
+)
+"""Source code quoted in a log (a traceback's source line, a snippet): the report follows it."""
+_EVENT = re.compile(
+    r"error(?!s)|exception(?!s)|fatal|fail|kill|abort|panic|can't|cannot|can not|unable|terminat"
+    r"|exceed|sigterm|sigkill|evict|refused|exhausted|crash|\boom\b|low memory|running low"
+    r"|would exceed"
+)
+"""What makes a line that names running out of memory a report of it (besides a size)."""
+_HANDLED = re.compile(
+    r"\bretry|retrying|\bwill retry|not a failure|falling back|fall(?:ing)? back|recovered"
+    r"|trying again|try again with|reducing (?:the )?batch|skipping tactic"
+)
+_KILLED = re.compile(
+    r"\b(?:killed|killing|kill(?:s|ed)? (?:the |a )?(?:process|task|worker|job|container|pod)"
+    r"|oom ?killed|oomkilled|oom[- _]kill|evicted|eviction|terminated|sigkill|signal 9"
+    r"|sending sigterm|sending sigkill)\b"
+)
+_KILLER = re.compile(r"earlyoom|nohang|lowmemorykiller|lmkd|jetsam|systemd-oomd|oom[- _]?killer")
+"""Programs and kernel parts whose work is killing for memory."""
+_ALLOCATING = re.compile(
+    r"alloc|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough"
+    r"|insufficient|out of memory|outofmemory|out_of_memory|memory (?:is )?exhausted"
+)
+_ACCELERATOR = re.compile(
+    r"\b(?:cuda\w*|gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|metal|tpu\w*|hpu\w*|neuron\w*|vulkan"
+    r"|directml|dml|opencl|vram|hbm|device[ _:]?\d+|cu\w*alloc\w*|ggml\w*|\w*_bfc|cl_mem\w*"
+    r"|nvidia\w*|accelerator|xla\w*)\b"
+)
+_HOST = re.compile(
+    r"\b(?:cpu\w*|host|ram|system memory|physical memory|heap|memoryerror|nomemoryerror|bad_alloc"
+    r"|malloc|mmap|node|swap|jvm|java\w*|javascript|runtime: out of memory|defaultcpuallocator"
+    r"|fork|errno 12|enomem)\b"
+)
+_NODE = re.compile(
+    r"\b(?:node|host|system|machine|instance)\b.{0,40}\b(?:low on memory|running low|memory "
+    r"pressure|out of memory|memory usage threshold|ran out)|low on memory|memory pressure"
+    r"|running low on memory|earlyoom|nohang|lowmemorykiller|lmkd|jetsam|oomd|usage threshold"
+)
+_LIMIT_KILL = re.compile(
+    r"cgroup|memcg|container|\bpod\b|\bjob\b|\bstep\b|\btask\b|\bdyno\b|memory (?:usage )?limit"
+    r"|memlimit|quota|request(?:ed)? memory|\blimit\b"
+)
+_BUDGET = re.compile(
+    r"\ballowed\b|max(?:imum)? allowed|\bbudget\b|\bfraction\b|memory_fraction|mem_limit"
+    r"|memory limit|limit of|\bquota\b|per[- ]process|utilization"
+)
+_LIMIT_CROSSED = re.compile(
+    r"(?:exceed\w*|over|above|reached) (?:the |its |their |your )?(?:\w+ ){0,2}memory (?:usage )?"
+    r"limit|memory limit(?: of [\w.]+)? (?:was |has been |is )?(?:exceeded|reached)|memlimit"
+)
+"""A memory limit crossed (not a quota: a quota may be soft, as Heroku's R14 is)."""
+_BUDGET_WORDS = re.compile(
+    r"\bbudget\b|\bfraction\b|memory_fraction|mem_limit|per[- ]process|utilization"
+    r"|max(?:imum)? allowed"
+)
+"""A limit that is the process's own whatever the numbers (a budget is named)."""
+_FRAGMENTATION = re.compile(r"fragment")
+_SIZE = re.compile(
+    r"(?<![\w.])(\d+(?:[.,]\d+)?)\s*(bytes|byte|b|kib|kb|k|mib|mb|m|gib|gb|g|tib|tb)\b"
+    r"|(?<![\w.])(\d{4,})(?!\s*[\w%.])"
+)
+_UNITS = {
+    "b": 1, "byte": 1, "bytes": 1,
+    "k": 1 << 10, "kib": 1 << 10, "kb": 1000,
+    "m": 1 << 20, "mib": 1 << 20, "mb": 1000**2,
+    "g": 1 << 30, "gib": 1 << 30, "gb": 1000**3,
+    "tib": 1 << 40, "tb": 1000**4,
+}  # fmt: skip
+_LABELS = (
+    ("requested_bytes", re.compile(r"(?:allocat\w*|request\w*|size|needs?|needed|trying|tried|"
+                                   r"wants?|for)\W*(?:\w+\W+){0,2}$")),
+    ("free_bytes", re.compile(r"(?:free|available|avail)\W*(?:\w+\W+){0,2}$")),
+    ("total_bytes", re.compile(r"(?:total|capacity|of|/)\W*(?:\w+\W+){0,1}$")),
+    ("limit_bytes", re.compile(r"(?:allowed|limit|max|maximum|quota|budget)\W*(?:\w+\W+){0,2}$")),
+    ("allocated_bytes", re.compile(r"(?:allocated|in use|used|usage)\W*(?:\w+\W+){0,2}$")),
+)  # fmt: skip
+_ECOSYSTEMS = (
+    ("jax", "JAX"), ("xla", "XLA"), ("tensorflow", "TensorFlow"), ("_bfc", "TensorFlow"),
+    ("mps backend", "PyTorch's MPS backend"), ("torch", "PyTorch"), ("ggml", "ggml"),
+    ("llama", "llama.cpp"), ("cupy", "CuPy"), ("rmm", "RMM"), ("cudf", "cuDF"),
+    ("paddle", "PaddlePaddle"), ("mxnet", "MXNet"), ("onnxruntime", "ONNX Runtime"),
+    ("openvino", "OpenVINO"), ("julia", "Julia"), ("cuda.jl", "CUDA.jl"), ("ray", "Ray"),
+    ("earlyoom", "earlyoom"), ("nohang", "nohang"), ("deepspeed", "DeepSpeed"),
+    ("java", "the JVM"), ("javascript", "Node.js"), ("node.js", "Node.js"),
+    ("runtime: out of memory", "the Go runtime"), ("defaultcpuallocator", "PyTorch"),
+    ("memoryerror", "Python"), ("bad_alloc", "C++"), ("slurm", "Slurm"), ("srun", "Slurm"),
+    ("kubernetes", "Kubernetes"), ("kubelet", "Kubernetes"), ("docker", "Docker"),
+    ("ecs", "Amazon ECS"), ("cloud run", "Cloud Run"), ("heroku", "Heroku"),
+)  # fmt: skip
+_DEVICES = (
+    ("rocm", "a ROCm device"), ("hip", "a ROCm device"), ("xpu", "an XPU"),
+    ("mps", "an MPS device"), ("metal", "a Metal device"), ("tpu", "a TPU"),
+    ("hpu", "a Gaudi HPU"), ("neuron", "a Neuron device"), ("vulkan", "a Vulkan device"),
+    ("directml", "a DirectML device"), ("cuda", "a CUDA device"), ("gpu", "a GPU"),
+)  # fmt: skip
+
+
+def _bytes(number: str, unit: str | None) -> int | None:
+    value = float(number.replace(",", ".")) if unit else int(number)
+    return int(value * _UNITS[unit]) if unit else int(value)
+
+
+def _numbers(line: str, low: str) -> dict[str, int]:
+    """Sizes in ``line``, each named by the nearest label word before it (first of each)."""
+    found: dict[str, int] = {}
+    for match in _SIZE.finditer(low):
+        number, unit = (match[1], match[2]) if match[1] else (match[3], "b")
+        if unit == "b" and not match[1] and int(number) < 1 << 20:
+            continue  # a bare count that is not a size in bytes
+        size = _bytes(number, unit)
+        if size is None:
+            continue
+        after = _AFTER.match(low, match.end())
+        if after is not None:
+            name = _AFTER_NAMES[after[1]]
+            found.setdefault(name, size)
+            continue
+        before = low[max(0, match.start() - 40) : match.start()]
+        name = next((name for name, label in _LABELS if label.search(before)), "size_bytes")
+        found.setdefault(name, size)
+    return found
+
+
+_AFTER = re.compile(r"\)?\s*(allowed|free|total|reserved|in use|available|limit|requested)\b")
+"""A size named by the word after it (``8.27 GiB allowed``, ``2.00 GiB free``)."""
+_AFTER_NAMES = {
+    "allowed": "limit_bytes", "limit": "limit_bytes", "free": "free_bytes",
+    "available": "free_bytes", "total": "total_bytes", "reserved": "reserved_bytes",
+    "in use": "allocated_bytes", "requested": "requested_bytes",
+}  # fmt: skip
+
+
+def _named(low: str, table: tuple[tuple[str, str], ...]) -> str | None:
+    return next((name for word, name in table if word in low), None)
+
+
+def parse_oom_parts(line: str, low: str | None = None) -> LineSignal | None:
+    """The signal of a line that says memory ran out, read by its parts; None otherwise."""
+    low = line.lower() if low is None else low
+    said = _SAID.search(low)
+    if said is None or _CODE.search(line):
+        return None
+    numbers = _numbers(line, low)
+    ecosystem = _named(low, _ECOSYSTEMS)
+    accelerator = _ACCELERATOR.search(low) is not None
+    host = _HOST.search(low) is not None
+    fields: dict[str, Any] = {"parts": True, **numbers}
+    if ecosystem:
+        fields["ecosystem"] = ecosystem
+    if _HANDLED.search(low):
+        kind = "gpu_oom_handled" if accelerator else "oom_handled"
+        return LineSignal(kind, {**fields, "engine": ecosystem or "", "detail": "retried"})
+    if not (numbers or _EVENT.search(low)):
+        return None  # a mention (a title, prose), not a report: no size, no error, no kill
+    if _KILLED.search(low) or _KILLER.search(low):
+        if _NODE.search(low):
+            return LineSignal("node_oom_kill", fields)
+        if _LIMIT_KILL.search(low):
+            return LineSignal("limit_oom_kill", fields)
+        return LineSignal("oom_kill", fields)
+    if _LIMIT_CROSSED.search(low) and not _DEVICE_WORD.search(low):
+        return LineSignal("limit_oom_kill", fields)  # a memory limit is enforced by a kill
+    if not _ALLOCATING.search(low):
+        return None
+    if accelerator and not (host and not _DEVICE_WORD.search(low)):
+        device = _named(low, _DEVICES) or "an accelerator"
+        fields.update(engine=ecosystem or device, device=device)
+        if _FRAGMENTATION.search(low):
+            return LineSignal("gpu_oom", {**fields, "fragmentation": True})
+        if _BUDGET_WORDS.search(low) or ("limit_bytes" in numbers and _BUDGET.search(low)):
+            return LineSignal("gpu_budget", {**fields, "what": "the limit the message states"})
+        return LineSignal("gpu_oom", fields)
+    if _NODE.search(low):
+        return LineSignal("node_oom_kill", fields)
+    return LineSignal("host_alloc_failed", fields)
+
+
+_DEVICE_WORD = re.compile(
+    r"\b(?:cuda\w*|gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|metal|tpu\w*|hpu\w*|vulkan|vram|\w*_bfc"
+    r"|device[ _:]?\d+)\b"
+)
+"""An accelerator named outright (``node``/``host`` words next to it do not make it the
+host's: "GPU 0 on host x")."""

@@ -1,0 +1,173 @@
+"""Out-of-memory sentences read by their parts (``qualify.evidence.oom_parts``): the wordings of
+ecosystems no named parser knows, classified by what they state. The lines are the wordings a
+report on triage quoted from real artifacts (JAX, TensorFlow, Apple MPS, ggml, Ray, GitLab's
+Kubernetes executor, DeepSpeed, Slurm, Julia, Python, PyTorch's CPU allocator, Kubernetes,
+NCCL); the corpus of whole artifacts is tests/data/triage/ (and its held-out half)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from qualify.evidence.oom_parts import parse_oom_parts
+from qualify.triage import Sources, TriageClass, triage
+
+CASES = [
+    (
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying "
+        "to allocate 17179869184 bytes.",
+        TriageClass.CUDA_OOM_CAPACITY,
+    ),
+    (
+        "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating "
+        "tensor with shape[32,1024,1024] and type float on /job:localhost/replica:0/task:0/"
+        "device:GPU:0 by allocator GPU_0_bfc",
+        TriageClass.CUDA_OOM_CAPACITY,
+    ),
+    (
+        "RuntimeError: MPS backend out of memory (MPS allocated: 17.23 GB, other allocations: "
+        "1.45 GB, max allowed: 18.13 GB). Tried to allocate 512.00 MB on private pool.",
+        TriageClass.CUDA_OOM_BUDGET,
+    ),
+    (
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 8192.00 MiB on device 0: "
+        "cudaMalloc failed: out of memory",
+        TriageClass.CUDA_OOM_CAPACITY,
+    ),
+    (
+        "llama_model_load: error loading model: unable to allocate ROCm0 buffer",
+        TriageClass.CUDA_OOM_CAPACITY,
+    ),
+    (
+        "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+        TriageClass.GLOBAL_OOM,
+    ),
+    ("    reason: 'OOMKilled'", TriageClass.CGROUP_OOM),
+    (
+        "[launch.py:315:sigkill_handler] Killing subprocess 4182 ... exits with return code = -9",
+        TriageClass.EXTERNAL_KILL,
+    ),
+    (
+        "slurmstepd: error: Job 4242 exceeded memory limit (16777216 > 16384000), being killed",
+        TriageClass.CGROUP_OOM,
+    ),
+    ("srun: Exceeded job memory limit", TriageClass.CGROUP_OOM),
+    (
+        "ERROR: LoadError: Out of GPU memory trying to allocate 1.000 GiB",
+        TriageClass.CUDA_OOM_CAPACITY,
+    ),
+    ("MemoryError: Unable to allocate 7.45 GiB for an array", TriageClass.HOST_ALLOC_FAILED),
+    (
+        "RuntimeError: [enforce fail at alloc_cpu.cpp:83] err == 0. DefaultCPUAllocator: can't "
+        "allocate memory: you tried to allocate 34359738368 bytes. Error code 12 (Cannot "
+        "allocate memory)",
+        TriageClass.HOST_ALLOC_FAILED,
+    ),
+    (
+        "Warning  Unhealthy  Liveness probe failed: Get http://10.0.0.5:8080/health: timeout\n"
+        "Normal   Killing    Container model failed liveness probe, will be restarted",
+        TriageClass.EXTERNAL_KILL,
+    ),
+    (
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+        "OpType=ALLREDUCE) ran for 1800000 milliseconds before timing out.",
+        TriageClass.TIMEOUT,
+    ),
+    (
+        "Allocation on device 0 would exceed allowed memory. (out of memory)",
+        TriageClass.CUDA_OOM_CAPACITY,
+    ),
+    (
+        "torch.OutOfMemoryError: XPU out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 15.11 GiB. Of the allocated memory 8.27 GiB allowed; 6.50 GiB "
+        "allocated by PyTorch",
+        TriageClass.CUDA_OOM_BUDGET,
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), CASES, ids=[str(n) for n in range(len(CASES))])
+def test_a_wording_is_classified_by_its_parts(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(text + "\n")
+    result = triage(Sources(paths=(log,)))
+    assert result.triage_class is expected, result.summary
+    assert result.decided_by, result.summary
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "          OutOfMemoryError,",  # source code quoted in a note
+        '      "CUDA out of memory. Tried to allocate ",',
+        "## How to avoid out of memory errors",  # a title: no size, no error
+        "    if out_of_memory: retry()",
+    ],
+)
+def test_code_and_mentions_are_not_reports(line: str) -> None:
+    assert parse_oom_parts(line) is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "WARNING: CUDA out of memory, retrying with batch size 16",
+        "Ran out of memory on device 0 (2.0 GiB requested); falling back to the CPU",
+    ],
+)
+def test_a_handled_oom_decides_nothing(line: str) -> None:
+    signal = parse_oom_parts(line)
+    assert signal is not None and signal.kind.endswith("handled")
+
+
+def test_the_summary_names_only_what_the_line_shows(tmp_path: Path) -> None:
+    """A Julia CUDA OOM names no framework the line does not name (no "PyTorch")."""
+    log = tmp_path / "julia.log"
+    log.write_text("ERROR: Out of GPU memory trying to allocate 1.000 GiB\n")
+    result = triage(Sources(paths=(log,)))
+    assert "PyTorch" not in result.summary and "requested 1 GiB" in result.summary
+
+
+def test_a_docker_inspect_limit_is_the_remedys_limit(tmp_path: Path) -> None:
+    inspect = tmp_path / "inspect.json"
+    inspect.write_text(
+        json.dumps(
+            [
+                {
+                    "State": {"OOMKilled": True, "ExitCode": 137, "Error": ""},
+                    "HostConfig": {"Memory": 4294967296, "MemorySwap": 4294967296},
+                }
+            ],
+            indent=4,
+        )
+    )
+    result = triage(Sources(paths=(inspect,)))
+    assert result.triage_class is TriageClass.CGROUP_OOM
+    remedy = " ".join(result.remedies)
+    assert "4 GiB" in remedy and "--memory" in remedy
+    assert "sacct" not in remedy and "no limit" not in remedy
+
+
+def test_a_pod_descriptions_limit_is_the_remedys_limit(tmp_path: Path) -> None:
+    describe = tmp_path / "pod.txt"
+    describe.write_text(
+        "Name:         trainer-0\n"
+        "Containers:\n"
+        "  trainer:\n"
+        "    State:          Terminated\n"
+        "      Reason:       OOMKilled\n"
+        "      Exit Code:    137\n"
+        "    Limits:\n"
+        "      cpu:     4\n"
+        "      memory:  4Gi\n"
+        "    Requests:\n"
+        "      memory:  2Gi\n"
+    )
+    result = triage(Sources(paths=(describe,)))
+    assert result.triage_class is TriageClass.CGROUP_OOM
+    remedy = " ".join(result.remedies)
+    assert "4 GiB" in remedy and "resources.limits.memory" in remedy
