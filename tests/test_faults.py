@@ -805,7 +805,9 @@ def test_a_test_run_again_is_counted_once_by_its_last_attempt(
         assert (tests["flaky"], tests["flaky_count"]) == (["test_rr.py::test_flaky"], 1)
         assert _case(junit, "test_flaky").find("failure") is None
         said = "; 3 reruns, passed only on a rerun: test_rr.py::test_flaky"
-        assert f"tests: 3 passed, 1 failed, 0 errors, 0 skipped{said}" in completed.stdout
+        assert f"tests: 3 passed, 1 failed, 0 errors, 0 skipped (of 4 collected){said}" in (
+            completed.stdout
+        )
         assert completed.run_dir is not None
         html = (completed.run_dir / "report.html").read_text()
         assert "<td>passed only on a rerun</td><td>test_rr.py::test_flaky</td>" in html

@@ -262,6 +262,13 @@ def test_example_workflow_step_end_to_end(repo: Path, tmp_path: Path) -> None:
     summary = (tmp_path / "step_summary.md").read_text()
     assert summary.startswith("## qualify OOM_KILLED: hog (small)")
     assert "test_hog::test_alloc" in summary and "### Failures (1)" in summary
+    # What a reviewer acts on: triage's answer and remedy, the phases against the cap, the
+    # memory curve as a chart GitHub draws; never a Python None, never an empty table row.
+    assert "### Why: CGROUP_OOM" in summary and "**What to change**" in summary
+    assert "| phase | duration | peak | of the cap |" in summary and "| second |" in summary
+    assert "```mermaid\nxychart-beta\n" in summary and "    line [" in summary
+    assert "None" not in summary and "| | |" not in summary
+    assert f"`{run_dir}/report.html`" in summary
 
 
 # --- each channel scanned in its final bytes; withheld alone when a known secret survives
@@ -325,3 +332,28 @@ def test_qualify_report_sanitizes_what_it_publishes(tmp_path: Path) -> None:
     assert NOTE not in process.stdout + process.stderr
     assert "::error title=FAILED%3A t%3A%3Atest_x::got [REDACTED:known-secret]" in process.stdout
     assert NOTE not in (tmp_path / "step_summary.md").read_text()
+
+
+def test_a_failure_in_the_summary_keeps_the_familys_frames(tmp_path: Path) -> None:
+    """A real pytest traceback through the standard library (subprocess.run's check): the
+    summary's details show the test's own frame and the error, not subprocess.py's source."""
+    import subprocess
+    import xml.etree.ElementTree as ET
+
+    from qualify.report.github_summary import family_frames
+
+    (tmp_path / "test_sub.py").write_text(
+        "import subprocess, sys\n\n"
+        "def test_tool():\n"
+        "    subprocess.run([sys.executable, '-c', 'raise SystemExit(3)'], check=True)\n"
+    )
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=j.xml"],
+        cwd=tmp_path, capture_output=True, check=False, timeout=120,
+    )  # fmt: skip
+    text = ET.parse(tmp_path / "j.xml").getroot().find(".//failure").text  # type: ignore[union-attr]
+    assert "def run(" in text  # pytest shows subprocess.py's source
+    trimmed = family_frames(text)
+    assert "def run(" not in trimmed and "frame(s) in the standard library" in trimmed
+    assert "def test_tool():" in trimmed and "CalledProcessError" in trimmed
+    assert len(trimmed) < len(text) / 2

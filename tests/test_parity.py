@@ -992,3 +992,22 @@ def test_the_report_dict_carries_reason_warnings_and_context(tmp_path: Path) -> 
     assert data["reason"] == report.reason and data["warnings"] == list(report.warnings)
     case_dict = report.per_case[0].to_dict()
     assert case_dict["context"] == [{"id": 1, "text": " t1"}, {"id": 2, "text": " t2"}]
+
+
+def test_compare_of_a_run_directory_applies_the_runs_gate(tmp_path: Path) -> None:
+    """A run judged 9 of 10 against the family's gate of 9 passes in ``qualify run``; compare
+    of that run directory applies the gate its audit records, and a flag still overrides it."""
+    from qualify.rundir import Audit, RunDir
+    from qualify.rundir.audit import ParityRecord
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    corpus(run_dir, 9, 0, 1).rename(run_dir / "parity.jsonl")
+    audit = Audit(verdict="PASSED", parity=ParityRecord(gate=ParityGate(min_exact=9)))
+    RunDir(run_dir).write_audit(audit)
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = compare(native=run_dir, reference=None, gate={}, stdout=stdout, stderr=stderr)
+    assert code == 0, stdout.getvalue() + stderr.getvalue()
+    assert "9 of 10 reference cases exact (need 9)" in stdout.getvalue()
+    code = compare(native=run_dir, reference=None, gate={"min_exact": 10}, stdout=stdout)
+    assert code == 1

@@ -643,3 +643,15 @@ def test_what_is_learnt_is_the_value_not_the_next_line() -> None:
         sanitizer.harvest(written, "events.jsonl")
         assert {secret.value for secret in sanitizer.known} == {"abcDEF1234567xyz"}
         assert sanitizer.clean("test_rt.py:59: RuntimeError") == "test_rt.py:59: RuntimeError"
+
+
+def test_a_connection_string_escaped_as_gson_escapes_it() -> None:
+    """Java's Gson writes ``=`` as ``\\u003d``: the key's value is found in the decoded view and
+    the escaped span replaced."""
+    escaped = AZURE_KEY.replace("=", "\\u003d")
+    text = (
+        '{"conn":"DefaultEndpointsProtocol\\u003dhttps;AccountName\\u003dci;'
+        f'AccountKey\\u003d{escaped};EndpointSuffix\\u003dcore.windows.net"}}'
+    )
+    cleaned = plain().clean(text)
+    assert AZURE_KEY[:40] not in cleaned and "[REDACTED:secret-assignment]" in cleaned

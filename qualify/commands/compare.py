@@ -42,9 +42,10 @@ def compare(
     value or combination (a tie above the near-tie threshold) is bad input."""
     if output_format not in FORMATS:
         return _usage_error(stderr, f"--format {output_format!r} is not one of {FORMATS}")
+    run_gate = _run_gate(native) if native.is_dir() and reference is None else None
     if not isinstance(gate, ParityGate):
         try:
-            gate = ParityGate.from_table(gate)
+            gate = ParityGate.from_table({**(run_gate or {}), **gate})
         except ParityConfigError as exc:
             return _usage_error(stderr, f"the parity gate is not valid: {exc}")
     if native.is_dir():  # a run directory: its recorded cases
@@ -61,6 +62,15 @@ def compare(
     else:
         stdout.write(render_table(report))
     return 0 if report.passed else 1
+
+
+def _run_gate(run_dir: Path) -> dict[str, object] | None:
+    """The gate a run directory's audit records (the family's, with the run's options): what
+    ``qualify run`` judged by, so that compare judges the same cases the same way."""
+    audit = RunDir(run_dir).read_audit().audit
+    if audit is None or audit.parity is None:
+        return None
+    return audit.parity.gate.to_dict()
 
 
 def render_table(report: ParityReport) -> str:
@@ -117,7 +127,11 @@ def add_parser(commands: Commands) -> None:
         help=f"a run directory, its {contract.PARITY} (both sides), or the native side",
     )
     compare.add_argument("reference", type=Path, nargs="?", help="the reference side")
-    compare.add_argument("--min-exact", type=count, help="cases that must match exactly")
+    compare.add_argument(
+        "--min-exact",
+        type=count,
+        help="cases that must match exactly (default: a run directory's recorded gate, else all)",
+    )
     compare.add_argument("--near-tie-nats", type=nats, help="near-tie threshold in nats")
     compare.add_argument("--tie-nats", type=nats, help="tie threshold (float rounding) in nats")
     compare.add_argument("--count-near-ties", action="store_true", default=None)

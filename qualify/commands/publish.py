@@ -57,13 +57,22 @@ def triage_findings(run_dir: RunDir) -> dict[str, Any]:
     }
 
 
-def write_report(run_dir: RunDir) -> Path | None:
-    """The report page; its failure costs nothing else (None): its traceback is kept in the
-    debug log and the audit's problems say so (before public/ copies the audit)."""
+def failed_run_triage(run_dir: RunDir) -> dict[str, Any] | None:
+    """Triage's findings for a run that did not pass (None for a passed run)."""
+    read = run_dir.read_audit()
+    failed = read.audit is None or read.audit.verdict != "PASSED"
+    return triage_findings(run_dir) if failed else None
+
+
+def write_report(run_dir: RunDir, findings: dict[str, Any] | None = None) -> Path | None:
+    """The report page (``findings``: triage's, computed here when not given); its failure
+    costs nothing else (None): its traceback is kept in the debug log and the audit's problems
+    say so (before public/ copies the audit)."""
     try:
         read = run_dir.read_audit()
-        failed = read.audit is None or read.audit.verdict != "PASSED"
-        return write_html_report(run_dir, triage_findings(run_dir) if failed else None, read.audit)
+        if findings is None:
+            findings = failed_run_triage(run_dir)
+        return write_html_report(run_dir, findings, read.audit)
     except Exception as exc:
         with contextlib.suppress(OSError):
             run_dir.write_debug(traceback.format_exc())
@@ -141,7 +150,8 @@ def publish_channels(
     environment whose secret-looking values are redacted: at the end of a run, the E2E's;
     ``sources``: ``--secret-env`` names and the ``--secrets-file`` (recorded for the run).
     """
-    write_report(run_dir)
+    findings = failed_run_triage(run_dir)
+    write_report(run_dir, findings)
     secrets = environ if secrets_from is None else secrets_from
     sanitizer = run_sanitizer(run_dir.path, secrets, sources)
     bundle = publish_run(run_dir.path, level, sanitizer)
@@ -149,7 +159,7 @@ def publish_channels(
     if wants_github(github, environ):
         from qualify.publish.github import publish_github  # only inside Actions
 
-        github_result = publish_github(run_dir, environ, stdout, sanitizer)
+        github_result = publish_github(run_dir, environ, stdout, sanitizer, findings)
     return Publication(bundle, github_result, sanitizer)
 
 

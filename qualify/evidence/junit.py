@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,43 @@ class JUnitCase:
     line: int | None = None
     kind: str | None = None
     """Failure type (a verdict such as OOM_KILLED, or a parity divergence kind)."""
+
+
+NOT_RUN = "not run: "
+"""The message prefix of a collected test that never started (a skipped testcase)."""
+OWN_CLASSNAME = "qualify"
+"""The classname of qualify's own testcase (what ended the run, when not a test)."""
+
+
+def family_counts(cases: Iterable[JUnitCase]) -> dict[str, int]:
+    """The family's tests by outcome, each in exactly one bucket: passed, failed, errors,
+    skipped, not_run (skipped because the run ended before them). qualify's own testcase and
+    the parity suite's cases are not the family's tests. The one count every report prints."""
+    counts = dict.fromkeys(("passed", "failed", "errors", "skipped", "not_run"), 0)
+    for case in cases:
+        if case.classname == OWN_CLASSNAME or case.classname.endswith("parity"):
+            continue
+        if case.outcome == "skipped" and (case.message or "").startswith(NOT_RUN):
+            counts["not_run"] += 1
+        elif case.outcome == "error":
+            counts["errors"] += 1
+        elif case.outcome in counts:
+            counts[case.outcome] += 1
+    return counts
+
+
+def counts_said(counts: dict[str, int], collected: int | None = None) -> str:
+    """``3 passed, 1 failed, 0 errors, 2 skipped, 4 not run (of 10 collected)``: not run only
+    when there are such tests, the collected count when known."""
+    said = (
+        f"{counts['passed']} passed, {counts['failed']} failed, {counts['errors']} errors, "
+        f"{counts['skipped']} skipped"
+    )
+    if counts.get("not_run"):
+        said += f", {counts['not_run']} not run"
+    if collected:
+        said += f" (of {collected} collected)"
+    return said
 
 
 def split_nodeid(nodeid: str) -> tuple[str, str]:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from harness import contract
-from qualify.evidence.junit import JUnitCase, split_nodeid
+from qualify.evidence.junit import NOT_RUN, JUnitCase, split_nodeid
 from qualify.verdict import Verdict
 
 
@@ -200,7 +200,7 @@ def _case(state: _TestState) -> JUnitCase | None:
 def not_run_cases(nodeids: Iterable[str], reason: str) -> list[JUnitCase]:
     """Collected tests that never started, reported as skipped with ``reason``."""
     return [
-        JUnitCase(*split_nodeid(nodeid), "skipped", message=f"not run: {reason}")
+        JUnitCase(*split_nodeid(nodeid), "skipped", message=f"{NOT_RUN}{reason}")
         for nodeid in nodeids
     ]
 

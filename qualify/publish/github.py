@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from qualify.publish.final_scan import (
     ANNOTATIONS,
@@ -76,11 +76,21 @@ def _cleaned(failure: Failure, clean: Callable[[str], str]) -> Failure:
     )
 
 
+def _samples(run_dir: RunDir) -> list[tuple[float, int]]:
+    """(seconds from the first sample, usage) of the run's timeline, for the summary's chart."""
+    found: list[tuple[float, int]] = []
+    for sample in run_dir.timeline():
+        if sample.usage is not None:
+            found.append((sample.t, sample.usage))
+    return [(at - found[0][0], usage) for at, usage in found] if found else []
+
+
 def publish_github(
     run_dir: RunDir,
     environ: Mapping[str, str],
     stdout: TextIO,
     sanitizer: Sanitizer,
+    triage: Mapping[str, Any] | None = None,
 ) -> GithubResult:
     """Annotations (on ``stdout``), step summary and outputs of ``run_dir``, each sanitized and
     scanned; not again when a marker says the run directory was published before (the run
@@ -97,7 +107,15 @@ def publish_github(
     summary = ""
     if summary_path:
         used = Path(summary_path).stat().st_size if Path(summary_path).exists() else 0
-        summary = render_summary(audit, failures, str(run_dir.path), SUMMARY_LIMIT - used, clean)
+        summary = render_summary(
+            audit,
+            failures,
+            str(run_dir.path),
+            SUMMARY_LIMIT - used,
+            clean,
+            triage=triage,
+            samples=_samples(run_dir),
+        )
     public_junit = run_dir.public_path / run_dir.junit_path.name
     outputs = output_lines(
         {

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 
 from qualify.console import display_path
-from qualify.evidence.junit import JUnitCase, junit_properties, parse_pytest_junit
+from qualify.evidence.junit import JUnitCase, family_counts, junit_properties, parse_pytest_junit
 from qualify.judge.progress import cases_from_events, progress_from_events
 from qualify.plan.commit import CommitInfo
 from qualify.report.audit_of_run import iso
@@ -62,13 +62,14 @@ def _audit_from_place(run_dir: RunDir) -> Audit:
 
 def _counted(tests: TestsRecord, cases: list[JUnitCase]) -> TestsRecord:
     """``tests`` with the outcomes of ``cases`` counted (qualify's own case left out)."""
-    outcomes = [case.outcome for case in cases if case.classname != "qualify"]
+    counts = family_counts(cases)
     return dataclasses.replace(
         tests,
-        passed=outcomes.count("passed"),
-        failed=outcomes.count("failed"),
-        errors=outcomes.count("error"),
-        skipped=outcomes.count("skipped"),
+        passed=counts["passed"],
+        failed=counts["failed"],
+        errors=counts["errors"],
+        skipped=counts["skipped"],
+        not_run=counts["not_run"],
     )
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import contract
+from qualify.evidence.junit import family_counts
 from qualify.plan.spec import RunSpec
 from qualify.rundir.audit import (
     FLAKY_LISTED,
@@ -68,16 +69,16 @@ def _memory(result: RunResult) -> MemoryRecord:
 
 
 def _tests(result: RunResult) -> TestsRecord:
-    outcomes = [case.outcome for case in result.testcases if not case.classname.endswith("parity")]
+    counts = family_counts(result.testcases)
     return TestsRecord(
         collected=result.progress.collected,
-        passed=outcomes.count("passed"),
-        failed=outcomes.count("failed"),
-        errors=outcomes.count("error"),
-        skipped=outcomes.count("skipped"),
+        passed=counts["passed"],
+        failed=counts["failed"],
+        errors=counts["errors"],
+        skipped=counts["skipped"],
         running_at_end=result.progress.running,
         running_when=result.progress.running_when,
-        not_run=len(result.progress.not_run),
+        not_run=counts["not_run"],
         pytest_exitstatus=result.progress.session_exitstatus,
         junit_disagreements=list(result.junit_disagreements),
         reruns=result.progress.rerun_count,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from qualify.evidence.junit import counts_said
 from qualify.rundir import Audit
-from qualify.sizes import format_bytes
+from qualify.sizes import format_bytes, format_duration
 from qualify.untrusted import printable
 
 if TYPE_CHECKING:
@@ -38,40 +40,177 @@ def _clip(text: str, limit: int) -> str:
     return text[: limit // 2] + "\n[... truncated ...]\n" + text[-limit // 2 :]
 
 
+def _tests_said(audit: Audit) -> str:
+    tests = audit.tests
+    counts = {
+        "passed": tests.passed, "failed": tests.failed, "errors": tests.errors,
+        "skipped": tests.skipped, "not_run": tests.not_run,
+    }  # fmt: skip
+    return counts_said(counts, tests.collected) + tests.reruns_said()
+
+
 def _header(audit: Audit, run_dir: str, clean: Clean) -> str:
     commit = audit.commit
     github = commit.github or {}
     in_effect = audit.limits.in_effect
-    memory, tests, parity = audit.memory, audit.tests, audit.parity
+    memory, parity = audit.memory, audit.parity
+    cap = in_effect.memory_bytes if in_effect else None
+    peak = memory.peak_bytes
+    share = f" ({100 * peak / cap:.0f}% of the cap)" if peak and cap else ""
+    base, merge = github.get("base") or commit.base, github.get("merge")
     rows = [
-        ("reason", audit.reason),
         ("head", github.get("head") or commit.head),
-        ("base / merge", f"{github.get('base') or commit.base} / {github.get('merge')}"),
-        ("cap in effect", format_bytes(in_effect.memory_bytes if in_effect else None)),
-        ("peak", format_bytes(memory.peak_bytes)),
-        ("OOM kills", audit.oom.kills),
-        ("phase at end", memory.phase_at_end),
-        (
-            "tests",
-            f"{tests.passed} passed, {tests.failed} failed, "
-            f"{tests.errors} errors, {tests.skipped} skipped{tests.reruns_said()}",
-        ),
+        ("base", base),
+        ("merge", merge),
+        ("cap in effect", format_bytes(cap) if cap else None),
+        ("peak", f"{format_bytes(peak)}{share}" if peak else None),
+        ("OOM kills", audit.oom.kills or None),
+        ("phase at the end", memory.phase_at_end),
+        ("tests", _tests_said(audit)),
         ("parity", parity.reason if parity else None),
         ("run directory", run_dir),
     ]
-    table = "\n".join(f"| {_cell(key)} | {_cell(value, clean)} |" for key, value in rows)
+    table = "\n".join(
+        f"| {_cell(key)} | {_cell(value, clean)} |"
+        for key, value in rows
+        if value not in (None, "", "None")
+    )
     return (
         f"## qualify {_cell(audit.verdict)}: {_cell(audit.family.name, clean)} "
-        f"({_cell(audit.profile, clean)})\n\n| | |\n|---|---|\n{table}\n\n"
+        f"({_cell(audit.profile, clean)})\n\n{_cell(audit.reason, clean)}\n\n"
+        f"| field | value |\n|---|---|\n{table}\n\n"
     )
+
+
+def _why(triage: Mapping[str, Any] | None, clean: Clean) -> str:
+    """Triage's answer: its class and summary, its findings, what to change."""
+    if not triage or "class" not in triage:
+        return ""
+    lines = [f"### Why: {_cell(triage['class'])}", "", _cell(triage.get("summary") or "", clean)]
+    findings = [str(f) for f in triage.get("findings") or []][:6]
+    if findings:
+        lines += ["", "**Findings**", "", *(f"- {_cell(f, clean)}" for f in findings)]
+    remedies = [str(r) for r in triage.get("remedies") or []][:4]
+    if remedies:
+        lines += ["", "**What to change**", "", *(f"- {_cell(r, clean)}" for r in remedies)]
+    return "\n".join(lines) + "\n\n"
+
+
+def _phases(audit: Audit, clean: Clean) -> str:
+    """Each phase's peak against the cap, its duration (phases run more than once: the
+    highest peak, the summed duration)."""
+    in_effect = audit.limits.in_effect
+    cap = in_effect.memory_bytes if in_effect else None
+    peaks: dict[str, int] = {}
+    durations: dict[str, float] = {}
+    for phase in audit.memory.phases:
+        if phase.peak_bytes is not None:
+            peaks[phase.name] = max(peaks.get(phase.name, 0), phase.peak_bytes)
+        if phase.start is not None and phase.end is not None:
+            durations[phase.name] = durations.get(phase.name, 0.0) + phase.end - phase.start
+    names = list(dict.fromkeys(phase.name for phase in audit.memory.phases))
+    if not names:
+        return ""
+    rows = []
+    for name in names[:_PHASES_SHOWN]:
+        peak = peaks.get(name)
+        share = f"{100 * peak / cap:.0f}%" if peak and cap else ""
+        took = format_duration(durations[name]) if name in durations else "unfinished"
+        rows.append(
+            f"| {_cell(name, clean)} | {_cell(took)} | "
+            f"{_cell(format_bytes(peak) if peak else '')} | {_cell(share)} |"
+        )
+    more = (
+        f"\n{len(names) - _PHASES_SHOWN} more phases in the report page\n"
+        if len(names) > _PHASES_SHOWN
+        else ""
+    )
+    return (
+        "### Phases\n\n| phase | duration | peak | of the cap |\n|---|---:|---:|---:|\n"
+        + "\n".join(rows)
+        + "\n"
+        + more
+        + "\n"
+    )
+
+
+_PHASES_SHOWN = 20
+_CHART_POINTS = 60
+
+
+def memory_chart(audit: Audit, samples: Sequence[tuple[float, int]]) -> str:
+    """The memory curve as a Mermaid ``xychart-beta`` block (GitHub renders it): the highest
+    usage in each of up to 60 equal slices of the run, in MiB, and the cap as a second line."""
+    if len(samples) < 2:
+        return ""
+    start, end = samples[0][0], samples[-1][0]
+    span = max(end - start, 1e-6)
+    slices = min(_CHART_POINTS, len(samples))
+    highest = [0] * slices
+    for at, usage in samples:
+        index = min(slices - 1, int((at - start) / span * slices))
+        highest[index] = max(highest[index], usage)
+    for index in range(1, slices):  # a slice without a sample keeps the level before it
+        highest[index] = highest[index] or highest[index - 1]
+    mib = [round(value / 2**20) for value in highest]
+    in_effect = audit.limits.in_effect
+    cap = in_effect.memory_bytes if in_effect else None
+    top = max([*mib, round(cap / 2**20) if cap else 0])
+    lines = [
+        "```mermaid",
+        "xychart-beta",
+        '    title "Memory of the run (MiB; the cap as the flat line)"',
+        f'    x-axis "seconds" 0 --> {max(1, round(span))}',
+        f'    y-axis "MiB" 0 --> {max(1, round(top * 1.05))}',
+        f"    line [{', '.join(map(str, mib))}]",
+    ]
+    if cap:
+        lines.append(f"    line [{', '.join([str(round(cap / 2**20))] * slices)}]")
+    return "### Memory\n\n" + "\n".join(lines) + "\n```\n\n"
+
+
+_ENTRY_SEPARATOR = re.compile(r"^_(?: _)+[ \t]*$", re.MULTILINE)
+"""The line between two entries of pytest's long traceback."""
+_LOCATION = re.compile(r"^(\S[^\n:]*):\d+: ", re.MULTILINE)
+_NOT_THE_FAMILYS = re.compile(r"[/\\](?:site-packages|dist-packages|lib[/\\]python3\.\d+)[/\\]")
+
+
+def family_frames(text: str) -> str:
+    """A pytest traceback with the entries whose location is in the standard library or an
+    installed package left out (one line says how many): the family's own frames, and always
+    the last entry (where the error was raised)."""
+    entries = _ENTRY_SEPARATOR.split(text)
+    if len(entries) < 2:
+        return text
+    kept: list[str] = []
+    dropped = 0
+    for number, entry in enumerate(entries):
+        locations = _LOCATION.findall(entry)
+        foreign = bool(locations) and bool(_NOT_THE_FAMILYS.search(locations[-1]))
+        if foreign and number < len(entries) - 1:
+            dropped += 1
+            continue
+        shown = entry
+        if foreign:  # where it was raised: the error and its place, not the library's source
+            said = [line for line in entry.splitlines() if line.startswith("E ")]
+            shown = "\n".join(["", *said, entry.rstrip().splitlines()[-1]])
+            dropped += 1
+        if dropped:
+            kept.append(f"[{dropped} frame(s) in the standard library or installed packages]\n")
+            dropped = 0
+        kept.append(shown)
+    if dropped:
+        kept.append(f"[{dropped} frame(s) in the standard library or installed packages]\n")
+    return "_ _ _\n".join(kept)
 
 
 def _failure(failure: Failure, clean: Clean) -> str:
     where = f" ({failure.file}:{failure.line})" if failure.file else ""
+    text = family_frames(failure.text)
     return (
         f"<details><summary><b>{escape(clean(failure.title))}</b>{escape(clean(where))}: "
         f"{escape(clean(_clip(failure.message, 500)))}</summary>\n\n"
-        f"<pre>{escape(clean(_clip(failure.text, FAILURE_TEXT_LIMIT)))}</pre>\n</details>\n\n"
+        f"<pre>{escape(clean(_clip(text, FAILURE_TEXT_LIMIT)))}</pre>\n</details>\n\n"
     )
 
 
@@ -94,13 +233,20 @@ def render_summary(
     run_dir: str,
     budget: int,
     clean: Clean = _same,
+    *,
+    triage: Mapping[str, Any] | None = None,
+    samples: Sequence[tuple[float, int]] = (),
 ) -> str:
-    """Header, then failures (most important first) while they fit in ``budget`` bytes; every
-    piece of text through ``clean`` after it is clipped, before it is escaped."""
+    """The verdict and its reason with the run's facts, triage's answer (``triage``: its class,
+    summary, findings and remedies), the phases against the cap, the memory curve
+    (``samples``: seconds and bytes), then failures (most important first) while they fit in
+    ``budget`` bytes, and where the report page is; every piece of text through ``clean``
+    after it is clipped, before it is escaped."""
     if budget <= 0:
         return ""
     pointer_reserve = 600
-    text = _header(audit, run_dir, clean)
+    text = _header(audit, run_dir, clean) + _why(triage, clean) + _phases(audit, clean)
+    text += memory_chart(audit, samples)
     ordered = sorted(failures, key=_priority)
     if ordered:
         text += f"### Failures ({len(ordered)})\n\n"
@@ -119,4 +265,8 @@ def render_summary(
             f"**{len(ordered) - shown} more failures not shown** (the step summary is limited to "
             f"1 MiB): see the JUnit file in the uploaded artifact of {_cell(run_dir, clean)}.\n"
         )
+    text += (
+        f"\nThe report page: `{_cell(run_dir, clean)}/report.html`; the sanitized bundle to "
+        f"upload: `{_cell(run_dir, clean)}/public/`.\n"
+    )
     return _fit(text, budget)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING
 
+from qualify.evidence.junit import counts_said, family_counts
 from qualify.judge.judgement import WITHOUT_PLUGIN
 from qualify.judge.result import RunResult
 from qualify.rundir.audit import rerun_words
@@ -97,15 +98,11 @@ def render_summary(result: RunResult, *, color: bool = False, width: int = 100) 
     dirty = " (dirty)" if spec.commit.dirty else ""
     console.print(Text(f"commit {spec.commit.head}{dirty}  backend {backend}"))
     console.print(Text(f"cap {cap}  peak {peak}  oom kills {oom}"))
-    tests = [c for c in result.testcases if not c.classname.endswith("parity")]
     progress = result.progress
-    counts = {
-        o: sum(c.outcome == o for c in tests) for o in ("passed", "failed", "error", "skipped")
-    }
+    counts = family_counts(result.testcases)
     console.print(
         Text(
-            f"tests: {counts['passed']} passed, {counts['failed']} failed, "
-            f"{counts['error']} errors, {counts['skipped']} skipped"
+            f"tests: {counts_said(counts, progress.collected)}"
             + rerun_words(progress.rerun_count, progress.flaky, len(progress.flaky))
             + (f"; running at the end: {progress.running}" if progress.running else "")
         )
