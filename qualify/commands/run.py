@@ -16,9 +16,11 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from harness import contract
 from qualify.commands import _overlap
 from qualify.commands._args import (
     Commands,
@@ -27,6 +29,7 @@ from qualify.commands._args import (
     pass_env_option,
     secret_options,
 )
+from qualify.commands._progress import Progress
 from qualify.console import printed
 from qualify.errors import UsageError
 from qualify.plan.request import RunRequest, build_spec
@@ -181,18 +184,58 @@ def _take_over_and_guard(spec: RunSpec, sandbox: Sandbox, stderr: TextIO) -> Run
     return guard_run(spec.run_id, spec.run_dir, sandbox.cgroup_dirs())
 
 
-def _execute_and_judge(opened: Opened, interrupts: Interrupts, guard: RunGuard) -> RunResult:
-    """The E2E run, then judged."""
+def _progress(request: RunRequest, spec: RunSpec, stderr: TextIO) -> Progress | None:
+    """The live progress printer of the run (None with ``--quiet``)."""
+    if request.quiet:
+        return None
+
+    def cleaner() -> Callable[[str], str]:
+        from qualify.commands.publish import in_ci
+        from qualify.publish.sanitize import Identities, Sanitizer
+        from qualify.publish.sources import SecretSources
+
+        sources = SecretSources.given(request.secret_env, request.secrets_file)
+        try:
+            known = sources.known()
+        except UsageError:  # refused before the run: nothing to redact from it here
+            known = []
+        sanitizer = Sanitizer(
+            os.environ,
+            Identities.current(os.environ) if in_ci(os.environ) else Identities(),
+            known=known,
+            secret_env=sources.secret_env,
+        )
+        return sanitizer.clean
+
+    timeline = spec.run_dir / contract.TIMELINE
+    return Progress(timeline, spec.limits.memory_bytes, stderr, cleaner, spec.family.name)
+
+
+def _execute_and_judge(
+    opened: Opened,
+    interrupts: Interrupts,
+    guard: RunGuard,
+    request: RunRequest,
+    stderr: TextIO,
+) -> RunResult:
+    """The E2E run (its progress on ``stderr``), then judged."""
     spec, sandbox = opened.planned.spec, opened.planned.sandbox
     started_wall = opened.started_wall
     preload = _overlap.EndOfRunImports()
+    progress = _progress(request, spec, stderr)
 
     def started() -> None:
         # Once the E2E runs: the provisional audit, then the end of the run's imports.
         _write_provisional_audit(spec, started_wall)
         preload.start()
+        if progress is not None:
+            progress.start()
 
-    execution = execute(spec, sandbox, interrupts, on_started=started, watchdog=guard.watchdog)
+    try:
+        execution = execute(spec, sandbox, interrupts, on_started=started, watchdog=guard.watchdog)
+    finally:
+        if progress is not None:
+            progress.stop()
     preload.join()
     if spec.backend == "auto" and execution.sandbox and spec.docker is None:
         why = f"--backend auto chose {execution.sandbox.backend}: no --image was given"
@@ -334,7 +377,7 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
         opened = open_run_dir(planned)
         interrupts = Interrupts()
         with interrupts.installed():
-            result = _execute_and_judge(opened, interrupts, guard)
+            result = _execute_and_judge(opened, interrupts, guard, request, stderr)
             published = report_and_publish(result, request, stdout)
     except _Stopped as stopped:
         guard.release()
@@ -369,7 +412,13 @@ def add_parser(commands: Commands) -> None:
         metavar="NAME=VALUE",
         help="override a family option (repeatable)",
     )
-    run.add_argument("--interval", default="50ms", help="monitor sample interval")
+    run.add_argument("--interval", default="50ms", help="monitor sample interval (default 50ms)")
+    run.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr while the E2E runs (default: a status line on a terminal, "
+        "a line at each phase change and every 10 s otherwise)",
+    )
     run.add_argument("--base-ref", default="origin/main", help="ref for commit.base (merge-base)")
     run.add_argument("--image", help="docker image to run the E2E in (--backend docker/auto)")
     run.add_argument("--shm", help="docker: /dev/shm size, charged to the cap (default 64M)")
@@ -445,6 +494,7 @@ def main(args: argparse.Namespace) -> int:
             secret_env=args.secret_env,
             secrets_file=args.secrets_file,
             pass_env=args.pass_env,
+            quiet=args.quiet,
             commit_prefetch=prefetch,
         )
     )

@@ -44,7 +44,7 @@ _POD = re.compile(
 )
 _KERNEL_SHARE = 0.5
 _AUDIT_KEYS = ("verdict", "reason", "commit", "limits", "memory", "exit")
-"""Keys every qualify audit has (``audit.json``, also under another name)."""
+"""Keys every qualify audit has (the run directory's audit, also under another name)."""
 
 
 def head_text(path: Path) -> str:

@@ -94,6 +94,8 @@ class RunRequest:
     """``--secrets-file``: more values to redact, one per line."""
     pass_env: Sequence[str] = ()
     """``--pass-env``: secret variables the E2E is given all the same."""
+    quiet: bool = False
+    """``--quiet``: no progress on stderr while the E2E runs."""
     commit_prefetch: CommitSource | None = None
     """The commit already being read (``qualify.commands._overlap.CommitPrefetch``, started
     before the run's code is imported); None: read in order."""

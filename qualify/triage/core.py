@@ -94,7 +94,7 @@ def detected(sources: Sources) -> Sources:
 
 def run_dir_of(path: Path) -> Path | None:
     """The qualify run directory ``path`` belongs to: the run directory holding it when it is
-    the run's own ``junit.xml`` or ``audit.json``, or when it is the run's ``public/`` copy
+    the run's own JUnit file or audit, or when it is the run's ``public/`` copy
     (on the machine that ran it, the whole run is there to read). None otherwise."""
     if path.is_dir() and path.name == contract.PUBLIC_DIR:
         parent = path.absolute().parent
