@@ -22,6 +22,7 @@ from qualify.verdict import EXIT_PIPE_CLOSED
 COMMANDS = (
     "run",
     "compare",
+    "diff",
     "profiles",
     "families",
     "triage",

@@ -357,6 +357,9 @@ def print_summary(published: Published, stdout: TextIO, stderr: TextIO) -> int:
     printed(stdout, terminal_text(summary, sanitizer, os.environ))
     for reason in publication.reasons:
         stderr.write(f"qualify run: publication failed: {reason}\n")
+    page = result.spec.run_dir / contract.REPORT_HTML
+    if page.is_file():
+        printed(stdout, sanitizer.redact(f"report page: {display_path(page)}\n"))
     # The last line is the run directory, a path the caller opens: secrets only are redacted.
     printed(stdout, sanitizer.redact(f"{display_path(result.spec.run_dir)}\n"))
     printed(stdout)
