@@ -20,7 +20,7 @@ import pytest
 
 from qualify.errors import UsageError
 from qualify.experiment.plan import ARMS, check_metrics
-from qualify.experiment.stats import Spread, is_real, spread
+from qualify.experiment.stats import Spread, chance_apart, is_real, spread
 from qualify.experiment.summary import compare, judge_group
 from tests.conftest import IGNORED, ROOT, RunQualify, git, qualify_argv, wait_for
 
@@ -38,9 +38,10 @@ def _record(stdout: str, cwd: Path) -> tuple[Path, dict[str, Any]]:
 @pytest.mark.parametrize(
     ("a", "b", "real"),
     [
-        ([10.0, 11.0, 12.0], [12.5, 13.0], True),
-        ([10.0, 11.0, 12.0], [12.0, 13.0], False),  # touching ranges overlap
-        ([10.0, 20.0], [14.0, 15.0], False),  # one inside the other
+        ([10.0, 10.5, 11.0, 11.5, 12.0], [12.5, 12.6, 12.8, 12.9, 13.0], True),
+        ([10.0, 10.5, 11.0, 11.5, 12.0], [12.0, 12.6, 12.8, 12.9, 13.0], False),  # touching
+        ([10.0, 12.0, 14.0, 18.0, 20.0], [14.5, 15.0, 15.5, 16.0, 17.0], False),  # one inside
+        ([10.0, 11.0, 12.0], [12.5, 13.0], False),  # apart, but by chance 1 time in 5
         ([5.0], [5.0], False),
     ],
 )
@@ -52,17 +53,37 @@ def test_real_only_when_ranges_do_not_overlap(a: list[float], b: list[float], re
 def test_spread_and_relative_difference() -> None:
     found = spread([3.0, 1.0, 2.0, 10.0])
     assert found == Spread(4, 1.0, 2.5, 10.0, 4.0, pytest.approx(4.0825, abs=1e-4))
-    latency = compare("ttft_ms", "ms", spread([100.0, 110.0]), spread([80.0, 90.0]))
+    high, low = five(100.0, 110.0), five(80.0, 90.0)
+    latency = compare("ttft_ms", "ms", spread(high), spread(low))
     assert latency.real and latency.better == "b" and latency.relative == pytest.approx(-20 / 105)
-    rate = compare("tokens_per_s", "tokens/s", spread([100.0, 110.0]), spread([80.0, 90.0]))
+    rate = compare("tokens_per_s", "tokens/s", spread(high), spread(low))
     assert rate.real and rate.better == "a"
 
 
+def five(low: float, high: float) -> list[float]:
+    """Five values evenly from ``low`` to ``high`` (enough runs per arm to call a difference)."""
+    return [low + (high - low) * step / 4 for step in range(5)]
+
+
+def test_too_few_runs_are_not_called_real_and_say_why() -> None:
+    """Two runs per arm, ranges apart: that happens by chance 1 time in 3 with no difference
+    at all (2 / C(4, 2)); five per arm, 1 time in 126."""
+    assert chance_apart(2, 2) == pytest.approx(1 / 3) and chance_apart(5, 5) < 0.01
+    few = compare("ttft_ms", "ms", spread([100.0, 110.0]), spread([80.0, 90.0]))
+    assert not few.real
+    assert few.to_dict()["not_called"] == (
+        "ranges apart, but with n=2 and n=2 they are apart by chance 1 time in 3: not called "
+        "real below a 1% chance (5 runs per arm)"
+    )
+    itl = compare("itl_ms", "ms", spread([10.0, 11.0]), spread([10.5, 12.0]))
+    assert judge_group([few, itl]).startswith("not called in ttft_ms or itl_ms: ranges apart")
+
+
 def test_a_gain_bought_with_the_other_half_is_a_trade() -> None:
-    ttft = compare("ttft_ms", "ms", spread([100.0, 110.0]), spread([60.0, 70.0]))
-    itl = compare("itl_ms", "ms", spread([10.0, 11.0]), spread([14.0, 15.0]))
+    ttft = compare("ttft_ms", "ms", spread(five(100.0, 110.0)), spread(five(60.0, 70.0)))
+    itl = compare("itl_ms", "ms", spread(five(10.0, 11.0)), spread(five(14.0, 15.0)))
     assert judge_group([ttft, itl]) == "trade, not a win: ttft_ms better in b, itl_ms better in a"
-    same = compare("itl_ms", "ms", spread([10.0, 11.0]), spread([10.5, 12.0]))
+    same = compare("itl_ms", "ms", spread(five(10.0, 11.0)), spread(five(10.5, 12.0)))
     assert judge_group([ttft, same]) == "b better in ttft_ms (no real difference in itl_ms)"
 
 
@@ -222,7 +243,7 @@ def _one_test_family(root: Path, name: str, options: str, test: str) -> Path:
 def test_merge_of_two_hosts_keeps_them_apart(
     repo: Path, tmp_path: Path, run_qualify: RunQualify
 ) -> None:
-    arms = ("--a", "second_mib=100", "--b", "second_mib=300", "--n", "2", "--mem", "256M")
+    arms = ("--a", "second_mib=100", "--b", "second_mib=300", "--n", "5", "--mem", "256M")
     made = []
     for host in (HOST_A, HOST_B):
         common = ("ab", "--family", "hog", "--repo", str(repo), "--host", host)
@@ -231,16 +252,16 @@ def test_merge_of_two_hosts_keeps_them_apart(
         made.append(_record(result.stdout, tmp_path))
     for _, record in made:
         arm_a, arm_b = (record["summary"][0]["arms"][arm] for arm in ARMS)
-        assert arm_a["availability"] == "2/2" and arm_b["verdicts"] == ["OOM_KILLED"] * 2
+        assert arm_a["availability"] == "5/5" and arm_b["verdicts"] == ["OOM_KILLED"] * 5
     shutil.copytree(made[1][0], tmp_path / "downloaded" / made[1][0].name)  # as an artifact
     merged = run_qualify("merge", str(made[0][0]), str(tmp_path / "downloaded"), "--out", "merged")
     assert merged.returncode == 0, merged.stdout + merged.stderr
     document = json.loads((tmp_path / "merged" / "ab-merged.json").read_text())
     assert document["hosts"] == [HOST_A, HOST_B]
     markdown = (tmp_path / "merged" / "ab.md").read_text()
-    rows = [line for line in markdown.splitlines() if "| a (second_mib=100) | 2/2" in line]
+    rows = [line for line in markdown.splitlines() if "| a (second_mib=100) | 5/5" in line]
     assert [row.split("|")[1].strip() for row in rows] == [HOST_A, HOST_B]
-    assert all("| 2/2: PASSED, PASSED |" in row for row in rows)  # per host, never 4/4
+    assert all("| 5/5: PASSED, PASSED, PASSED, PASSED, PASSED |" in row for row in rows)  # per host
     assert "peak_bytes: reproduced on all 2 hosts (a better)" in markdown
     assert "<td>runner-b</td>" in (tmp_path / "merged" / "ab.html").read_text()
 

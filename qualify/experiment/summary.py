@@ -10,7 +10,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from qualify.experiment.repetition import Repetition
-from qualify.experiment.stats import Spread, is_real, relative_difference, spread
+from qualify.experiment.stats import (
+    Spread,
+    is_real,
+    relative_difference,
+    spread,
+    too_few_to_call,
+)
 
 PEAK = "peak_bytes"
 """The name the cgroup peak is compared under, beside the family's own metrics."""
@@ -74,7 +80,8 @@ class Comparison:
     relative: float | None
     """(mean b - mean a) / |mean a|."""
     real: bool
-    """The ranges do not overlap."""
+    """The ranges do not overlap, with enough runs that this is not chance
+    (``qualify.experiment.stats.is_real``)."""
     better: str | None
     """The arm that is better, when the difference is real."""
 
@@ -88,6 +95,7 @@ class Comparison:
             "relative_difference": self.relative,
             "real": self.real,
             "better": self.better,
+            "not_called": too_few_to_call(self.a, self.b),
         }
 
 
@@ -110,6 +118,9 @@ def judge_group(group: Sequence[Comparison]) -> str:
         return f"not comparable: {', '.join(missing)} not recorded by both arms"
     winners = {c.better for c in group if c.real}
     if not winners:
+        uncalled = [why for c in group if (why := too_few_to_call(c.a, c.b))]
+        if uncalled:
+            return f"not called in {' or '.join(names)}: {uncalled[0]}"
         return f"no real difference in {' or '.join(names)}"
     if len(winners) > 1:
         gains = ", ".join(f"{c.name} better in {c.better}" for c in group if c.real)

@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from html import escape
 
-from qualify.experiment.stats import Spread
+from qualify.experiment.stats import Spread, too_few_to_call
 from qualify.experiment.summary import PEAK, ArmSummary, Comparison, LevelSummary
 from qualify.report.html_sections import table as html_table
 from qualify.sizes import format_bytes
@@ -52,7 +52,11 @@ def _relative(comparison: Comparison) -> str:
 def _real(comparison: Comparison) -> str:
     if comparison.a is None or comparison.b is None:
         return "-"
-    return f"real: {comparison.better} better" if comparison.real else "ranges overlap"
+    if comparison.real:
+        return f"real: {comparison.better} better"
+    return (
+        "too few runs to call" if too_few_to_call(comparison.a, comparison.b) else "ranges overlap"
+    )
 
 
 def peak_findings(host: str, level: LevelSummary, caps: Mapping[str, int | None]) -> list[str]:
