@@ -30,6 +30,14 @@ def test_main_job_passes_with_parity_and_phase_peaks(run_qualify: RunQualify) ->
     assert audit["verdict"] == "PASSED"
     parity = audit["parity"]
     assert parity["cases"] == 10 and parity["exact"] >= 9 and parity["passed"] is True
+    # Each case points into the run's own records by a name relative to the run directory: the
+    # audit of a downloaded bundle names no path of the machine that ran it.
+    files = {
+        case[side]["record"]["file"]
+        for case in parity["per_case"]
+        for side in ("native", "reference")
+    }
+    assert files == {"parity.jsonl"}
     phases = {p["name"]: p for p in audit["memory"]["phases"]}
     for name in ("checkpoint", "build:prefill", "build:decode", "native", "reference"):
         assert phases[name]["peak_bytes"] > 0, name

@@ -155,10 +155,27 @@ def _family_directory(spec: RunSpec) -> str:
 
 
 def _parity(result: RunResult) -> ParityRecord | None:
+    """The parity record; each case's pointer into its records relative to the run directory
+    (a file of the run is named as the run directory names it, wherever it is read later: a
+    downloaded bundle, another machine)."""
     if result.parity is None:
         return None
-    record, _ = from_json(ParityRecord, result.parity.to_dict(), "parity")
+    document = result.parity.to_dict()
+    for case in document.get("per_case", []):
+        for side in ("native", "reference"):
+            record = (case.get(side) or {}).get("record")
+            if isinstance(record, dict) and isinstance(record.get("file"), str):
+                record["file"] = _in_run(record["file"], result.spec.run_dir)
+    record, _ = from_json(ParityRecord, document, "parity")
     return record
+
+
+def _in_run(path: str, run_dir: Path) -> str:
+    """``path`` relative to ``run_dir`` when it is inside it, else as it is."""
+    try:
+        return str(Path(path).resolve().relative_to(run_dir.resolve()))
+    except (OSError, ValueError):
+        return path
 
 
 def build_audit(result: RunResult) -> Audit:
