@@ -106,6 +106,10 @@ def test_a_wording_is_classified_by_its_parts(
         '      "CUDA out of memory. Tried to allocate ",',
         "## How to avoid out of memory errors",  # a title: no size, no error
         "    if out_of_memory: retry()",
+        # a test's name is a name: its progress line reports nothing
+        "tests/test_memory.py::test_allocation_failed_message PASSED                 [ 50%]",
+        "tests/oom/test_retry.py::test_oom_killed_worker_is_replaced SKIPPED (no GPU) [100%]",
+        "PASSED tests/test_memory.py::test_cuda_out_of_memory_is_caught",
     ],
 )
 def test_code_and_mentions_are_not_reports(line: str) -> None:
@@ -171,3 +175,25 @@ def test_a_pod_descriptions_limit_is_the_remedys_limit(tmp_path: Path) -> None:
     assert result.triage_class is TriageClass.CGROUP_OOM
     remedy = " ".join(result.remedies)
     assert "4 GiB" in remedy and "resources.limits.memory" in remedy
+
+
+def test_a_passing_run_of_tests_named_for_memory_is_passed(tmp_path: Path) -> None:
+    """A real pytest -v log whose tests are named after OOMs and allocation failures, all
+    passing: their names are not reports."""
+    import subprocess
+    import sys
+
+    (tmp_path / "test_memory.py").write_text(
+        "def test_allocation_failed_message():\n    assert True\n\n"
+        "def test_cuda_out_of_memory_is_caught():\n    assert True\n\n"
+        "def test_oom_killed_worker_is_replaced():\n    assert True\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "test_memory.py"],
+        cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stdout
+    log = tmp_path / "ci.log"
+    log.write_text(completed.stdout)
+    result = triage(Sources(paths=(log,)))
+    assert result.triage_class is TriageClass.PASSED, (result.summary, completed.stdout)

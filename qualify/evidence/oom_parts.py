@@ -47,6 +47,12 @@ _CODE = re.compile(
     r"|^\s*\*\s|[,({;+\\]\s*$"
 )
 """Source code quoted in a log (a traceback's source line, a snippet): the report follows it."""
+_TEST_PROGRESS = re.compile(
+    r"\S+::\S+.*\b(?:PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR)\b|::\S+\s+\[\s*\d+%\]\s*$"
+    r"|^(?:PASSED|SKIPPED|XFAIL|XPASS) \S+::"
+)
+"""A test's progress line (``t.py::test_oom_is_retried PASSED [ 50%]``): its words are a test's
+name, not a report (pytest's own FAILED lines are read by the pytest parser)."""
 _EVENT = re.compile(
     r"error(?!s)|exception(?!s)|fatal|fail|kill|abort|panic|can't|cannot|can not|unable|terminat"
     r"|exceed|sigterm|sigkill|evict|refused|exhausted|crash|\boom\b|low memory|running low"
@@ -185,7 +191,7 @@ def parse_oom_parts(line: str, low: str | None = None) -> LineSignal | None:
     """The signal of a line that says memory ran out, read by its parts; None otherwise."""
     low = line.lower() if low is None else low
     said = _SAID.search(low)
-    if said is None or _CODE.search(line):
+    if said is None or _CODE.search(line) or _TEST_PROGRESS.search(line):
         return None
     numbers = _numbers(line, low)
     ecosystem = _named(low, _ECOSYSTEMS)
