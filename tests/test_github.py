@@ -357,3 +357,15 @@ def test_a_failure_in_the_summary_keeps_the_familys_frames(tmp_path: Path) -> No
     assert "def run(" not in trimmed and "frame(s) in the standard library" in trimmed
     assert "def test_tool():" in trimmed and "CalledProcessError" in trimmed
     assert len(trimmed) < len(text) / 2
+
+
+def test_a_pull_request_without_its_event_file_says_what_is_missing(tmp_path: Path) -> None:
+    environ = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request", "GITHUB_SHA": "a"}
+    with pytest.raises(UsageError) as raised:
+        github_commit(environ)
+    said = str(raised.value)
+    assert "GITHUB_EVENT_PATH is not set" in said and "None" not in said
+    with pytest.raises(UsageError) as raised:
+        github_commit({**environ, "GITHUB_EVENT_PATH": str(tmp_path)})  # a directory
+    said = str(raised.value)
+    assert "cannot be read (Is a directory" in said and "Error(" not in said

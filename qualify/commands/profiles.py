@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 from typing import TextIO
 
@@ -14,13 +16,20 @@ from qualify.sizes import format_bytes
 from qualify.verdict import EXIT_USAGE
 
 
-def profiles(*, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
-    """One line per profile: name, cap, host RAM, swap, GPU, description."""
+def profiles(
+    *, output_format: str = "text", stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr
+) -> int:
+    """One line per profile: name, cap, host RAM, swap, GPU, description (``json``: a list of
+    the profiles' fields, sizes in bytes)."""
     try:
         loaded = [find_profile(name) for name in available_profiles()]
     except UsageError as exc:
         stderr.write(error_line("qualify profiles", exc))
         return EXIT_USAGE
+    if output_format == "json":
+        json.dump([dataclasses.asdict(profile) for profile in loaded], stdout, indent=2)
+        stdout.write("\n")
+        return 0
     for profile in loaded:
         gpu = "no GPU"
         if profile.gpu is not None:
@@ -38,8 +47,12 @@ def profiles(*, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int
 
 
 def add_parser(commands: Commands) -> None:
-    commands.add_parser("profiles", help="list the resource profiles")
+    parser = commands.add_parser("profiles", help="list the resource profiles")
+    parser.add_argument(
+        "--format", dest="output_format", choices=("text", "json"), default="text",
+        help="text (default) or json",
+    )  # fmt: skip
 
 
 def main(args: argparse.Namespace) -> int:
-    return profiles()
+    return profiles(output_format=args.output_format)

@@ -391,8 +391,30 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
     return print_summary(published, stdout, stderr)
 
 
+RUN_EPILOG = """\
+examples:
+  qualify run --family tiny --mem 2G
+  qualify run --family phi4 --profile standard --publish internal
+  qualify run --family tiny --mem 900M --set size=small --set retain_plans=true
+
+exit codes:
+  0  PASSED
+  1  FAILED or PARITY_FAILED
+  2  bad input (one line on stderr; nothing written)
+  3  OOM_KILLED, CUDA_OOM, KILLED or TIMEOUT
+  4  ERROR (qualify or the sandbox failed), or a publication was withheld
+"""
+
+
 def add_parser(commands: Commands) -> None:
-    run = commands.add_parser("run", help="run a family's E2E under a real memory cap")
+    run = commands.add_parser(
+        "run",
+        help="run a family's E2E under a real memory cap",
+        description="Run a family's E2E under a real memory cap, judge it, write its JUnit, "
+        "audit and report page, and publish a sanitized copy.",
+        epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     run.add_argument("--family", required=True, help="family name (a directory with family.toml)")
     run.add_argument("--mem", help="memory cap: 512M, 48G (binary), 48GB (decimal)")
     run.add_argument("--profile", help="resource profile from cgroup_profiles/ (--mem overrides)")
@@ -403,9 +425,18 @@ def add_parser(commands: Commands) -> None:
         default=[],
         help="where families live (repeatable; default: the repo's families/ and qualify's)",
     )
-    run.add_argument("--out", type=directory, default=Path("reports"), help="output root")
+    run.add_argument(
+        "--out", type=directory, default=Path("reports"), help="output root (default reports)"
+    )
     run.add_argument("--timeout", help="E2E timeout (default: the family's)")
-    run.add_argument("--backend", default="auto", choices=BACKENDS)
+    run.add_argument(
+        "--backend",
+        default="auto",
+        choices=BACKENDS,
+        help="how the cap is enforced (default auto: a container when --image is given, else "
+        "a cgroup, directly, through sudo or in a systemd scope; qualify doctor says which "
+        "work here)",
+    )
     run.add_argument("--repo", type=Path, help="the repo whose head is qualified (default: .)")
     run.add_argument(
         "--set",

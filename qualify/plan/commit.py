@@ -171,18 +171,31 @@ def github_commit(environ: Mapping[str, str]) -> dict[str, Any] | None:
     }
     if event_name not in ("pull_request", "pull_request_target"):
         return record
+    given = environ.get("GITHUB_EVENT_PATH")
+    if not given:
+        raise UsageError(
+            f"GITHUB_EVENT_NAME is {event_name} but GITHUB_EVENT_PATH is not set (valid: the "
+            "path of the event's JSON, as the runner sets it): the PR head cannot be told from "
+            "the merge commit"
+        )
     try:
-        event = json.loads(Path(environ.get("GITHUB_EVENT_PATH", "")).read_text(encoding="utf-8"))
+        event = json.loads(Path(given).read_text(encoding="utf-8"))
         pull = event["pull_request"]
         record.update(
             head=pull["head"]["sha"],
             base=pull["base"]["sha"],
             pr_number=pull.get("number", event.get("number")),
         )
-    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+    except OSError as exc:
         raise UsageError(
-            f"GITHUB_EVENT_PATH {environ.get('GITHUB_EVENT_PATH')!r} is not a readable "
-            f"pull_request event ({exc!r}): the PR head cannot be told from the merge commit"
+            f"GITHUB_EVENT_PATH {given!r} cannot be read ({exc.strerror or 'unreadable'}; valid: "
+            "the event's JSON file): the PR head cannot be told from the merge commit"
+        ) from exc
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        what = "not JSON" if isinstance(exc, (ValueError, RecursionError)) else f"no field {exc}"
+        raise UsageError(
+            f"GITHUB_EVENT_PATH {given!r} is not a pull_request event ({what}): the PR head "
+            "cannot be told from the merge commit"
         ) from exc
     # pull_request_target runs on the base branch: GITHUB_SHA is the base, not a merge.
     record["merge"] = sha if event_name == "pull_request" else None
