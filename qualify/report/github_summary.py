@@ -8,6 +8,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from qualify.evidence.junit import counts_said
+from qualify.report.run_diff import phase_totals
 from qualify.rundir import Audit
 from qualify.sizes import format_bytes, format_duration
 from qualify.untrusted import printable
@@ -101,14 +102,7 @@ def _phases(audit: Audit, clean: Clean) -> str:
     highest peak, the summed duration)."""
     in_effect = audit.limits.in_effect
     cap = in_effect.memory_bytes if in_effect else None
-    peaks: dict[str, int] = {}
-    durations: dict[str, float] = {}
-    for phase in audit.memory.phases:
-        if phase.peak_bytes is not None:
-            peaks[phase.name] = max(peaks.get(phase.name, 0), phase.peak_bytes)
-        if phase.start is not None and phase.end is not None:
-            durations[phase.name] = durations.get(phase.name, 0.0) + phase.end - phase.start
-    names = list(dict.fromkeys(phase.name for phase in audit.memory.phases))
+    peaks, durations, names = phase_totals(audit)
     if not names:
         return ""
     rows = []

@@ -72,7 +72,9 @@ class RunDiff:
         }
 
 
-def _phases(audit: Audit) -> tuple[dict[str, int], dict[str, float], list[str]]:
+def phase_totals(audit: Audit) -> tuple[dict[str, int], dict[str, float], list[str]]:
+    """Per phase name: the highest peak and the summed duration (a phase may run more than
+    once), and the names in the order they first ran."""
     peaks: dict[str, int] = {}
     seconds: dict[str, float] = {}
     for phase in audit.memory.phases:
@@ -102,8 +104,8 @@ def _cap(audit: Audit) -> int | None:
 
 def diff_runs(run_a: RunDir, audit_a: Audit, run_b: RunDir, audit_b: Audit) -> RunDiff:
     """The change from A to B."""
-    peaks_a, seconds_a, names_a = _phases(audit_a)
-    peaks_b, seconds_b, names_b = _phases(audit_b)
+    peaks_a, seconds_a, names_a = phase_totals(audit_a)
+    peaks_b, seconds_b, names_b = phase_totals(audit_b)
     phases = [
         PhaseChange(
             name, peaks_a.get(name), peaks_b.get(name), seconds_a.get(name), seconds_b.get(name)
