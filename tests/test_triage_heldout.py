@@ -1,0 +1,60 @@
+"""The held-out triage corpus (tests/data/triage-heldout/): real artifacts gathered and labelled
+by someone who had not seen the rules, never read while the rules were written.
+
+Its accuracy is measured and printed, both halves side by side (the build corpus of
+tests/data/triage/ must be right on every artifact; see test_triage_corpus.py). Here the
+corpus must be complete and sourced; the accuracy is the finding, not a gate: a rule changed
+to fix a held-out miss would make the held-out half a build half.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from qualify.triage.model import TriageClass
+from tests.test_triage_corpus import CORPUS, ROWS, rows, verdict
+
+CLASSES = {triage_class.value for triage_class in TriageClass}
+
+HELD_OUT = Path(__file__).parent / "data" / "triage-heldout"
+HELD_OUT_ROWS = rows(HELD_OUT / "SOURCES-a.md")
+
+
+def test_held_out_corpus_is_complete_and_sourced() -> None:
+    files = {p.name for p in HELD_OUT.glob("*.txt")}
+    listed = [name for name, _, _, _ in HELD_OUT_ROWS]
+    assert len(listed) == len(set(listed)) >= 50
+    assert set(listed) <= files
+    assert not files & {p.name for p in CORPUS.glob("*.txt")}
+    for name, source, expected, line in HELD_OUT_ROWS:
+        assert source.startswith("https://"), name
+        assert expected in CLASSES, name
+        assert 1 <= line <= len((HELD_OUT / name).read_text(errors="replace").splitlines()), name
+
+
+def test_both_halves_are_measured(capsys: pytest.CaptureFixture[str]) -> None:
+    """Accuracy on the build half and on the held-out half, printed together."""
+    lines = []
+    for half, corpus, table in (
+        ("build", CORPUS, ROWS),
+        ("held-out", HELD_OUT, HELD_OUT_ROWS),
+    ):
+        results = [verdict(row, corpus) for row in table]
+        right = sum(ok for ok, _ in results)
+        classes = sum(
+            f"expected {row[2]} " in why and f"got {row[2]} " in why
+            for row, (_, why) in zip(table, results, strict=True)
+        )
+        by_class = Counter(row[2] for row in table)
+        lines.append(
+            f"{half}: {right}/{len(table)} right with the deciding line cited "
+            f"({100 * right / max(1, len(table)):.1f}%), {classes}/{len(table)} on the class; "
+            + ", ".join(f"{name} {count}" for name, count in by_class.most_common())
+        )
+        if half == "held-out":
+            lines += [f"  miss: {why}" for ok, why in results if not ok]
+    with capsys.disabled():
+        print("\ntriage corpus\n" + "\n".join(lines))
