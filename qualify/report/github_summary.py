@@ -241,13 +241,16 @@ def render_summary(
     pointer_reserve = 600
     text = _header(audit, run_dir, clean) + _why(triage, clean) + _phases(audit, clean)
     text += memory_chart(audit, samples)
+    # Test ids are the family's: a lone surrogate (in a test named by triage, a phase or a
+    # failure) is written visibly before anything is measured in bytes.
+    text = printable(text)
     ordered = sorted(failures, key=_priority)
     if ordered:
         text += f"### Failures ({len(ordered)})\n\n"
     used = len(text.encode("utf-8"))
     shown = 0
     for failure in ordered:
-        entry = _failure(failure, clean)
+        entry = printable(_failure(failure, clean))
         size = len(entry.encode("utf-8"))
         if used + size + pointer_reserve > budget:
             break
