@@ -35,6 +35,7 @@ COMMANDS = (
     "tokenizer",
     "ab",
     "headroom",
+    "bisect",
 )
 """Every command, in ``--help``'s order; each is ``qualify.commands.<name>``, with its own
 ``add_parser(commands)`` and ``main(args) -> int``."""

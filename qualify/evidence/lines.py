@@ -80,6 +80,15 @@ _EXIT = re.compile(
     r"\s*[:=(]?\s*"
     r"(-?\d+)\b|Error executing in Docker Container: (\d+)|\*\*\* \[[^\]]*\] Error (\d+)"
 )
+_SIGNAL_EXIT = re.compile(
+    r"\(signal: (\d+),"  # Rust's ExitStatus: "(signal: 9, SIGKILL: kill)"
+    r"|(?i:killed by signal|terminated by signal|died (?:with|of) signal|received signal)"
+    r" (?:SIG)?(\d+|KILL|TERM)\b"
+)
+"""A process said to have ended by a signal, as runtimes and runners word it."""
+_SIGNAL_NUMBERS = {"KILL": 9, "TERM": 15}
+_TERMINATE = re.compile(r"terminate called (?:after throwing an instance of '([^']+)'|without)")
+"""The C++ runtime's abort (std::terminate): the process died of SIGABRT."""
 _AGENT_LOST = re.compile(r"(?i)exited with status -1 \(agent lost\)")
 _SHELL_KILLED = re.compile(r"(?:^|\s|Z\s|line \d+:\s+(\d+) )Killed(?:\s{2,}(\S.*)|\s*)$")
 _SHELL_CRASH = re.compile(
@@ -238,6 +247,8 @@ def parse_orchestrator_line(line: str, low: str | None = None) -> LineSignal | N
     if "out of memory" in low and "task" in low and _SLURM_TASK.search(line):
         return LineSignal("slurm_oom")
     if "exceeded" in low and _SLURM_EXCEEDED.search(low):
+        if "at some point" in low:  # slurmstepd's warning (the cgroup's failcnt), no kill
+            return LineSignal("memory_noted", {"ecosystem": "Slurm"})
         return LineSignal("slurm_oom")
     if "liveness probe" in low and _PROBE_KILL.search(low):
         return LineSignal("probe_kill")
@@ -257,6 +268,13 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
     ):
         code = next(group for group in match.groups() if group is not None)
         return LineSignal("exit_code", {"code": int(code)})
+    if "signal" in low and (match := _SIGNAL_EXIT.search(line)):
+        number = next(group for group in match.groups() if group is not None)
+        code = -int(number) if number.isdigit() else -_SIGNAL_NUMBERS.get(number.upper(), 0)
+        if code:
+            return LineSignal("exit_code", {"code": code, "by_signal": True})
+    if "terminate called" in low and (match := _TERMINATE.search(line)):
+        return LineSignal("shell_crash", {"signal": "SIGABRT", "command": match[1] or None})
     if "shutdown signal" in low and "runner has received a shutdown signal" in low:
         return LineSignal("runner_shutdown")
     if "the operation was canceled" in low:
@@ -298,7 +316,9 @@ def parse_pytest_line(line: str, low: str | None = None) -> LineSignal | None:
     if "crashed worker" in low and (match := _REPLACING.search(line)):
         return LineSignal("xdist_node_down", {"worker": match.group(1), "why": "replaced"})
     if "FAILED " in line and (match := _FAILED_TEST.search(line)):
-        return LineSignal("test_failed", {"nodeid": match.group(1)})
+        nodeid = match.group(1)
+        message = line[match.end() :].partition(" - ")[2]
+        return _by_memory(message, nodeid) or LineSignal("test_failed", {"nodeid": nodeid})
     plain = _ANSI.sub("", line) if "\x1b" in line else line  # (--color=yes)
     summary = _SUMMARY.search(plain) if (" failed" in low or " error" in low) else None
     if summary is not None and int(summary.group(2)) > 0:
@@ -308,10 +328,42 @@ def parse_pytest_line(line: str, low: str | None = None) -> LineSignal | None:
     if " in " in plain and (quiet := _quiet_summary(plain)) is not None:
         return quiet
     if "E   " in line and (match := _E_LINE.search(line)):
-        return LineSignal("test_error_line", {"text": match.group(1).strip()})
+        text = match.group(1).strip()
+        return _by_memory(text, None) or LineSignal("test_error_line", {"text": text})
+    if "fail" in low and (match := _OTHER_RUNNER_FAILED.search(line)):
+        name = next(group for group in match.groups() if group is not None)
+        return LineSignal("test_failed", {"nodeid": name})
     if "error" in low and ".py:" in line and (match := _E_LOCATION.match(line.strip())):
         return LineSignal("test_error_line", {"text": match.group(1)})
     return None
+
+
+_MEMORY_CAUSES = frozenset(
+    {"host_alloc_failed", "gpu_oom", "gpu_budget", "node_oom_kill", "limit_oom_kill", "oom_kill"}
+)
+_OTHER_RUNNER_FAILED = re.compile(
+    r"^\s*--- FAIL: (\S+)"  # go test
+    r"|^(?:FAIL|ERROR): (\w+ \([\w.]+\))"  # unittest
+    r"|^test (\S+) \.\.\. FAILED\b"  # cargo test
+    r"|\bTest +#\d+: (\S+) \.+\*+Failed\b"  # CTest
+)
+"""Other test runners' line for one failed test."""
+
+
+def _by_memory(message: str, nodeid: str | None) -> LineSignal | None:
+    """A test's failure message that reports memory running out (``FAILED t.py::x -
+    numpy...._ArrayMemoryError: Unable to allocate 30.2 TiB``, ``E   ray.exceptions.
+    OutOfMemoryError: Task was killed due to the node running low on memory``): the memory is
+    the cause, not the test. An assertion's message is the test's own words."""
+    stripped = message.lstrip()
+    if not stripped or stripped.lower().startswith(("assert", "failed: ")):
+        return None
+    found = parse_oom_parts(stripped)
+    if found is None or found.kind not in _MEMORY_CAUSES:
+        return None
+    if nodeid:
+        found.fields["nodeid"] = nodeid
+    return found
 
 
 def _quiet_summary(line: str) -> LineSignal | None:

@@ -39,14 +39,16 @@ _SAID = re.compile(
     r"|insufficient (?:\w+ )?memory|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching)"
     r" (?:the |its |their |your )?(?:\w+ ){0,2}memory (?:usage )?(?:limit|quota)"
     r"|memory (?:limit|quota)(?: of [\w.]+)? (?:was |has been |is )?(?:exceeded|reached)"
-    r"|memlimit|low on memory|low memory|memory pressure|oom[- _]?kill|running low on memory"
+    r"|memlimit|low on memory|low memory|memory ?pressure|oom[- _]?kill|running low on memory"
+    r"|low on resource: memory"
 )
 """Words that say memory ran out (on the lowered line)."""
 _CODE = re.compile(
     r"^\s*(?:(?:if|elif|else|for|while|return|raise|throw|except|catch|case|def|class)\b|#|//|/\*)"
-    r"|^\s*\*\s|[,({;+\\]\s*$"
+    r"|^\s*\*\s|^(?!.*\w\. [A-Z]).*[,({;+\\]\s*$"
 )
-"""Source code quoted in a log (a traceback's source line, a snippet): the report follows it."""
+"""Source code quoted in a log (a traceback's source line, a snippet): the report follows it.
+A line that ends open (``,``, ``(``) is code unless it holds a sentence (a wrapped message)."""
 _TEST_PROGRESS = re.compile(
     r"\S+::\S+.*\b(?:PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR)\b|::\S+\s+\[\s*\d+%\]\s*$"
     r"|^(?:PASSED|SKIPPED|XFAIL|XPASS) \S+::"
@@ -56,12 +58,26 @@ name, not a report (pytest's own FAILED lines are read by the pytest parser)."""
 _EVENT = re.compile(
     r"error(?!s)|exception(?!s)|fatal|fail|kill|abort|panic|can't|cannot|can not|unable|terminat"
     r"|exceed|sigterm|sigkill|evict|refused|exhausted|crash|\boom\b|low memory|running low"
-    r"|would exceed"
+    r"|would exceed|to continue"
 )
 """What makes a line that names running out of memory a report of it (besides a size)."""
+_HEDGE = re.compile(
+    r"\b(?:possible (?:\w+ )?causes?|possibly|potential(?:ly)? (?:\w+ )?(?:causes?|reasons?)"
+    r"|may have been|might be"
+    r"|might have|could be|can be caused|one of the following|if you see|to avoid|to prevent)\b"
+)
+"""A cause offered as one of several, or advice: a mention, not a report."""
+_INTRO = re.compile(
+    r"^\W*(?:this is|here is|here's|below is|the following|i (?:get|got|see|saw|am getting"
+    r"|keep getting|have|had)|we (?:get|got|see|saw))\b"
+)
+"""A person introducing a paste ("This is the status of the pod with out of memory error:")."""
+_EVICTION = re.compile(r"low on resource: memory|had condition: \[memorypressure\]")
+"""The kubelet's eviction messages for node memory (said only when it evicts a pod)."""
 _HANDLED = re.compile(
     r"\bretry|retrying|\bwill retry|not a failure|falling back|fall(?:ing)? back|recovered"
     r"|trying again|try again with|reducing (?:the )?batch|skipping tactic"
+    r"|attempting to free|freeing up"
 )
 _KILLED = re.compile(
     r"\b(?:killed|killing|kill(?:s|ed)? (?:the |a )?(?:process|task|worker|job|container|pod)"
@@ -75,9 +91,9 @@ _ALLOCATING = re.compile(
     r"|insufficient|out of memory|outofmemory|out_of_memory|memory (?:is )?exhausted"
 )
 _ACCELERATOR = re.compile(
-    r"\b(?:cuda\w*|gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|metal|tpu\w*|hpu\w*|neuron\w*|vulkan"
+    r"\b(?:cuda\w*|\w*gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|metal|tpu\w*|hpu\w*|neuron\w*|vulkan"
     r"|directml|dml|opencl|vram|hbm|device[ _:]?\d+|cu\w*alloc\w*|ggml\w*|\w*_bfc|cl_mem\w*"
-    r"|nvidia\w*|accelerator|xla\w*)\b"
+    r"|nvidia\w*|accelerator|xla\w*|jax\w*|cupy\w*)\b"
 )
 _HOST = re.compile(
     r"\b(?:cpu\w*|host|ram|system memory|physical memory|heap|memoryerror|nomemoryerror|bad_alloc"
@@ -86,7 +102,8 @@ _HOST = re.compile(
 )
 _NODE = re.compile(
     r"\b(?:node|host|system|machine|instance)\b.{0,40}\b(?:low on memory|running low|memory "
-    r"pressure|out of memory|memory usage threshold|ran out)|low on memory|memory pressure"
+    r"pressure|out of memory|memory usage threshold|ran out|low on resource: memory)"
+    r"|low on memory|memory ?pressure|low memory"
     r"|running low on memory|earlyoom|nohang|lowmemorykiller|lmkd|jetsam|oomd|usage threshold"
 )
 _LIMIT_KILL = re.compile(
@@ -124,7 +141,8 @@ _LABELS = (
                                    r"wants?|for)\W*(?:\w+\W+){0,2}$")),
     ("free_bytes", re.compile(r"(?:free|available|avail)\W*(?:\w+\W+){0,2}$")),
     ("total_bytes", re.compile(r"(?:total|capacity|of|/)\W*(?:\w+\W+){0,1}$")),
-    ("limit_bytes", re.compile(r"(?:allowed|limit|max|maximum|quota|budget)\W*(?:\w+\W+){0,2}$")),
+    ("limit_bytes", re.compile(r"(?:allowed|limit|max|maximum|quota|budget|capped at|cap)\W*"
+                               r"(?:\w+\W+){0,2}$")),
     ("allocated_bytes", re.compile(r"(?:allocated|in use|used|usage)\W*(?:\w+\W+){0,2}$")),
 )  # fmt: skip
 _ECOSYSTEMS = (
@@ -188,7 +206,14 @@ def _named(low: str, table: tuple[tuple[str, str], ...]) -> str | None:
 
 
 def parse_oom_parts(line: str, low: str | None = None) -> LineSignal | None:
-    """The signal of a line that says memory ran out, read by its parts; None otherwise."""
+    """The signal of a line that says memory ran out, read by its parts; None otherwise.
+
+    A line that says it but reports nothing (a title, a person's sentence, a cause offered as
+    one of several) is ``memory_noted``: shown when nothing decides, never deciding. A node's
+    memory said to be low with no action on the line is ``memory_low`` (what follows it may
+    show the kill: ``in_context``). An allocation refused that names no memory is
+    ``host_alloc_failed`` with ``memory_named`` false: the lines before it may name a device.
+    """
     low = line.lower() if low is None else low
     said = _SAID.search(low)
     if said is None or _CODE.search(line) or _TEST_PROGRESS.search(line):
@@ -203,9 +228,11 @@ def parse_oom_parts(line: str, low: str | None = None) -> LineSignal | None:
     if _HANDLED.search(low):
         kind = "gpu_oom_handled" if accelerator else "oom_handled"
         return LineSignal(kind, {**fields, "engine": ecosystem or "", "detail": "retried"})
-    if not (numbers or _EVENT.search(low)):
-        return None  # a mention (a title, prose), not a report: no size, no error, no kill
-    if _KILLED.search(low) or _KILLER.search(low):
+    if _INTRO.search(low) or _HEDGE.search(low):
+        return LineSignal("memory_noted", fields)
+    if not (numbers or _EVENT.search(low) or _EVICTION.search(low)):
+        return LineSignal("memory_noted", fields)  # a mention (a title, prose): not a report
+    if _KILLED.search(low) or _KILLER.search(low) or _EVICTION.search(low):
         if _NODE.search(low):
             return LineSignal("node_oom_kill", fields)
         if _LIMIT_KILL.search(low):
@@ -214,18 +241,91 @@ def parse_oom_parts(line: str, low: str | None = None) -> LineSignal | None:
     if _LIMIT_CROSSED.search(low) and not _DEVICE_WORD.search(low):
         return LineSignal("limit_oom_kill", fields)  # a memory limit is enforced by a kill
     if not _ALLOCATING.search(low):
+        if _NODE.search(low):
+            return LineSignal("memory_low", fields)
         return None
     if accelerator and not (host and not _DEVICE_WORD.search(low)):
-        device = _named(low, _DEVICES) or "an accelerator"
-        fields.update(engine=ecosystem or device, device=device)
-        if _FRAGMENTATION.search(low):
-            return LineSignal("gpu_oom", {**fields, "fragmentation": True})
-        if _BUDGET_WORDS.search(low) or ("limit_bytes" in numbers and _BUDGET.search(low)):
-            return LineSignal("gpu_budget", {**fields, "what": "the limit the message states"})
-        return LineSignal("gpu_oom", fields)
+        return _device_oom(low, fields, numbers, ecosystem, _named(low, _DEVICES))
     if _NODE.search(low):
         return LineSignal("node_oom_kill", fields)
-    return LineSignal("host_alloc_failed", fields)
+    return LineSignal("host_alloc_failed", {**fields, "memory_named": host})
+
+
+def _device_oom(
+    low: str, fields: dict[str, Any], numbers: dict[str, int], ecosystem: str | None,
+    device: str | None,
+) -> LineSignal:  # fmt: skip
+    device = device or "an accelerator"
+    fields = {**fields, "engine": ecosystem or device, "device": device}
+    if _FRAGMENTATION.search(low):
+        return LineSignal("gpu_oom", {**fields, "fragmentation": True})
+    if _BUDGET_WORDS.search(low) or ("limit_bytes" in numbers and _BUDGET.search(low)):
+        return LineSignal("gpu_budget", {**fields, "what": "the limit the message states"})
+    return LineSignal("gpu_oom", fields)
+
+
+CONTEXT_KINDS = frozenset({"host_alloc_failed", "gpu_oom", "memory_low"})
+"""Kinds whose lines around them may change what they are (``in_context``)."""
+CONTEXT_BEFORE = 2048
+CONTEXT_AFTER = 1024
+"""Bytes read around such a line: the lines of the same message or traceback."""
+_BEFORE_LINES = 12
+_AFTER_LINES = 6
+_HOST_CONTEXT = re.compile(
+    r"\b(?:cpu|host memory|system memory|ram|defaultcpuallocator|device:cpu\S*|numpy|heap)\b"
+)
+_CAP_CONTEXT = re.compile(r"capped at|\blimit(?:ed)? (?:at|to|of)\b|\ballowed\b|\bbudget\b")
+_KILL_ACTION = re.compile(
+    r"sending sig\w+ to|\bkill(?:ing|ed)? (?:process|pid|task)\b|\bkilled process\b"
+    r"|\bterminating process\b"
+)
+
+
+def in_context(
+    found: LineSignal, line: str, before: str, after: str
+) -> tuple[LineSignal, int, str]:
+    """The signal of a line read with the lines around it (``before`` ends just before the
+    line, ``after`` starts just after it): (signal, how many lines after this one it now
+    stands, that line's text).
+
+    - an allocation refused that names no memory, after lines that name an accelerator (the
+      nearest line naming any memory decides: a JAX traceback, a ggml Metal context): a device's;
+    - a device OOM whose next lines (the same message, up to a blank line) state a cap on the
+      allocator ("capped at 14.000 GiB", "limit of"): that cap refused it, a budget;
+    - a node's memory said to be low, with a kill within the next lines: the node killed.
+    """
+    kind, fields = found.kind, found.fields
+    if kind == "host_alloc_failed" and not fields.get("memory_named"):
+        for text in reversed(before.splitlines()[-_BEFORE_LINES:]):
+            low = text.lower()
+            hosted = _HOST_CONTEXT.search(low) or _HOST.search(low)
+            if _ACCELERATOR.search(low) and not (hosted and not _DEVICE_WORD.search(low)):
+                numbers = {k: v for k, v in fields.items() if k.endswith("_bytes")}
+                ecosystem = fields.get("ecosystem") or _named(low, _ECOSYSTEMS)
+                device = _named(low, _DEVICES)
+                signal = _device_oom(line.lower(), fields, numbers, ecosystem, device)
+                signal.fields["device_from"] = text.strip()[:200]
+                return signal, 0, line
+            if hosted:
+                break
+        return found, 0, line
+    following = after.splitlines()[:_AFTER_LINES]
+    if kind == "gpu_oom":
+        for delta, text in enumerate(following, 1):
+            low = text.lower()
+            if not low.strip():
+                break
+            if _CAP_CONTEXT.search(low) and (numbers := _numbers(text, low)):
+                merged = {**fields, **numbers, "what": "the cap the message states"}
+                merged["limit_bytes"] = numbers.get("limit_bytes", next(iter(numbers.values())))
+                return LineSignal("gpu_budget", merged), delta, text
+        return found, 0, line
+    if kind == "memory_low":
+        for text in following[:3]:
+            if _KILL_ACTION.search(text.lower()):
+                return LineSignal("node_oom_kill", fields), 0, line
+        return LineSignal("memory_noted", fields), 0, line
+    return found, 0, line
 
 
 _DEVICE_WORD = re.compile(

@@ -32,6 +32,7 @@ from qualify.evidence.cuda_oom import CudaOom, parse_cuda_oom
 from qualify.evidence.evidence_line import Evidence
 from qualify.evidence.gpu_lines import EXECUTOR_HIT, parse_trtllm_executor
 from qualify.evidence.lines import LineSignal, parse_line
+from qualify.evidence.oom_parts import CONTEXT_AFTER, CONTEXT_BEFORE, CONTEXT_KINDS, in_context
 from qualify.untrusted import open_regular
 
 BLOCK_BYTES = 2 << 20
@@ -71,6 +72,12 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"allocate memory",  # ENOMEM "Cannot allocate memory", "can't allocate memory"
         b"enough memory",  # "not enough memory"
         b"insufficient memory",
+        b"on resource: memory",  # the kubelet's eviction: "The node was low on resource: memory"
+        b"memorypressure",  # the kubelet's "[MemoryPressure]" condition
+        b"of gpu memory",  # "Out of GPU memory" (CUDA.jl), "ran out of GPU memory"
+        b"of device memory",  # "out of device memory" (OpenCL, Vulkan, SYCL)
+        b"of video memory",  # "out of video memory" (Direct3D, Vulkan)
+        b"of host memory",  # "out of host memory" (Vulkan, OpenCL)
     ),
     b"k": (b"kill", b"stack of", b"kv cache", b"kvcache"),
     b"x": (b"exit", b"execution time", b"execution took", b"exhausted"),
@@ -88,6 +95,8 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     b"e   ": (b"e   ",),  # pytest's "E   " lines
     b"oom": (b"oom",),  # OOMKilled, oom-kill, docker "container oom", systemd-oomd
     b"canceled": (b"canceled",),  # "The operation was canceled."
+    b"signal": (b"by signal", b"received signal", b"of signal", b"with signal"),  # a signal death
+    b"terminate called": (b"terminate called",),  # C++ std::terminate (SIGABRT)
 }
 NEEDLES: tuple[bytes, ...] = tuple(n for needles in GROUPS.values() for n in needles)
 _CUDA_HIT = b"out of memory. Tried to allocate"
@@ -337,9 +346,24 @@ def _scan_range(fd: int, start: int, stop: int) -> _Part:
             _keep(part, line, text, parse_trtllm_executor(context.decode("utf-8", "replace")))
             continue
         found = parse_line(text)
-        if found is not None:
+        if found is not None and found.kind in CONTEXT_KINDS:
+            found, at, said = _in_context(fd, offset, raw, line, text, found)
+            _keep(part, at, said, found)
+        elif found is not None:
             _keep(part, line, text, found)
     return part
+
+
+def _in_context(
+    fd: int, offset: int, raw: bytes, line: int, text: str, found: LineSignal
+) -> tuple[LineSignal, int, str]:
+    """``found`` read with the lines around it (``qualify.evidence.oom_parts.in_context``):
+    at most CONTEXT_BEFORE + CONTEXT_AFTER bytes, read only for such a line."""
+    start = max(0, offset - CONTEXT_BEFORE)
+    before = os.pread(fd, offset - start, start).decode("utf-8", errors="replace")
+    after = os.pread(fd, CONTEXT_AFTER, offset + len(raw) + 1).decode("utf-8", errors="replace")
+    found, delta, said = in_context(found, text, before, after)
+    return found, line + delta, said
 
 
 def iter_candidates(

@@ -96,7 +96,13 @@ def _timeout(bag: Bag) -> Decision | None:
     summary = "the run exceeded its time limit"
     if all("collective operation timeout" in e.text.lower() for e in bag.timeouts):
         summary = "a collective operation timed out (NCCL's watchdog ended the process)"
-    return Decision(TriageClass.TIMEOUT, summary, tuple(bag.timeouts))
+    # The crash the timeout caused (an abort from the watchdog's exception), next to it.
+    near = [
+        crash for crash in bag.crashes
+        if crash.source == bag.timeouts[0].source and crash.line is not None
+        and any(t.line is not None and abs(t.line - crash.line) <= 3 for t in bag.timeouts)
+    ]  # fmt: skip
+    return Decision(TriageClass.TIMEOUT, summary, tuple(bag.timeouts) + tuple(near[:2]))
 
 
 def _host_oom(bag: Bag) -> Decision | None:
@@ -358,6 +364,17 @@ def decide(bag: Bag) -> Decision:
         decision = _RUNGS[cause](bag)
         if decision is not None:
             return decision
+    if bag.noted or bag.exits:
+        said = []
+        if bag.exits:
+            said.append("a process exited with an error code (not a signal)")
+        if bag.noted:
+            said.append(
+                "memory is mentioned, but no line reports an OOM kill or a refused allocation "
+                "(a warning, a title, or a cause offered as possible)"
+            )
+        summary = "no signal decided the outcome; " + "; ".join(said)
+        return Decision(TriageClass.UNKNOWN, summary, tuple(bag.exits[:3] + bag.noted[:5]), LOW)
     return Decision(TriageClass.UNKNOWN, "no signal decided the outcome", (), LOW)
 
 

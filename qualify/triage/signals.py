@@ -100,6 +100,11 @@ class Bag:
     docker_not_oom: list[Evidence] = dataclasses.field(default_factory=list)
     budgets: list[tuple[Evidence, dict[str, Any]]] = dataclasses.field(default_factory=list)
     audit_oom_kills: int | None = None
+    exits: list[Evidence] = dataclasses.field(default_factory=list)
+    """Non-zero exits that were not by a signal (an error exit: it says that, not why)."""
+    noted: list[Evidence] = dataclasses.field(default_factory=list)
+    """Lines that say memory ran out or ran low but report no event (a title, a cause offered
+    as one of several, a warning, low memory with no kill): shown when nothing decides."""
 
     @property
     def cuda(self) -> list[tuple[Evidence, CudaOom]]:
@@ -174,6 +179,8 @@ def _console(scan: ScanResult, bag: Bag) -> None:
                 bag.kill_signal = bag.kill_signal or name
             elif name in CRASH_SIGNALS:
                 bag.crashes.append(evidence)
+            elif name is None and fields["code"] != 0:
+                bag.exits.append(evidence)
         elif kind == "shell_killed":
             bag.kills.append(evidence)
             bag.kill_signal = bag.kill_signal or "SIGKILL"
@@ -204,6 +211,8 @@ def _console(scan: ScanResult, bag: Bag) -> None:
             bag.trt_context.append(evidence)
         elif kind == "trt_oom_warning":
             bag.trt_warnings.append(evidence)
+        elif kind in ("memory_noted", "memory_low"):
+            bag.noted.append(evidence)
         elif kind in ("k8s_oomkilled", "docker_event_oom", "slurm_oom"):
             bag.orchestrator_oom.append(evidence)
     gpu.sort(key=lambda hit: hit.evidence.line or 0)
