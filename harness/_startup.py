@@ -28,7 +28,7 @@ def start() -> None:
     """The limits recorded once per run, the torch finder installed; a no-op outside a run."""
     if not os.environ.get(ENV_EVENTS):
         return
-    for step in (_record_limits_once, _watch_for_torch):
+    for step in (_record_limits_once, _watch_for_torch, _dump_stacks_on_signal):
         try:  # one failing never keeps the other from running, nor breaks the start-up
             step()
         except Exception:
@@ -49,6 +49,52 @@ def _record_limits_once() -> None:
     from harness import _limits
 
     _limits.record()
+
+
+_stacks_fd: list[int] = []
+
+
+def _dump_stacks_on_signal() -> None:
+    """On ``STACK_SIGNAL`` (sent by qualify as the run nears its cap), faulthandler writes
+    every thread's Python stack to the run's ``STACKS`` file at once, from C, even while the
+    process is inside an allocation; then, where torch is loaded, a Python handler adds its
+    allocator's state. Left alone when the program has its own handler for the signal."""
+    # _signal, not signal: the module's Python half imports enum, a third of a millisecond
+    # in every process of the E2E.
+    import _signal  # type: ignore[import-not-found]
+    import faulthandler
+
+    from harness.contract import STACK_SIGNAL, STACKS
+
+    events = os.environ.get(ENV_EVENTS, "")
+    if _stacks_fd or _signal.getsignal(STACK_SIGNAL) not in (_signal.SIG_DFL, None):
+        return
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    fd = os.open(os.path.join(os.path.dirname(events), STACKS), flags, 0o644)
+    _stacks_fd.append(fd)
+    _signal.signal(STACK_SIGNAL, _allocator_state)
+    faulthandler.register(STACK_SIGNAL, file=fd, all_threads=True, chain=True)
+
+
+def _allocator_state(signum: int, frame: object) -> None:
+    """One line of the CUDA caching allocator's totals, where torch has initialised CUDA."""
+    torch = sys.modules.get("torch")
+    if torch is None or not _stacks_fd:
+        return
+    try:
+        if not torch.cuda.is_initialized():
+            return
+        import json
+
+        from harness.contract import TORCH_STATE
+
+        stats = torch.cuda.memory_stats()
+        keys = ("allocated_bytes.all.current", "reserved_bytes.all.current",
+                "allocated_bytes.all.peak", "num_alloc_retries", "num_ooms")  # fmt: skip
+        state = {"pid": os.getpid(), "cuda": {key: stats.get(key) for key in keys}}
+        os.write(_stacks_fd[0], (TORCH_STATE + json.dumps(state) + "\n").encode())
+    except Exception:
+        return
 
 
 _installed: list[bool] = []

@@ -69,6 +69,9 @@ PHASE_ACK = ".phase-ack"
 LIMITS_MARKER = ".sandbox-limits"
 GITHUB_MARKER = ".github-published"
 HARNESS_DIR = ".harness"
+STACKS = "stacks.txt"
+"""Where each Python process of the E2E dumps its threads' stacks on ``STACK_SIGNAL`` (the
+last-gasp capture: ``qualify.run.last_gasp``), each dump after qualify's header line."""
 TOKENIZER_AUDIT = "tokenizer-audit.json"
 """Also the audit's name inside an export directory (``qualify.tokenizer.export``)."""
 JUNIT_STAGED = ".junit.xml.staged"
@@ -79,6 +82,16 @@ INTERNAL_FILES = frozenset(
     {PUBLIC_DIR, PUBLICATION, SANITIZE_MAP, SECRET_SOURCES, DEBUG_LOG, JUNIT_STAGED, AUDIT_STAGED}
 )
 """Never copied into the public bundle, whatever its level."""
+
+STACK_SIGNAL = 40
+"""The signal on which the harness dumps a process's Python stacks (faulthandler, at once,
+even inside an allocation) and, where torch is loaded, its allocator's state: a real-time
+signal (glibc's and musl's run 34/35..64), which programs leave alone, with one number on every
+libc. qualify sends it only to processes whose ``SigCgt`` shows it caught."""
+STACKS_HEADER = "=== qualify last-gasp"
+"""How qualify's line before each process's dump in ``STACKS`` starts."""
+TORCH_STATE = "qualify-torch-state "
+"""How a process's allocator-state line in ``STACKS`` starts (JSON follows)."""
 
 # --- environment of the sandbox (every variable the harness reads starts with QUALIFY_)
 ENV_RUN_DIR = "QUALIFY_RUN_DIR"

@@ -126,3 +126,45 @@ def test_bad_refs_are_refused_in_one_line(repo: Path, run_qualify: RunQualify) -
         )
         assert result.returncode == 2, result.stdout + result.stderr
         assert said in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.privileged
+@pytest.mark.slow
+def test_ab_of_two_commits_gives_each_its_own_family(
+    repo: Path, tmp_path: Path, run_qualify: RunQualify
+) -> None:
+    before = _commit_toml(repo, 100, "small cache")
+    after = _commit_toml(repo, 300, "keep a bigger cache alive")
+    result = run_qualify(
+        "ab", "--family", "hog", "--repo", str(repo), "--commits", f"{before},{after}",
+        "--n", "3", "--mem", "256M",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    directory = tmp_path / _printed_dir(result)
+    record = json.loads((directory / "ab.json").read_text())
+    assert record["differing"] == {"commit": {"a": before, "b": after}}
+    assert record["arms"]["a"] == {"commit": f"{before[:12]} small cache"}
+    arm_a, arm_b = (record["summary"][0]["arms"][arm] for arm in ("a", "b"))
+    assert arm_a["availability"] == "3/3" and arm_b["availability"] == "0/3"
+    assert arm_b["verdicts"] == ["OOM_KILLED"] * 3
+    heads = {
+        run["arm"]: json.loads((directory / run["run_dir"] / contract.AUDIT).read_text())
+        for run in record["repetitions"]
+    }
+    assert heads["a"]["commit"]["head"] == before and heads["b"]["commit"]["head"] == after
+    assert f"a (commit={before[:12]} small cache): 3/3" in result.stdout
+    assert len(git(repo, "worktree", "list").strip().splitlines()) == 1
+
+
+def test_ab_arms_are_commits_or_options_never_both(repo: Path, run_qualify: RunQualify) -> None:
+    later = _commit_toml(repo, 300, "later")
+    for args, said in (
+        (("--commits", f"main,{later}"), "both refs are the same commit"),
+        (("--commits", "main"), "expected REF_A,REF_B"),
+        (("--commits", f"nope,{later}"), "--commits 'nope' is not a commit"),
+        (("--commits", f"main~1,{later}", "--a", "second_mib=1"), "give one"),
+        (("--a", "second_mib=1"), "give --a and --b"),
+    ):
+        result = run_qualify("ab", "--family", "hog", "--repo", str(repo), *args)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert said in result.stderr and len(result.stderr.strip().splitlines()) == 1

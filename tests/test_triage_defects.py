@@ -269,7 +269,7 @@ def test_cgroup_oom_remedy_has_the_numbers(path: Path, figures: tuple[str, str])
 
 
 def test_cgroup_oom_without_figures_still_gets_a_remedy() -> None:
-    for prefix in ("kill-k8s-describe-last-state-terminated", "kill-slurm-slurmstepd"):
+    for prefix in ("kill-k8s-describe-last-state-terminated", "kill-slurm-slurmstepd-detected"):
         result = triage(Sources(paths=(one(CORPUS, prefix),)))
         assert result.triage_class is TriageClass.CGROUP_OOM and result.remedies
 
@@ -315,7 +315,7 @@ def cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[b
 
 
 def test_standard_input_is_read() -> None:
-    path = one(CORPUS, "kill-slurm-slurmstepd")
+    path = one(CORPUS, "kill-slurm-slurmstepd-detected")
     done = cli("-", "--format", "json", stdin=path.read_bytes())
     found = json.loads(done.stdout)
     assert done.returncode == 3 and found["class"] == "CGROUP_OOM"

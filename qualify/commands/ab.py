@@ -29,14 +29,18 @@ from qualify.console import display_path
 from qualify.errors import UsageError
 from qualify.experiment.ab_record import RUNS_DIR, AbRecord, write_record
 from qualify.experiment.pins import differences, limit_pins, pins
-from qualify.experiment.plan import AbPlan, Slot, build_plan, parse_sets
+from qualify.experiment.plan import ARMS, AbPlan, Slot, build_plan, parse_sets
 from qualify.experiment.repetition import Repetition, experiment, from_run_dir, run_once
 from qualify.experiment.tables import show_spread, show_verdicts
+from qualify.experiment.worktrees import add_worktree, remove_worktree, resolve_commit, subject
 from qualify.plan.commit import repo_root
 from qualify.plan.families import default_family_dirs, find_family
 from qualify.publish.errorline import error_line
 from qualify.sizes import format_bytes
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE
+
+WORKTREES = "worktrees"
+"""Where ``--commits`` checks out each arm's commit, inside the experiment's directory."""
 
 """How long past the family's timeout a repetition may take (set-up, reports) before the
 experiment gives up on it."""
@@ -47,8 +51,10 @@ class AbRequest:
     """``qualify ab`` as typed."""
 
     family_name: str
-    arm_a: str
-    arm_b: str
+    arm_a: str | None = None
+    arm_b: str | None = None
+    commits: str | None = None
+    """``REF_A,REF_B``: the arms are these two commits (their families run as committed)."""
     n: int = 8
     mem: str | None = None
     profile: str | None = None
@@ -76,11 +82,13 @@ def _metrics(text: str | None) -> list[str] | None:
     return names
 
 
-def _run_args(request: AbRequest, plan: AbPlan, root: Path, runs: Path, slot: Slot) -> list[str]:
+def _run_args(
+    request: AbRequest, plan: AbPlan, roots: dict[str, Path], runs: Path, slot: Slot
+) -> list[str]:
     """The ``qualify run`` arguments of one slot: the same for every run but the arm's options
-    (and the sweep level's)."""
+    (and the sweep level's), or with ``--commits`` the arm's worktree."""
     level = plan.levels[slot.level]
-    args = ["--family", plan.family.name, "--repo", str(root), "--out", str(runs)]
+    args = ["--family", plan.family.name, "--repo", str(roots[slot.arm]), "--out", str(runs)]
     args += ["--backend", request.backend]
     for directory in request.families_dirs:
         args += ["--families-dir", str(directory.resolve())]
@@ -132,10 +140,12 @@ def ab(request: AbRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.std
         root = repo_root(request.repo if request.repo is not None else Path.cwd())
         search = list(request.families_dirs) or default_family_dirs(root)
         family = find_family(request.family_name, search)
+        commits = _commits(request, root)
         plan = build_plan(
             family=family,
-            arm_a=request.arm_a,
-            arm_b=request.arm_b,
+            arm_a=request.arm_a or "",
+            arm_b=request.arm_b or "",
+            commits=commits,
             sets=parse_sets(request.sets),
             n=request.n,
             mem=request.mem,
@@ -157,11 +167,15 @@ def ab(request: AbRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.std
         host=request.host or platform.node() or "unknown",
         created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         command=list(request.command_line),
-        arms={arm: dict(options) for arm, options in plan.arms.items()},
-        differing={
-            name: {arm: plan.resolved[arm][name] for arm in plan.resolved}
-            for name in plan.differing
-        },
+        arms=_arms_shown(plan, root),
+        differing=(
+            {"commit": dict(plan.commits)}
+            if plan.commits is not None
+            else {
+                name: {arm: plan.resolved[arm][name] for arm in plan.resolved}
+                for name in plan.differing
+            }
+        ),
         common=dict(plan.common),
         n=plan.n,
         order=plan.order,
@@ -172,7 +186,17 @@ def ab(request: AbRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.std
         metrics_asked=list(plan.metrics) if plan.metrics is not None else None,
         repetitions=[],
     )
-    code, made = _run_all(request, plan, root, directory, record, where.run_timeout_s, stderr)
+    roots = {arm: root for arm in plan.arms}
+    try:
+        for arm, sha in (plan.commits or {}).items():
+            roots[arm] = directory / WORKTREES / arm
+            if not add_worktree(root, roots[arm], sha):
+                stderr.write(error_line("qualify ab", f"git worktree add of {sha} failed"))
+                return EXIT_ERROR
+        code, made = _run_all(request, plan, roots, directory, record, where.run_timeout_s, stderr)
+    finally:
+        for arm in plan.commits or {}:
+            remove_worktree(root, roots[arm])
     made = dataclasses.replace(made, wall_s=round(time.monotonic() - started, 3))
     write_record(directory, made)
     _print_summary(made, stdout)
@@ -180,10 +204,40 @@ def ab(request: AbRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.std
     return code
 
 
+def _commits(request: AbRequest, root: Path) -> dict[str, str] | None:
+    """``--commits REF_A,REF_B`` resolved (arm -> commit), or None; the arms are given either
+    as commits or as options (``--a``, ``--b``), never both."""
+    if request.commits is None:
+        if request.arm_a is None or request.arm_b is None:
+            raise UsageError("give --a and --b (family options), or --commits REF_A,REF_B")
+        return None
+    if request.arm_a is not None or request.arm_b is not None:
+        raise UsageError("--commits and --a/--b both set the arms: give one")
+    refs = [ref.strip() for ref in request.commits.split(",")]
+    if len(refs) != 2 or not all(refs):
+        raise UsageError(f"--commits {request.commits!r} is not valid: expected REF_A,REF_B")
+    shas = {
+        arm: resolve_commit(root, ref, "--commits") for arm, ref in zip(ARMS, refs, strict=True)
+    }
+    if shas["a"] == shas["b"]:
+        raise UsageError(f"--commits {request.commits!r}: both refs are the same commit")
+    return shas
+
+
+def _arms_shown(plan: AbPlan, root: Path) -> dict[str, dict[str, Any]]:
+    """Each arm's options, or with ``--commits`` its commit and subject (the labels' text)."""
+    if plan.commits is None:
+        return {arm: dict(options) for arm, options in plan.arms.items()}
+    return {
+        arm: {"commit": f"{sha[:12]} {subject(root, sha)[:40]}"}
+        for arm, sha in plan.commits.items()
+    }
+
+
 def _run_all(
     request: AbRequest,
     plan: AbPlan,
-    root: Path,
+    roots: dict[str, Path],
     directory: Path,
     record: AbRecord,
     timeout_s: float,
@@ -196,12 +250,12 @@ def _run_all(
     made on record; the final record replaces it.
     """
     runs: list[Repetition] = []
-    first: dict[str, Any] | None = None
+    first_by_arm: dict[str, dict[str, Any]] = {}
     first_limits: dict[int, dict[str, Any]] = {}
     schedule = plan.schedule()
     for index, slot in enumerate(schedule):
         _write_incomplete(directory, record, runs, len(schedule))
-        args = _run_args(request, plan, root, directory / RUNS_DIR, slot)
+        args = _run_args(request, plan, roots, directory / RUNS_DIR, slot)
         try:
             run_dir = run_once(args, cwd=Path.cwd(), timeout_s=timeout_s)
         except UsageError as exc:
@@ -222,7 +276,9 @@ def _run_all(
         runs.append(run)
         _progress(stderr, index + 1, len(schedule), run)
         found = pins(audit, varied=plan.varied)
-        first = first if first is not None else found
+        # With --commits the commit, tree and family differ between the arms by design: each
+        # arm's runs are pinned to that arm's first run.
+        first = first_by_arm.setdefault(slot.arm if plan.commits else "", found)
         limits = first_limits.setdefault(slot.level, limit_pins(audit))
         refusal = _refusal({**first, **limits}, {**found, **limit_pins(audit)}, run)
         if refusal is not None:
@@ -260,8 +316,12 @@ def add_parser(commands: Commands) -> None:
         "ab", help="A/B of a runtime policy: n full runs per arm, everything else pinned"
     )
     experiment_options(parser)
-    parser.add_argument("--a", dest="arm_a", required=True, metavar="NAME=VALUE[,...]")
-    parser.add_argument("--b", dest="arm_b", required=True, metavar="NAME=VALUE[,...]")
+    parser.add_argument("--a", dest="arm_a", metavar="NAME=VALUE[,...]", help="arm a's options")
+    parser.add_argument("--b", dest="arm_b", metavar="NAME=VALUE[,...]", help="arm b's options")
+    parser.add_argument(
+        "--commits", metavar="REF_A,REF_B",
+        help="the arms are two commits of --repo (each run in a worktree of its commit)",
+    )  # fmt: skip
     parser.add_argument("--n", type=positive, default=8, help="runs per arm and level (default 8)")
     cap = parser.add_mutually_exclusive_group()
     cap.add_argument("--mem", help="memory cap of every run: 850M, 48G")
@@ -283,6 +343,7 @@ def main(args: argparse.Namespace) -> int:
             **experiment_common(args),
             arm_a=args.arm_a,
             arm_b=args.arm_b,
+            commits=args.commits,
             n=args.n,
             mem=args.mem,
             profile=args.profile,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -25,11 +24,17 @@ from qualify.console import display_path
 from qualify.errors import UsageError
 from qualify.experiment.commits import Commit, CommitProbe, CommitSearch, search_commits
 from qualify.experiment.repetition import Repetition, experiment, from_run_dir, run_once
+from qualify.experiment.worktrees import (
+    add_worktree,
+    git,
+    remove_worktree,
+    resolve_commit,
+    subject,
+)
 from qualify.plan.commit import repo_root
 from qualify.plan.families import default_family_dirs, find_family
 from qualify.publish.errorline import error_line
 from qualify.sizes import format_bytes, parse_size
-from qualify.subproc import run_capture
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE
 
 RECORD = "bisect.json"
@@ -58,34 +63,21 @@ class BisectRequest:
     command_line: Sequence[str] = ()
 
 
-def _git(root: Path, *args: str) -> tuple[int, str]:
-    result = run_capture(["git", "-C", str(root), *args])
-    return result.returncode, result.stdout.decode(errors="replace").strip()
-
-
-def _resolve(root: Path, ref: str, flag: str) -> str:
-    code, sha = _git(root, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}")
-    if code != 0 or not sha:
-        raise UsageError(f"{flag} {ref!r} is not a commit of {display_path(root)}")
-    return sha
-
-
 def commit_range(root: Path, good: str, bad: str) -> list[Commit]:
     """The commits from ``good`` to ``bad``, both included, oldest first; UsageError when
     ``good`` is not an ancestor of ``bad``."""
-    good_sha, bad_sha = _resolve(root, good, "--good"), _resolve(root, bad, "--bad")
+    good_sha, bad_sha = resolve_commit(root, good, "--good"), resolve_commit(root, bad, "--bad")
     if good_sha == bad_sha:
         raise UsageError(f"--good {good!r} and --bad {bad!r} are the same commit")
-    code, _ = _git(root, "merge-base", "--is-ancestor", good_sha, bad_sha)
+    code, _ = git(root, "merge-base", "--is-ancestor", good_sha, bad_sha)
     if code != 0:
         raise UsageError(
             f"--good {good!r} is not an ancestor of --bad {bad!r}: give an older good commit"
         )
-    _, listing = _git(
+    _, listing = git(
         root, "log", "--reverse", "--ancestry-path", "--format=%H %s", f"{good_sha}..{bad_sha}"
     )
-    _, subject = _git(root, "log", "-1", "--format=%s", good_sha)
-    commits = [Commit(good_sha, subject)]
+    commits = [Commit(good_sha, subject(root, good_sha))]
     for line in listing.splitlines():
         sha, _, text = line.partition(" ")
         commits.append(Commit(sha, text))
@@ -146,14 +138,12 @@ class _Prober:
     def __call__(self, commit: Commit) -> CommitProbe:
         self.count += 1
         worktree = self.directory / WORKTREES / commit.short
-        code, _ = _git(self.root, "worktree", "add", "--detach", "-q", str(worktree), commit.sha)
-        if code != 0:
+        if not add_worktree(self.root, worktree, commit.sha):
             return self._report(CommitProbe(commit, (), (), None, "git worktree add failed"))
         try:
             probe = self._runs(commit, worktree)
         finally:
-            _git(self.root, "worktree", "remove", "--force", str(worktree))
-            shutil.rmtree(worktree, ignore_errors=True)
+            remove_worktree(self.root, worktree)
         return self._report(probe)
 
     def _runs(self, commit: Commit, worktree: Path) -> CommitProbe:
@@ -265,7 +255,7 @@ def bisect(request: BisectRequest, stdout: TextIO = sys.stdout, stderr: TextIO =
         stderr.write("qualify bisect: interrupted\n")
         return EXIT_ERROR
     finally:
-        _git(root, "worktree", "prune")
+        git(root, "worktree", "prune")
     wall = round(time.monotonic() - started, 3)
     write_json_atomic(directory / RECORD, _record(request, where.head, search, wall))
     _print(search, stdout)

@@ -45,10 +45,11 @@ _SAID = re.compile(
 """Words that say memory ran out (on the lowered line)."""
 _CODE = re.compile(
     r"^\s*(?:(?:if|elif|else|for|while|return|raise|throw|except|catch|case|def|class)\b|#|//|/\*)"
-    r"|^\s*\*\s|^(?!.*\w\. [A-Z]).*[,({;+\\]\s*$"
+    r"|^\s*\*\s|^\s*[\"'].*[,({;+\\]\s*$|^(?!.*\w\. [A-Z]).*[,({;+\\]\s*$"
 )
 """Source code quoted in a log (a traceback's source line, a snippet): the report follows it.
-A line that ends open (``,``, ``(``) is code unless it holds a sentence (a wrapped message)."""
+A line that ends open (``,``, ``(``) is code when it is a string literal's or holds no sentence
+(a wrapped message in YAML or prose holds one)."""
 _TEST_PROGRESS = re.compile(
     r"\S+::\S+.*\b(?:PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR)\b|::\S+\s+\[\s*\d+%\]\s*$"
     r"|^(?:PASSED|SKIPPED|XFAIL|XPASS) \S+::"

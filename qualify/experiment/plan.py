@@ -58,6 +58,8 @@ class AbPlan:
     seed: int
     metrics: tuple[str, ...] | None
     """The metrics asked for (None: every metric the runs record)."""
+    commits: Mapping[str, str] | None = None
+    """``--commits``: each arm's commit (the arms' options are then the same)."""
 
     @property
     def varied(self) -> tuple[str, ...]:
@@ -171,15 +173,20 @@ def build_plan(
     order: str,
     seed: int | None,
     metrics: Sequence[str] | None,
+    commits: Mapping[str, str] | None = None,
 ) -> AbPlan:
-    """Validate the experiment; UsageError (exit 2) names the first problem."""
+    """Validate the experiment; UsageError (exit 2) names the first problem. With
+    ``commits`` (arm -> commit) the arms differ by commit, and their options are both empty."""
     if n < 1:
         raise UsageError(f"--n {n} is not valid (valid: a whole number >= 1)")
     if order not in ORDERS:
         raise UsageError(f"--order {order!r} is not valid (valid: {', '.join(ORDERS)})")
     if mem is not None:
         parse_size(mem, what="--mem")
-    arms = {"a": parse_arm(arm_a, "--a", family), "b": parse_arm(arm_b, "--b", family)}
+    if commits is not None:
+        arms: dict[str, dict[str, str]] = {"a": {}, "b": {}}
+    else:
+        arms = {"a": parse_arm(arm_a, "--a", family), "b": parse_arm(arm_b, "--b", family)}
     for name in sets:
         if any(name in arm for arm in arms.values()):
             raise UsageError(f"--set {name}: also named by an arm (give it in --a and --b only)")
@@ -201,8 +208,9 @@ def build_plan(
         order=order,
         seed=seed if seed is not None else random.SystemRandom().randrange(2**31),
         metrics=tuple(metrics) if metrics is not None else None,
+        commits=dict(commits) if commits is not None else None,
     )
-    if not plan.differing:
+    if commits is None and not plan.differing:
         shown = ", ".join(
             f"{k}={v!r}" for k, v in sorted(resolved["a"].items()) if k in plan.varied
         )

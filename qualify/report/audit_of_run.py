@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,6 +66,10 @@ def _memory(result: RunResult) -> MemoryRecord:
         phases_dropped=monitor.phases_dropped,
         processes_at_peak=list(monitor.processes_at_peak),
         phase_at_end=result.phase_at_death,
+        last_gasp=[
+            dataclasses.replace(gasp, at_s=round(gasp.at_s - origin, 3))
+            for gasp in monitor.last_gasp
+        ],
     )
 
 

@@ -269,6 +269,7 @@ def _watch(spec: RunSpec, sandbox: Sandbox, run: _Run, process: Any, cgroup: str
         run.logs[stream].start()
     probe = sandbox.probe()
     reader = ProcessReader(probe.pids, cgroup=cgroup)
+    last_gasp = _last_gasp(spec, sandbox, run, probe)
     if run.watchdog is not None:
         reader.exempt.add(run.watchdog.pid)
     run.monitor = Monitor(
@@ -280,12 +281,27 @@ def _watch(spec: RunSpec, sandbox: Sandbox, run: _Run, process: Any, cgroup: str
         gpu=NvmlSampler(mps=spec.gpu_budget is not None and spec.gpu_budget.mode == "mps"),
         processes=reader,
         limits=run.limits,
+        last_gasp=last_gasp,
     )
     run.monitor.start()
     if not isinstance(sandbox, StartsItself):
         sandbox.attach(process.pid)
         _confirm_inside(probe, process, process.pid)
     reader.root = process.pid if isinstance(process.pid, int) and process.pid > 0 else None
+
+
+def _last_gasp(spec: RunSpec, sandbox: Sandbox, run: _Run, probe: Any) -> Any:
+    """The last-gasp capture of a capped run (``qualify.run.last_gasp``), armed on the memory
+    cgroup's thresholds where the kernel notifies them; None when nothing caps memory."""
+    from qualify.run.last_gasp import LastGasp
+
+    in_effect = run.info.in_effect if run.info is not None and run.info.capped else None
+    cap = in_effect.memory_bytes if in_effect is not None else None
+    if not cap:
+        return None
+    dirs = sandbox.cgroup_dirs()
+    memory = next((d for d in dirs if (d / "memory.usage_in_bytes").exists()), None)
+    return LastGasp(spec.run_dir, probe.pids, cap, memory_cgroup=memory, origin_mono=0.0)
 
 
 class Teardown:

@@ -17,6 +17,7 @@ from typing import IO, Any
 
 from harness import contract
 from qualify.nvml import NvmlSampler
+from qualify.run.last_gasp import LastGasp, LastGaspRecord
 from qualify.run.phases import PhaseTracker, PhaseWindow
 from qualify.run.processes import Escape, ProcessReader, ProcessSample
 from qualify.run.tail import JsonlTail
@@ -78,6 +79,8 @@ class MonitorResult:
     """Limit files of the run's cgroups or their ancestors whose value changed during the run."""
     limit_files: tuple[Path, ...] = ()
     """The limit files watched."""
+    last_gasp: tuple[LastGaspRecord, ...] = ()
+    """What the run's processes were doing as usage neared the cap (``at_s``: monotonic)."""
 
 
 class Monitor(threading.Thread):
@@ -97,6 +100,7 @@ class Monitor(threading.Thread):
         processes: ProcessReader | None = None,
         cpu_share: float | None = None,
         limits: LimitWatch | None = None,
+        last_gasp: LastGasp | None = None,
     ):
         super().__init__(name="qualify-monitor", daemon=True)
         self.cpu_share = cpu_share or CPU_SHARE * max(1.0, DEFAULT_INTERVAL_S / interval_s)
@@ -135,6 +139,8 @@ class Monitor(threading.Thread):
         self._finished = False
         self.run_dir = timeline_path.parent
         self.limits = limits
+        self.last_gasp = last_gasp
+        self._gasps: tuple[LastGaspRecord, ...] = ()
 
     @staticmethod
     def _safe(read: Any) -> Any:
@@ -212,6 +218,9 @@ class Monitor(threading.Thread):
             with contextlib.suppress(OSError):
                 timeline.close()
         self.tail.close()
+        if self.last_gasp is not None:
+            self._gasps = tuple(self.last_gasp.close())
+            self.problems.extend(self.last_gasp.problems)
         if self.limits is not None:  # read again at the end, the cgroups still there
             self.limits.check()
             self.limits.close()
@@ -254,6 +263,7 @@ class Monitor(threading.Thread):
             write_error=self.write_error,
             limit_changes=tuple(self.limits.changes) if self.limits else (),
             limit_files=tuple(self.limits.files) if self.limits else (),
+            last_gasp=self._gasps,
         )
 
     def _own_cpu(self) -> float:
@@ -327,6 +337,8 @@ class Monitor(threading.Thread):
             self.limits.check()
         mono, wall = time.monotonic(), time.time()
         usage = self._safe(self.probe.usage_bytes)
+        if self.last_gasp is not None and not full:
+            self.last_gasp.observe(usage)  # where no kernel threshold notifies it
         breakdown = self._safe(self.probe.memory_breakdown) or {}
         # The watermark, the OOM counter and the processes are read every ``process_every``
         # samples (and at every phase boundary and at the end): each read is a syscall, and the

@@ -22,6 +22,7 @@ from qualify.plan.commit import CommitInfo, record_sha
 from qualify.plan.limits import Limits
 from qualify.plan.parity_gate import ParityGate
 from qualify.plan.spec import AllocatorPolicy
+from qualify.run.last_gasp import LastGaspRecord
 from qualify.run.logs import LogStats
 from qualify.run.processes import ProcessSample
 from qualify.rundir.typed_json import from_json, to_json
@@ -111,6 +112,9 @@ class MemoryRecord:
     processes_at_peak: list[ProcessSample] = dataclasses.field(default_factory=list)
     phase_at_end: str | None = None
     """The innermost phase still open when the E2E ended (null when it ended cleanly)."""
+    last_gasp: list[LastGaspRecord] = dataclasses.field(default_factory=list)
+    """What every process was doing as usage crossed 85% and 95% of the cap: each Python
+    process's stack (innermost frame first) and allocator state, each other's wait channel."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import contract
+from qualify.run.last_gasp import allocation_point
 from qualify.run.phases import PhaseTracker, PhaseWindow
 from qualify.rundir import Audit, RunDir
 from qualify.rundir.audit import read_audit
@@ -176,8 +177,42 @@ def peak_sample(data: RunData) -> Sample | None:
     return max(data.samples, key=lambda s: s.usage, default=None)
 
 
+def allocation_site(data: RunData) -> dict[str, Any] | None:
+    """Where the run was allocating as it neared its cap (``qualify.run.last_gasp``), with
+    the phase open then; None without a capture that has a stack."""
+    captures = data.audit.memory.last_gasp if data.audit else []
+    found = allocation_point(captures)
+    started = data.audit.timings.started_mono if data.audit else None
+    if found is not None and started is not None:
+        found["phase"] = _phase_at(data, started + found["at_s"])
+    return found
+
+
+def _phase_at(data: RunData, mono: float) -> str | None:
+    """The innermost phase open at ``mono``."""
+    open_then = [
+        w for w in data.windows
+        if w.start_mono <= mono and (w.end_mono is None or w.end_mono >= mono)
+    ]  # fmt: skip
+    return max(open_then, key=lambda w: w.start_mono).name if open_then else None
+
+
 def processes_at_peak(data: RunData) -> list[dict[str, Any]]:
-    """The largest processes at the peak: the audit's record, else the nearest timeline one."""
+    """The largest processes at the peak: those read at the last last-gasp capture (at the
+    cap), else the audit's record, else the nearest timeline one."""
+    captures = data.audit.memory.last_gasp if data.audit else []
+    if captures and captures[-1].processes:
+        processes = sorted(captures[-1].processes, key=lambda p: p.rss_bytes, reverse=True)
+        return [
+            {
+                "pid": p.pid,
+                "name": p.name,
+                "rss_bytes": p.rss_bytes,
+                "cmdline": p.cmdline,
+                "read": "at the cap",
+            }
+            for p in processes
+        ]
     recorded = data.audit.memory.processes_at_peak if data.audit else []
     if recorded:
         return [dataclasses.asdict(process) for process in recorded]

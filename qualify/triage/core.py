@@ -14,6 +14,7 @@ from qualify.evidence.docker_state import read_docker_state
 from qualify.evidence.pod import pod_memory_limit
 from qualify.evidence.pytest_reports import read_junit_outcomes, read_report_log
 from qualify.evidence.scan import MAX_LINE_BYTES, scan_log
+from qualify.run.last_gasp import allocation_words
 from qualify.rundir import RunDir
 from qualify.sizes import format_bytes
 from qualify.triage.analysis import read_run_dir
@@ -279,13 +280,17 @@ def _findings(section: dict[str, Any], bag: Bag, decision: Decision) -> list[Fin
     if section.get("phase_at_peak"):
         peak = format_bytes(section.get("peak_bytes"))
         findings.append(Finding(f"peak {peak} in phase {section['phase_at_peak']}"))
+    site = section.get("allocating")
+    if site:
+        findings.append(Finding(allocation_words(site)))
     for culprit in section.get("culprits", [])[:1]:
         test = culprit.get("test")
         running = f", running {test} ({culprit.get('test_phase')})" if test else ""
+        when = " (read at the cap)" if culprit.get("read") == "at the cap" else ""
         findings.append(
             Finding(
-                f"largest process at the peak: {culprit.get('name')} (pid {culprit.get('pid')}, "
-                f"rss {format_bytes(culprit.get('rss_bytes'))}){running}"
+                f"largest process at the peak{when}: {culprit.get('name')} "
+                f"(pid {culprit.get('pid')}, rss {format_bytes(culprit.get('rss_bytes'))}){running}"
             )
         )
     for victim in section.get("victims", [])[:3]:
@@ -355,9 +360,13 @@ def triage(sources: Sources) -> Triage:
     section = attribution(inputs.run, bag)
     missing = [f"not in the message: {gap}" for gap in decision.gaps]
     missing += missing_for(decision.triage_class, bag, bool(sources.kernel))
+    summary = decision.summary
+    site = section.get("allocating")
+    if site and decision.triage_class in (TriageClass.CGROUP_OOM, TriageClass.GLOBAL_OOM):
+        summary += f": {allocation_words(site)}"
     return Triage(
         triage_class=decision.triage_class,
-        summary=decision.summary,
+        summary=summary,
         decided_by=decision.evidence,
         confidence=decision.confidence,
         findings=tuple(_findings(section, bag, decision)),

@@ -10,6 +10,7 @@ from qualify.plan.profiles import available_profiles, find_profile
 from qualify.sizes import format_bytes
 from qualify.triage.analysis import (
     RunData,
+    allocation_site,
     peak_sample,
     phase_peaks,
     processes_at_peak,
@@ -44,6 +45,7 @@ def attribution(run: RunData | None, bag: Bag) -> dict[str, Any]:
         section["phase_peaks"] = phase_peaks(run)
         section["retention"] = [r.to_dict() for r in retentions(run, cap)]
         section["culprits"] = processes_at_peak(run)[:3]
+        section["allocating"] = allocation_site(run)
         top = section["culprits"][0] if section["culprits"] else None
         running = running_test_of(run, top["pid"], peak.mono) if top and peak else None
         if top is not None and running is not None:

@@ -1,0 +1,385 @@
+"""The last gasp: what every process of the run was doing as its memory neared the cap.
+
+When the run's usage crosses a threshold below the cap (``THRESHOLDS``), qualify reads each of
+its processes (name, state, RSS, kernel wait channel, command line) and asks each Python
+process of the E2E for its stacks: the harness registered ``contract.STACK_SIGNAL`` with
+faulthandler, which writes every thread's stack from C as soon as the signal is delivered,
+even in the middle of an allocation, so the stack is the allocating line. Each dump goes to the
+run's ``STACKS`` file after a header line qualify writes; qualify waits for it (``DUMP_WAIT_S``
+at most per process) and parses the frames.
+
+The threshold is a kernel notification where there is one (cgroup v1 ``cgroup.event_control``
+on ``memory.usage_in_bytes``, an eventfd a thread blocks on: nothing runs while memory stays
+low), so a spike that goes from half the cap to the kill in a tenth of a second is still
+caught on its way up; elsewhere (cgroup v2, docker) the monitor's samples call ``observe``.
+At most ``MAX_CAPTURES`` captures a run. A signal goes only to a process of the run whose
+``SigCgt`` shows the signal caught (the harness's handler is there): never to one it would kill.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness import contract
+from qualify.untrusted import append_regular, open_regular_fd
+
+THRESHOLDS = (0.85, 0.95)
+"""Shares of the cap at which a capture is made, on the way up."""
+MAX_CAPTURES = 2
+DUMP_WAIT_S = 0.02
+"""How long a process's dump is waited for (a quiet file for ``QUIET_S`` ends the wait):
+faulthandler writes it from the signal handler in one burst."""
+QUIET_S = 0.001
+POLL_S = 0.0002
+MAX_PROCESSES = 32
+"""Processes read per capture."""
+MAX_STACKS = 8
+"""Processes asked for their stacks per capture: the largest by RSS (the allocating one is
+among them), so that a capture stays within ~15 ms whatever the number of workers."""
+MAX_FRAMES = 32
+MAX_DUMP_BYTES = 64 << 10
+_FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.+?)\s*$')
+
+
+@dataclasses.dataclass(frozen=True)
+class Frame:
+    """One frame of a Python stack: innermost first."""
+
+    file: str = ""
+    line: int = 0
+    function: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class GaspProcess:
+    """One process of the run at the capture."""
+
+    pid: int = 0
+    name: str = ""
+    state: str = ""
+    rss_bytes: int = 0
+    wchan: str = ""
+    """The kernel function it sleeps in ("" running, "0" none)."""
+    cmdline: str = ""
+    stack: list[Frame] = dataclasses.field(default_factory=list)
+    """The thread that was running Python code when the signal came (innermost frame first);
+    empty when it is not a Python process of the E2E or did not answer in time."""
+    allocator: dict[str, int | None] = dataclasses.field(default_factory=dict)
+    """The CUDA caching allocator's totals, where torch had CUDA up and answered in time."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LastGaspRecord:
+    """One capture."""
+
+    trigger: str = ""
+    """"kernel threshold" (a cgroup notification) or "sample" (the monitor's reading)."""
+    at_s: float = 0.0
+    """Seconds since the run's monitor started."""
+    usage_bytes: int | None = None
+    limit_bytes: int | None = None
+    elapsed_ms: float = 0.0
+    """How long the capture took."""
+    processes: list[GaspProcess] = dataclasses.field(default_factory=list)
+
+
+def _proc(pid: int, name: str, limit: int = 4096) -> str:
+    try:
+        with open(f"/proc/{pid}/{name}", "rb") as handle:
+            return handle.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _status(pid: int) -> dict[str, str]:
+    fields = {}
+    for line in _proc(pid, "status", 8192).splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value.strip()
+    return fields
+
+
+def _catches(status: dict[str, str], signal_number: int) -> bool:
+    try:
+        return bool(int(status.get("SigCgt", "0"), 16) >> (signal_number - 1) & 1)
+    except ValueError:
+        return False
+
+
+def _rss(status: dict[str, str]) -> int:
+    value = status.get("VmRSS", "0 kB").split()
+    return int(value[0]) * 1024 if value and value[0].isdigit() else 0
+
+
+def parse_dump(text: str) -> tuple[list[Frame], dict[str, int | None]]:
+    """The frames of the thread that ran the handler ("Current thread"; else the first
+    thread's), innermost first, and the allocator state line, from one process's dump."""
+    threads: list[tuple[bool, list[Frame]]] = []
+    allocator: dict[str, int | None] = {}
+    for line in text.splitlines():
+        if line.startswith(("Current thread", "Thread 0x")):
+            threads.append((line.startswith("Current thread"), []))
+        elif (match := _FRAME.match(line)) and threads and len(threads[-1][1]) < MAX_FRAMES:
+            threads[-1][1].append(Frame(match[1][-300:], int(match[2]), match[3][:200]))
+        elif line.startswith(contract.TORCH_STATE):
+            allocator = _allocator(line[len(contract.TORCH_STATE) :])
+    current = [frames for is_current, frames in threads if is_current]
+    chosen = current[0] if current else (threads[0][1] if threads else [])
+    return chosen, allocator
+
+
+def _allocator(text: str) -> dict[str, int | None]:
+    import json
+
+    try:
+        document = json.loads(text[:4096])
+        cuda = document.get("cuda", {}) if isinstance(document, dict) else {}
+    except ValueError:
+        return {}
+    if not isinstance(cuda, dict):
+        return {}
+    return {str(k)[:64]: v if isinstance(v, int) else None for k, v in list(cuda.items())[:8]}
+
+
+class LastGasp:
+    """Captures of one run (thread-safe: the notification thread and the monitor both call
+    ``capture``)."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        pids: Callable[[], list[int]],
+        limit_bytes: int,
+        memory_cgroup: Path | None = None,
+        origin_mono: float | None = None,
+    ):
+        self.run_dir = run_dir
+        self.pids = pids
+        self.limit_bytes = limit_bytes
+        self.captures: list[LastGaspRecord] = []
+        self.problems: list[str] = []
+        self._origin = origin_mono if origin_mono is not None else time.monotonic()
+        self._lock = threading.Lock()
+        self._fired: set[float] = set()
+        self._eventfd: int | None = None
+        self._usage_fd: int | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        if memory_cgroup is not None:
+            self._arm(memory_cgroup)
+
+    def _arm(self, cgroup: Path) -> None:
+        """Kernel notifications at each threshold (cgroup v1); the monitor's samples stand in
+        where they cannot be had."""
+        control = cgroup / "cgroup.event_control"
+        usage = cgroup / "memory.usage_in_bytes"
+        if not (control.exists() and usage.exists()):
+            return
+        try:
+            self._eventfd = os.eventfd(0, os.EFD_CLOEXEC)
+            self._usage_fd = os.open(usage, os.O_RDONLY | os.O_CLOEXEC)
+            for share in THRESHOLDS:
+                with open(control, "w") as handle:
+                    handle.write(
+                        f"{self._eventfd} {self._usage_fd} {int(self.limit_bytes * share)}"
+                    )
+        except OSError as exc:
+            self.problems.append(f"last-gasp thresholds not armed ({exc}): samples stand in")
+            self._close_fds()
+            return
+        self._thread = threading.Thread(target=self._wait, name="qualify-last-gasp", daemon=True)
+        self._thread.start()
+
+    def _wait(self) -> None:
+        while not self._closed:
+            try:
+                os.read(self._eventfd, 8)  # type: ignore[arg-type]
+            except OSError:
+                return
+            if self._closed or self._usage_fd is None:
+                return
+            try:
+                usage = int(os.pread(self._usage_fd, 32, 0))
+            except (OSError, ValueError):
+                continue
+            self.observe(usage, "kernel threshold")
+
+    @property
+    def armed(self) -> bool:
+        """True when the kernel notifies the thresholds."""
+        return self._thread is not None
+
+    def observe(self, usage: int | None, trigger: str = "sample") -> None:
+        """A capture when ``usage`` has crossed a threshold not yet captured (on the way up)."""
+        if usage is None or self.limit_bytes <= 0:
+            return
+        crossed = [share for share in THRESHOLDS if usage >= share * self.limit_bytes]
+        if not crossed or crossed[-1] in self._fired or len(self.captures) >= MAX_CAPTURES:
+            return
+        with self._lock:
+            if crossed[-1] in self._fired or len(self.captures) >= MAX_CAPTURES:
+                return
+            self._fired.update(crossed)
+            self._capture(usage, trigger)
+
+    def _capture(self, usage: int, trigger: str) -> None:
+        started = time.monotonic()
+        readings = []
+        for pid in self.pids()[: MAX_PROCESSES * 4]:
+            status = _status(pid)
+            if status:
+                readings.append((pid, status))
+        readings.sort(key=lambda item: _rss(item[1]), reverse=True)
+        processes = []
+        asked = 0
+        for pid, status in readings[:MAX_PROCESSES]:
+            stack: list[Frame] = []
+            allocator: dict[str, int | None] = {}
+            if asked < MAX_STACKS and _catches(status, contract.STACK_SIGNAL):
+                asked += 1
+                stack, allocator = self._dump(pid)
+            processes.append(
+                GaspProcess(
+                    pid=pid,
+                    name=status.get("Name", "")[:64],
+                    state=status.get("State", "")[:32],
+                    rss_bytes=_rss(status),
+                    wchan=_proc(pid, "wchan", 128).strip(),
+                    cmdline=_proc(pid, "cmdline").replace("\0", " ").strip()[:1000],
+                    stack=stack,
+                    allocator=allocator,
+                )
+            )
+        elapsed = (time.monotonic() - started) * 1000
+        self.captures.append(
+            LastGaspRecord(
+                trigger=trigger,
+                at_s=round(started - self._origin, 4),
+                usage_bytes=usage,
+                limit_bytes=self.limit_bytes,
+                elapsed_ms=round(elapsed, 2),
+                processes=processes,
+            )
+        )
+
+    def _dump(self, pid: int) -> tuple[list[Frame], dict[str, int | None]]:
+        """Ask ``pid`` for its stacks; what it wrote after our header within DUMP_WAIT_S."""
+        path = self.run_dir / contract.STACKS
+        header = f"{contract.STACKS_HEADER} {len(self.captures) + 1} pid {pid} ===\n"
+        try:
+            append_regular(path, header.encode())
+            descriptor = open_regular_fd(path)
+        except OSError:
+            return [], {}
+        try:
+            start = size = os.fstat(descriptor).st_size
+            os.kill(pid, contract.STACK_SIGNAL)
+            deadline = changed = time.monotonic()
+            deadline += DUMP_WAIT_S
+            while time.monotonic() < deadline:
+                time.sleep(POLL_S)
+                now = os.fstat(descriptor).st_size
+                if now != size:
+                    size, changed = now, time.monotonic()
+                elif size > start and time.monotonic() - changed >= QUIET_S:
+                    break
+            data = os.pread(descriptor, min(max(size - start, 0), MAX_DUMP_BYTES), start)
+        except OSError:
+            return [], {}
+        finally:
+            os.close(descriptor)
+        text = data.decode("utf-8", "replace").split(contract.STACKS_HEADER, 1)[0]
+        return parse_dump(text)
+
+    def close(self) -> list[LastGaspRecord]:
+        """Stop listening; the captures made."""
+        self._closed = True
+        if self._eventfd is not None:
+            with contextlib.suppress(OSError):
+                os.eventfd_write(self._eventfd, 1)  # wakes the thread, which sees closed
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+        self._close_fds()
+        with self._lock:
+            return list(self.captures)
+
+    def _close_fds(self) -> None:
+        for fd in (self._eventfd, self._usage_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._eventfd = self._usage_fd = None
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """The captures as JSON."""
+        return [dataclasses.asdict(capture) for capture in self.captures]
+
+
+_LIBRARY = ("/site-packages/", "/dist-packages/", "/lib/python3", "/lib64/python3", "<frozen ",
+            "/harness/", "/_pytest/", "/pluggy/", "<string>")  # fmt: skip
+"""Frames of the interpreter, installed packages and the test runner: not the family's code."""
+
+
+def _family_frame(frame: Frame) -> bool:
+    return not any(part in frame.file for part in _LIBRARY)
+
+
+def allocation_point(captures: list[LastGaspRecord]) -> dict[str, Any] | None:
+    """Where the run was allocating as it neared its cap, from the last capture with a stack:
+    the largest process that gave one, its innermost frame in the family's own code (with the
+    library frame it was in, when deeper) and the test that called it; None without one."""
+    for capture in reversed(captures):
+        with_stack = [p for p in capture.processes if p.stack]
+        if not with_stack:
+            continue
+        process = max(with_stack, key=lambda p: p.rss_bytes)
+        own = [frame for frame in process.stack if _family_frame(frame)]
+        site = own[0] if own else process.stack[0]
+        test = next((f for f in process.stack if f.function.startswith("test")), None)
+        found: dict[str, Any] = {
+            "function": site.function,
+            "file": site.file,
+            "line": site.line,
+            "pid": process.pid,
+            "process": process.name,
+            "rss_bytes": process.rss_bytes,
+            "usage_bytes": capture.usage_bytes,
+            "limit_bytes": capture.limit_bytes,
+            "at_s": capture.at_s,
+        }
+        inner = process.stack[0]
+        if inner is not site:
+            found["inside"] = f"{inner.function} ({inner.file.rsplit('/', 1)[-1]}:{inner.line})"
+        if test is not None and test is not site:
+            found["test"] = test.function
+        if process.allocator:
+            found["allocator"] = dict(process.allocator)
+        return found
+    return None
+
+
+def allocation_words(site: dict[str, Any]) -> str:
+    """ "while `grow_kv_cache` (engine_core.py:11) was allocating, called from test_decode,
+    in phase build:decode, at 380 MiB of the 400 MiB cap" (from ``allocation_point``)."""
+    where = f"`{site['function']}` ({str(site['file']).rsplit('/', 1)[-1]}:{site['line']})"
+    words = f"while {where} was allocating"
+    if site.get("inside"):
+        words += f" (in {site['inside']})"
+    if site.get("test"):
+        words += f", called from {site['test']}"
+    if site.get("phase"):
+        words += f", in phase {site['phase']}"
+    usage, limit = site.get("usage_bytes"), site.get("limit_bytes")
+    if usage and limit:
+        from qualify.sizes import format_bytes
+
+        words += f", at {format_bytes(usage)} of the {format_bytes(limit)} cap"
+    return words

@@ -1,0 +1,227 @@
+"""The last gasp: the allocating line named from real runs killed under a real cap."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import contract
+from qualify.run.last_gasp import LastGasp, allocation_point, parse_dump
+from tests.conftest import RunQualify, family_repo
+
+ENGINE = """
+import time
+
+MIB = 1 << 20
+
+
+def grow_kv_cache(cache, step_mib):
+    cache.append(bytearray(step_mib * MIB))  # GROW
+
+
+def load_weights(size_mib):
+    return bytearray(size_mib * MIB)  # SPIKE
+"""
+
+TESTS = """
+import time
+
+import harness
+from engine_core import grow_kv_cache, load_weights
+
+
+def test_decode():
+    cache = []
+    with harness.phase("build:decode"):
+        for _ in range(harness.option("steps", 0)):
+            grow_kv_cache(cache, 8)
+            time.sleep(0.005)
+
+
+def test_load():
+    with harness.phase("checkpoint"):
+        weights = load_weights(harness.option("spike_mib", 0))
+        assert len(weights) > 0
+"""
+
+TOML = """
+[e2e]
+command = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+timeout = "2m"
+[options]
+steps = 0
+spike_mib = 0
+"""
+
+
+def _line_of(marker: str) -> int:
+    return next(i for i, line in enumerate(ENGINE.splitlines(), 1) if marker in line)
+
+
+@pytest.fixture
+def engine_repo(tmp_path: Path) -> Path:
+    return family_repo(
+        tmp_path / "repo", "engine", TOML, {"engine_core.py": ENGINE, "test_engine.py": TESTS}
+    )
+
+
+def _run(run_qualify: RunQualify, repo: Path, *args: str) -> tuple[dict, str]:  # type: ignore[type-arg]
+    result = run_qualify("run", "--family", "engine", "--repo", str(repo), *args)
+    assert result.run_dir is not None, result.stdout + result.stderr
+    triage = run_qualify("triage", str(result.run_dir))
+    return result.audit(), result.stdout + "\n" + triage.stdout
+
+
+@pytest.mark.privileged
+@pytest.mark.slow
+def test_a_slow_climb_names_the_function_and_line_that_was_allocating(
+    engine_repo: Path, run_qualify: RunQualify
+) -> None:
+    audit, said = _run(run_qualify, engine_repo, "--mem", "200M", "--set", "steps=100")
+    assert audit["verdict"] == "OOM_KILLED", said
+    captures = audit["memory"]["last_gasp"]
+    assert 1 <= len(captures) <= 2 and captures[0]["trigger"] == "kernel threshold"
+    assert all(c["elapsed_ms"] < 100 for c in captures), captures
+    line = _line_of("# GROW")
+    expected = (
+        f"while `grow_kv_cache` (engine_core.py:{line}) was allocating, called from test_decode"
+    )
+    assert expected + ", in phase build:decode" in said
+    assert f"near the cap: {expected}" in said  # the run's own terminal summary
+    assert "largest process at the peak (read at the cap): python" in said
+
+
+@pytest.mark.privileged
+@pytest.mark.slow
+def test_a_spike_past_the_cap_is_caught_on_its_way_up(
+    engine_repo: Path, run_qualify: RunQualify
+) -> None:
+    # One bytearray of twice the cap: usage goes from ~40 MiB to the kill in one allocation.
+    audit, said = _run(run_qualify, engine_repo, "--mem", "200M", "--set", "spike_mib=400")
+    assert audit["verdict"] == "OOM_KILLED", said
+    line = _line_of("# SPIKE")
+    assert (
+        f"while `load_weights` (engine_core.py:{line}) was allocating, called from test_load"
+        in said
+    )
+    assert "in phase checkpoint" in said
+
+
+@pytest.mark.privileged
+def test_a_run_that_stays_low_has_no_capture(engine_repo: Path, run_qualify: RunQualify) -> None:
+    audit, said = _run(
+        run_qualify, engine_repo, "--mem", "1G", "--set", "steps=4", "--set", "spike_mib=8"
+    )
+    assert audit["verdict"] == "PASSED", said
+    assert audit["memory"]["last_gasp"] == []
+    assert "near the cap" not in said
+
+
+# --- the capture itself, on real processes
+
+
+def _child(tmp_path: Path, code: str) -> subprocess.Popen[bytes]:
+    """A Python process with qualify's start-up hook (as in a run), that runs ``code``."""
+    events = tmp_path / contract.EVENTS
+    events.touch()
+    site = Path(__file__).resolve().parents[1] / "harness" / "_site"
+    env = dict(os.environ, PYTHONPATH=f"{site}{os.pathsep}{site.parents[1]}")
+    env[contract.ENV_EVENTS] = str(events)
+    child = subprocess.Popen([sys.executable, "-c", code], env=env)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # until its handler is in place
+        status = Path(f"/proc/{child.pid}/status").read_text()
+        mask = int(next(x for x in status.splitlines() if x.startswith("SigCgt")).split()[1], 16)
+        if mask >> (contract.STACK_SIGNAL - 1) & 1:
+            return child
+        time.sleep(0.01)
+    child.kill()
+    raise AssertionError("the start-up hook did not register the stack signal")
+
+
+WAITING = """
+import time
+
+def wait_here():
+    time.sleep(30)  # WAIT
+
+wait_here()
+"""
+
+
+def test_the_dump_is_the_processes_own_stack(tmp_path: Path) -> None:
+    child = _child(tmp_path, WAITING)
+    try:
+        gasp = LastGasp(tmp_path, lambda: [child.pid], limit_bytes=100)
+        gasp.observe(99)
+        (capture,) = gasp.close()
+    finally:
+        child.kill()
+        child.wait()
+    (process,) = capture.processes
+    assert process.stack[0].function == "wait_here" and process.stack[0].line == 5
+    assert capture.elapsed_ms < 100
+    site = allocation_point([capture])
+    assert site is not None and site["function"] == "wait_here"
+
+
+def test_a_process_without_the_handler_is_never_signalled(tmp_path: Path) -> None:
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        time.sleep(0.05)
+        gasp = LastGasp(tmp_path, lambda: [sleeper.pid], limit_bytes=100)
+        gasp.observe(99)
+        (capture,) = gasp.close()
+        assert sleeper.poll() is None  # alive: the default action of the signal would kill it
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    (process,) = capture.processes
+    assert process.name == "sleep" and process.stack == [] and process.wchan
+
+
+def test_a_fifo_in_place_of_the_stacks_file_costs_no_wait(tmp_path: Path) -> None:
+    child = _child(tmp_path, WAITING)
+    try:
+        (tmp_path / contract.STACKS).unlink()
+        os.mkfifo(tmp_path / contract.STACKS)
+        gasp = LastGasp(tmp_path, lambda: [child.pid], limit_bytes=100)
+        started = time.monotonic()
+        gasp.observe(99)
+        (capture,) = gasp.close()
+        assert time.monotonic() - started < 1.0
+        assert child.poll() is None
+    finally:
+        child.kill()
+        child.wait()
+    assert capture.processes[0].stack == []
+
+
+def test_captures_are_bounded_and_only_on_the_way_up(tmp_path: Path) -> None:
+    gasp = LastGasp(tmp_path, lambda: [], limit_bytes=1000)
+    for usage in (100, 900, 960, 970, 500, 990, 1000):
+        gasp.observe(usage)
+    captures = gasp.close()
+    assert [c.usage_bytes for c in captures] == [900, 960]
+
+
+def test_parse_dump_reads_a_real_faulthandler_dump(tmp_path: Path) -> None:
+    out = tmp_path / "dump.txt"
+    code = (
+        "import faulthandler, signal, threading, time, sys\n"
+        f"f = open({str(out)!r}, 'w')\n"
+        "faulthandler.register(signal.SIGUSR1, file=f, all_threads=True)\n"
+        "threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"
+        "def inner():\n"
+        "    signal.raise_signal(signal.SIGUSR1)\n"
+        "inner()\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=30)
+    frames, allocator = parse_dump(out.read_text())
+    assert [f.function for f in frames[:2]] == ["inner", "<module>"] and frames[0].line == 6
+    assert allocator == {}
