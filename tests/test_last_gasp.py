@@ -80,8 +80,12 @@ def _run(run_qualify: RunQualify, repo: Path, *args: str) -> tuple[dict, str]:  
 @pytest.mark.privileged
 @pytest.mark.slow
 def test_a_slow_climb_names_the_function_and_line_that_was_allocating(
-    engine_repo: Path, run_qualify: RunQualify
+    engine_repo: Path, tmp_path: Path, run_qualify: RunQualify, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    summary = tmp_path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "github-output"))
     audit, said = _run(run_qualify, engine_repo, "--mem", "200M", "--set", "steps=100")
     assert audit["verdict"] == "OOM_KILLED", said
     captures = audit["memory"]["last_gasp"]
@@ -93,6 +97,7 @@ def test_a_slow_climb_names_the_function_and_line_that_was_allocating(
     )
     assert expected + ", in phase build:decode" in said
     assert f"near the cap: {expected}" in said  # the run's own terminal summary
+    assert expected in summary.read_text()  # what a reviewer reads on the pull request
     assert "largest process at the peak (read at the cap): python" in said
 
 
@@ -120,6 +125,21 @@ def test_a_run_that_stays_low_has_no_capture(engine_repo: Path, run_qualify: Run
     assert audit["verdict"] == "PASSED", said
     assert audit["memory"]["last_gasp"] == []
     assert "near the cap" not in said
+
+
+@pytest.mark.privileged
+@pytest.mark.slow
+def test_in_a_container_the_line_is_named_too(
+    engine_repo: Path, run_qualify: RunQualify, docker_engine: tuple[str, str]
+) -> None:
+    _, image = docker_engine
+    audit, said = _run(
+        run_qualify, engine_repo, "--mem", "200M", "--set", "steps=100", "--backend", "docker",
+        "--image", image, "--mount-host-python",
+    )  # fmt: skip
+    assert audit["verdict"] == "OOM_KILLED" and audit["sandbox"]["backend"] == "docker", said
+    line = _line_of("# GROW")
+    assert f"while `grow_kv_cache` (engine_core.py:{line}) was allocating" in said
 
 
 # --- the capture itself, on real processes
@@ -200,6 +220,33 @@ def test_a_fifo_in_place_of_the_stacks_file_costs_no_wait(tmp_path: Path) -> Non
         child.kill()
         child.wait()
     assert capture.processes[0].stack == []
+
+
+THREADED = """
+import threading
+
+def fill_cache():
+    sum(range(10**12))  # busy, as an allocating worker is
+
+worker = threading.Thread(target=fill_cache)
+worker.start()
+worker.join()
+"""
+
+
+def test_a_worker_threads_stack_is_taken_when_the_main_thread_only_waits(
+    tmp_path: Path,
+) -> None:
+    child = _child(tmp_path, THREADED)
+    try:
+        time.sleep(0.2)
+        gasp = LastGasp(tmp_path, lambda: [child.pid], limit_bytes=100)
+        gasp.observe(99)
+        (capture,) = gasp.close()
+    finally:
+        child.kill()
+        child.wait()
+    assert capture.processes[0].stack[0].function == "fill_cache"
 
 
 def test_captures_are_bounded_and_only_on_the_way_up(tmp_path: Path) -> None:

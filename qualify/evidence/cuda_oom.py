@@ -89,6 +89,10 @@ def printed_slack(value: int) -> int:
     return 0
 
 
+SLACK_BYTES = 64 << 20
+"""Reserved-but-unallocated memory the caching allocator leaves as a matter of course."""
+
+
 @dataclasses.dataclass(frozen=True)
 class CudaOom:
     """One CUDA (or HIP, or XPU) out-of-memory message, in bytes."""
@@ -166,13 +170,34 @@ class CudaOom:
         over = self.over_budget
         if over:
             return "budget"
-        unallocated = self.unallocated_bytes
-        cached = unallocated is not None and unallocated >= self.requested_bytes
-        if cached and not self.others_dominate:
+        if self._fragmented and not self.others_dominate:
             return "fragmentation"
         if self.allowed_bytes is not None and over is None and self.room_on_device is not False:
             return "budget"
         return "capacity"
+
+    @property
+    def _fragmented(self) -> bool:
+        """The cache, not the device, stood in the way: its reserved-but-unallocated memory
+        could serve the request and, when the device had no room left, is more than the
+        allocator's normal slack (blocks are rounded up to 2 MiB and 20 MiB, and the message
+        prints GiB to two decimals: under ``SLACK_BYTES`` and under 5% of the reservation, the
+        cache is as full as the device), or it holds more free blocks than allocated ones (the
+        allocator's own fragmentation sign)."""
+        unallocated = self.unallocated_bytes
+        if unallocated is None:
+            return False
+        reserved = self.reserved_total_bytes
+        # With room on the device the refusal cannot be the device's: any cache that could
+        # serve it was in the way. With none, the cache counts only beyond its normal slack.
+        beyond_slack = (
+            self.room_on_device is not False or unallocated >= SLACK_BYTES
+            or reserved is None or unallocated * 20 >= reserved
+        )  # fmt: skip
+        if unallocated >= self.requested_bytes and beyond_slack:
+            return True
+        allocated = self.allocated_bytes
+        return allocated is not None and unallocated > allocated and unallocated >= SLACK_BYTES
 
     @property
     def others_dominate(self) -> bool:

@@ -84,6 +84,7 @@ _SIGNAL_EXIT = re.compile(
     r"\(signal: (\d+),"  # Rust's ExitStatus: "(signal: 9, SIGKILL: kill)"
     r"|(?i:killed by signal|terminated by signal|died (?:with|of) signal|received signal)"
     r" (?:SIG)?(\d+|KILL|TERM)\b"
+    r"|[Ss]ignal (\d+) \(SIG\w+\) received"  # torch.distributed.elastic's failure record
 )
 """A process said to have ended by a signal, as runtimes and runners word it."""
 _SIGNAL_NUMBERS = {"KILL": 9, "TERM": 15}
@@ -126,6 +127,7 @@ _TIMEOUT = re.compile(
     r"\+{3,} Timeout \+{3,}|(?<![*'\"])Failed: Timeout >[\d.]+s|~{3,} Stack of .+? \(\d+\) ~{3,}"
     r"|has exceeded the maximum execution time|execution took longer than|DUE TO TIME LIMIT"
     r"|[Ww]atchdog caught collective operation timeout"
+    r"|[Tt]est timeout expired|\*\*\*Timeout\b"  # libcheck, CTest
 )
 _TIMEOUT_NODEID = re.compile(r"FAILED (?:\[[\d.]+m?s\] )?(\S+::\S+) - Failed: Timeout")
 _K8S_OOMKILLED = re.compile(
@@ -330,20 +332,30 @@ def parse_pytest_line(line: str, low: str | None = None) -> LineSignal | None:
     if "E   " in line and (match := _E_LINE.search(line)):
         text = match.group(1).strip()
         return _by_memory(text, None) or LineSignal("test_error_line", {"text": text})
-    if "fail" in low and (match := _OTHER_RUNNER_FAILED.search(line)):
+    if ("fail" in low or "error" in low) and (match := _OTHER_RUNNER_FAILED.search(line)):
         name = next(group for group in match.groups() if group is not None)
         return LineSignal("test_failed", {"nodeid": name})
+    if ("error" in low or "exception" in low) and (match := _EXCEPTION.search(line)):
+        text = f"{match[1]}: {match[2]}"[:500]
+        if (found := _by_memory(text, None)) is not None:
+            return found
+        if _NAMES_A_TEST.search(match[2]):  # raised about a test: a leak check, a harness
+            return LineSignal("test_error_line", {"text": text})
+        return LineSignal("exception_line", {"text": text})
     if "error" in low and ".py:" in line and (match := _E_LOCATION.match(line.strip())):
         return LineSignal("test_error_line", {"text": match.group(1)})
     return None
 
 
+_EXCEPTION = re.compile(r"(?:^|[\s:>\]])((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (\S.*)")
+"""An exception as Python, Java and most runtimes print its last line."""
+_NAMES_A_TEST = re.compile(r"\btest_\w+|\bTest\w*\.test\w*")
 _MEMORY_CAUSES = frozenset(
     {"host_alloc_failed", "gpu_oom", "gpu_budget", "node_oom_kill", "limit_oom_kill", "oom_kill"}
 )
 _OTHER_RUNNER_FAILED = re.compile(
     r"^\s*--- FAIL: (\S+)"  # go test
-    r"|^(?:FAIL|ERROR): (\w+ \([\w.]+\))"  # unittest
+    r"|^(?:\S+Z )?(?:FAIL|ERROR)(?: \[[\d.]+m?s\])?: (\w+ \([\w.]+\))"  # unittest
     r"|^test (\S+) \.\.\. FAILED\b"  # cargo test
     r"|\bTest +#\d+: (\S+) \.+\*+Failed\b"  # CTest
 )

@@ -40,11 +40,14 @@ _SAID = re.compile(
     r" (?:the |its |their |your )?(?:\w+ ){0,2}memory (?:usage )?(?:limit|quota)"
     r"|memory (?:limit|quota)(?: of [\w.]+)? (?:was |has been |is )?(?:exceeded|reached)"
     r"|memlimit|low on memory|low memory|memory ?pressure|oom[- _]?kill|running low on memory"
-    r"|low on resource: memory"
+    r"|low on resource: memory|alloc\w* failed|failed to alloc\b|enough memory resources"
+    r"|outofdevicememory|(?:attempting|trying|tried) to (?:reserve|allocate) .{0,80}not possible"
+    r"|alloc\w* <= (?:available|free)\w* failed"
 )
 """Words that say memory ran out (on the lowered line)."""
 _CODE = re.compile(
-    r"^\s*(?:(?:if|elif|else|for|while|return|raise|throw|except|catch|case|def|class)\b|#|//|/\*)"
+    r"^\s*(?:(?:if|elif|else|for|while|return|raise|throw|except|catch|case|def|class)\b"
+    r"|(?:#|//|/\*)(?!.*\w(?:Error|Exception): ))"
     r"|^\s*\*\s|^\s*[\"'].*[,({;+\\]\s*$|^(?!.*\w\. [A-Z]).*[,({;+\\]\s*$"
 )
 """Source code quoted in a log (a traceback's source line, a snippet): the report follows it.
@@ -78,7 +81,7 @@ _EVICTION = re.compile(r"low on resource: memory|had condition: \[memorypressure
 _HANDLED = re.compile(
     r"\bretry|retrying|\bwill retry|not a failure|falling back|fall(?:ing)? back|recovered"
     r"|trying again|try again with|reducing (?:the )?batch|skipping tactic"
-    r"|attempting to free|freeing up"
+    r"|attempting to free|freeing up|cache flush"
 )
 _KILLED = re.compile(
     r"\b(?:killed|killing|kill(?:s|ed)? (?:the |a )?(?:process|task|worker|job|container|pod)"
@@ -88,13 +91,15 @@ _KILLED = re.compile(
 _KILLER = re.compile(r"earlyoom|nohang|lowmemorykiller|lmkd|jetsam|systemd-oomd|oom[- _]?killer")
 """Programs and kernel parts whose work is killing for memory."""
 _ALLOCATING = re.compile(
-    r"alloc|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough"
+    r"alloc|to reserve|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough"
     r"|insufficient|out of memory|outofmemory|out_of_memory|memory (?:is )?exhausted"
 )
 _ACCELERATOR = re.compile(
     r"\b(?:cuda\w*|\w*gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|metal|tpu\w*|hpu\w*|neuron\w*|vulkan"
     r"|directml|dml|opencl|vram|hbm|device[ _:]?\d+|cu\w*alloc\w*|ggml\w*|\w*_bfc|cl_mem\w*"
-    r"|nvidia\w*|accelerator|xla\w*|jax\w*|cupy\w*)\b"
+    r"|nvidia\w*|accelerator|xla\w*|jax\w*|cupy\w*|rmm|vk[a-z]*(?:alloc|memory|buffer)\w*"
+    r"|device memory|device buffer"
+    r"|on device|allocated so far|8007000e)\b"
 )
 _HOST = re.compile(
     r"\b(?:cpu\w*|host|ram|system memory|physical memory|heap|memoryerror|nomemoryerror|bad_alloc"
@@ -121,15 +126,19 @@ _LIMIT_CROSSED = re.compile(
 )
 """A memory limit crossed (not a quota: a quota may be soft, as Heroku's R14 is)."""
 _BUDGET_WORDS = re.compile(
-    r"\bbudget\b|\bfraction\b|memory_fraction|mem_limit|per[- ]process|utilization"
-    r"|max(?:imum)? allowed"
+    r"\bbudget\b|\bfraction\b|memory_fraction|mem_limit|per[- ]process|memory_utilization"
+    r"|max(?:imum)? allowed|maximum pool size|pool size exceeded|limit set to|capped at"
 )
 """A limit that is the process's own whatever the numbers (a budget is named)."""
 _FRAGMENTATION = re.compile(r"fragment")
 _SIZE = re.compile(
-    r"(?<![\w.])(\d+(?:[.,]\d+)?)\s*(bytes|byte|b|kib|kb|k|mib|mb|m|gib|gb|g|tib|tb)\b"
-    r"|(?<![\w.])(\d{4,})(?!\s*[\w%.])"
+    r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:[.,]\d+)?)\s*"
+    r"(bytes|byte|b|kib|kb|k|mib|mb|m|gib|gb|g|tib|tb)\b"
+    r"|(?<![\w.,])(\d{1,3}(?:,\d{3}){2,}|\d{4,})(?![\w%.]|\s*[\w%])"
 )
+"""A size with its unit, or a bare count of bytes (``1,073,741,824`` with its thousands
+separators, or 4 digits and more)."""
+_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+")
 _UNITS = {
     "b": 1, "byte": 1, "bytes": 1,
     "k": 1 << 10, "kib": 1 << 10, "kb": 1000,
@@ -149,7 +158,8 @@ _LABELS = (
 _ECOSYSTEMS = (
     ("jax", "JAX"), ("xla", "XLA"), ("tensorflow", "TensorFlow"), ("_bfc", "TensorFlow"),
     ("mps backend", "PyTorch's MPS backend"), ("torch", "PyTorch"), ("ggml", "ggml"),
-    ("llama", "llama.cpp"), ("cupy", "CuPy"), ("rmm", "RMM"), ("cudf", "cuDF"),
+    ("llama", "llama.cpp"), ("cupy", "CuPy"), ("allocated so far", "CuPy"), ("rmm", "RMM"),
+    ("cudf", "cuDF"), ("8007000e", "DirectML"), ("vkallocate", "Vulkan"),
     ("paddle", "PaddlePaddle"), ("mxnet", "MXNet"), ("onnxruntime", "ONNX Runtime"),
     ("openvino", "OpenVINO"), ("julia", "Julia"), ("cuda.jl", "CUDA.jl"), ("ray", "Ray"),
     ("earlyoom", "earlyoom"), ("nohang", "nohang"), ("deepspeed", "DeepSpeed"),
@@ -163,12 +173,17 @@ _DEVICES = (
     ("rocm", "a ROCm device"), ("hip", "a ROCm device"), ("xpu", "an XPU"),
     ("mps", "an MPS device"), ("metal", "a Metal device"), ("tpu", "a TPU"),
     ("hpu", "a Gaudi HPU"), ("neuron", "a Neuron device"), ("vulkan", "a Vulkan device"),
-    ("directml", "a DirectML device"), ("cuda", "a CUDA device"), ("gpu", "a GPU"),
+    ("directml", "a DirectML device"), ("8007000e", "a DirectML device"),
+    ("vkallocate", "a Vulkan device"), ("vk::", "a Vulkan device"), ("cuda", "a CUDA device"),
+    ("gpu", "a GPU"),
 )  # fmt: skip
 
 
 def _bytes(number: str, unit: str | None) -> int | None:
-    value = float(number.replace(",", ".")) if unit else int(number)
+    if _THOUSANDS.fullmatch(number):
+        value = float(number.replace(",", ""))
+    else:
+        value = float(number.replace(",", "."))
     return int(value * _UNITS[unit]) if unit else int(value)
 
 
@@ -177,7 +192,7 @@ def _numbers(line: str, low: str) -> dict[str, int]:
     found: dict[str, int] = {}
     for match in _SIZE.finditer(low):
         number, unit = (match[1], match[2]) if match[1] else (match[3], "b")
-        if unit == "b" and not match[1] and int(number) < 1 << 20:
+        if unit == "b" and not match[1] and int(number.replace(",", "")) < 1 << 20:
             continue  # a bare count that is not a size in bytes
         size = _bytes(number, unit)
         if size is None:
@@ -282,6 +297,19 @@ _KILL_ACTION = re.compile(
 )
 
 
+def _memory_named(lines: Any) -> str | None:
+    """The first of ``lines`` that names an accelerator (that line), or "host" when the first
+    that names any memory names the host's; None when none does."""
+    for text in lines:
+        low = text.lower()
+        hosted = _HOST_CONTEXT.search(low) or _HOST.search(low)
+        if _ACCELERATOR.search(low) and not (hosted and not _DEVICE_WORD.search(low)):
+            return str(text)
+        if hosted:
+            return "host"
+    return None
+
+
 def in_context(
     found: LineSignal, line: str, before: str, after: str
 ) -> tuple[LineSignal, int, str]:
@@ -297,18 +325,20 @@ def in_context(
     """
     kind, fields = found.kind, found.fields
     if kind == "host_alloc_failed" and not fields.get("memory_named"):
-        for text in reversed(before.splitlines()[-_BEFORE_LINES:]):
-            low = text.lower()
-            hosted = _HOST_CONTEXT.search(low) or _HOST.search(low)
-            if _ACCELERATOR.search(low) and not (hosted and not _DEVICE_WORD.search(low)):
-                numbers = {k: v for k, v in fields.items() if k.endswith("_bytes")}
-                ecosystem = fields.get("ecosystem") or _named(low, _ECOSYSTEMS)
-                device = _named(low, _DEVICES)
-                signal = _device_oom(line.lower(), fields, numbers, ecosystem, device)
-                signal.fields["device_from"] = text.strip()[:200]
-                return signal, 0, line
-            if hosted:
+        # The nearest line before that names a memory decides; when none does, the message's
+        # own next lines may (Paddle's "at [.../gpu_info.cc:89]", a traceback after its error).
+        for lines in (reversed(before.splitlines()[-_BEFORE_LINES:]), after.splitlines()[:6]):
+            named = _memory_named(lines)
+            if named is None:
+                continue
+            if named == "host":
                 break
+            numbers = {k: v for k, v in fields.items() if k.endswith("_bytes")}
+            low = named.lower()
+            ecosystem = fields.get("ecosystem") or _named(low, _ECOSYSTEMS)
+            signal = _device_oom(line.lower(), fields, numbers, ecosystem, _named(low, _DEVICES))
+            signal.fields["device_from"] = named.strip()[:200]
+            return signal, 0, line
         return found, 0, line
     following = after.splitlines()[:_AFTER_LINES]
     if kind == "gpu_oom":
@@ -331,7 +361,7 @@ def in_context(
 
 _DEVICE_WORD = re.compile(
     r"\b(?:cuda\w*|gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|metal|tpu\w*|hpu\w*|vulkan|vram|\w*_bfc"
-    r"|device[ _:]?\d+)\b"
+    r"|device[ _:]?\d+|device memory|device buffer|on device|rmm)\b"
 )
 """An accelerator named outright (``node``/``host`` words next to it do not make it the
 host's: "GPU 0 on host x")."""

@@ -58,6 +58,8 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"outofmemory",  # TensorRT "Error Code 2: OutOfMemory", torch.OutOfMemoryError, HIP
         b"out_of_memory",  # CUDA_ERROR_OUT_OF_MEMORY, Slurm OUT_OF_MEMORY, mem_cgroup_out_of_memory
         b"out_of_device_memory",  # Level Zero
+        b"outofdevicememory",  # Vulkan's ErrorOutOfDeviceMemory
+        b"alloc device memory",  # "Failed to alloc DEVICE memory" (Neuron)
         b"memory: usage",  # memcg usage/limit
         b"memory for the cache",  # vLLM "No available memory for the cache blocks"
         b"available memory of",  # ONNX Runtime arena limit
@@ -90,13 +92,16 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"timeout +",
         b"time limit",
         b"operation timeout",
-    ),  # pytest-timeout banner, Slurm DUE TO TIME LIMIT
+        b"timeout expired",
+        b"***timeout",
+    ),  # pytest-timeout banner, Slurm DUE TO TIME LIMIT, libcheck's and CTest's timeouts
     b" passed": (b" passed in", b" passed,", b" passed\x1b"),  # a pytest summary (coloured)
     b"e   ": (b"e   ",),  # pytest's "E   " lines
     b"oom": (b"oom",),  # OOMKilled, oom-kill, docker "container oom", systemd-oomd
     b"canceled": (b"canceled",),  # "The operation was canceled."
     b"signal": (b"by signal", b"received signal", b"of signal", b"with signal"),  # a signal death
     b"terminate called": (b"terminate called",),  # C++ std::terminate (SIGABRT)
+    b"not possible": (b"not possible",),  # XLA: "Attempting to reserve 3.95G ... not possible"
 }
 NEEDLES: tuple[bytes, ...] = tuple(n for needles in GROUPS.values() for n in needles)
 _CUDA_HIT = b"out of memory. Tried to allocate"

@@ -301,7 +301,11 @@ def _last_gasp(spec: RunSpec, sandbox: Sandbox, run: _Run, probe: Any) -> Any:
         return None
     dirs = sandbox.cgroup_dirs()
     memory = next((d for d in dirs if (d / "memory.usage_in_bytes").exists()), None)
-    return LastGasp(spec.run_dir, probe.pids, cap, memory_cgroup=memory, origin_mono=0.0)
+    later = getattr(probe, "memory_directory", None)  # a container's, once it runs
+    return LastGasp(
+        spec.run_dir, probe.pids, cap, memory_cgroup=memory, origin_mono=0.0,
+        find_cgroup=later if memory is None else None,
+    )  # fmt: skip
 
 
 class Teardown:

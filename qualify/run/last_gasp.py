@@ -131,9 +131,27 @@ def parse_dump(text: str) -> tuple[list[Frame], dict[str, int | None]]:
             threads[-1][1].append(Frame(match[1][-300:], int(match[2]), match[3][:200]))
         elif line.startswith(contract.TORCH_STATE):
             allocator = _allocator(line[len(contract.TORCH_STATE) :])
-    current = [frames for is_current, frames in threads if is_current]
-    chosen = current[0] if current else (threads[0][1] if threads else [])
-    return chosen, allocator
+    return _allocating_thread(threads), allocator
+
+
+_WAITING_FILES = ("/threading.py", "/queue.py", "/selectors.py", "/socket.py", "/subprocess.py",
+                  "/connection.py", "/synchronize.py", "/selector_events.py")  # fmt: skip
+"""The standard library's waits: a thread whose innermost frame is in one is not allocating."""
+
+
+def _waiting(frames: list[Frame]) -> bool:
+    return bool(frames) and frames[0].file.endswith(_WAITING_FILES)
+
+
+def _allocating_thread(threads: list[tuple[bool, list[Frame]]]) -> list[Frame]:
+    """The thread that was allocating: the one that ran the handler (the kernel delivers the
+    signal to a thread that is running, in preference) unless it was waiting (a main thread
+    joining the worker that allocates), else the first thread not waiting."""
+    ordered = sorted(threads, key=lambda thread: not thread[0])  # the current one first
+    busy = [frames for _, frames in ordered if frames and not _waiting(frames)]
+    if busy:
+        return busy[0]
+    return ordered[0][1] if ordered else []
 
 
 def _allocator(text: str) -> dict[str, int | None]:
@@ -160,6 +178,7 @@ class LastGasp:
         limit_bytes: int,
         memory_cgroup: Path | None = None,
         origin_mono: float | None = None,
+        find_cgroup: Callable[[], Path | None] | None = None,
     ):
         self.run_dir = run_dir
         self.pids = pids
@@ -173,7 +192,11 @@ class LastGasp:
         self._usage_fd: int | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._find_cgroup = find_cgroup
+        """Where the memory cgroup is known only once the E2E runs (a container's): armed at
+        the first sample that finds it."""
         if memory_cgroup is not None:
+            self._find_cgroup = None
             self._arm(memory_cgroup)
 
     def _arm(self, cgroup: Path) -> None:
@@ -219,6 +242,12 @@ class LastGasp:
 
     def observe(self, usage: int | None, trigger: str = "sample") -> None:
         """A capture when ``usage`` has crossed a threshold not yet captured (on the way up)."""
+        if self._find_cgroup is not None and not self._closed:
+            found = self._find_cgroup()
+            if found is not None:
+                self._find_cgroup = None
+                with self._lock:
+                    self._arm(found)
         if usage is None or self.limit_bytes <= 0:
             return
         crossed = [share for share in THRESHOLDS if usage >= share * self.limit_bytes]

@@ -276,9 +276,20 @@ def _engine_oom(hit: GpuHit, bag: Bag) -> Decision:
 
 
 def _same_engine(hit: GpuHit, bag: Bag) -> tuple[Evidence, ...]:
-    """The first hit and up to four more of the same engine (the repeated lines of one OOM)."""
-    engine = hit.fields.get("engine")
-    more = [h.evidence for h in bag.gpu[1:] if h.fields.get("engine") == engine]
+    """The first hit and up to four more of the same engine or of the same message (the
+    repeated lines of one OOM; the lines of one report within three of the first)."""
+    engine, line = hit.fields.get("engine"), hit.evidence.line
+
+    def same(other: GpuHit) -> bool:
+        if other.fields.get("engine") == engine:
+            return True
+        near = other.evidence.line
+        return (
+            other.evidence.source == hit.evidence.source and line is not None
+            and near is not None and abs(near - line) <= 3
+        )  # fmt: skip
+
+    more = [h.evidence for h in bag.gpu[1:] if same(h)]
     return (hit.evidence, *more[:4])
 
 
@@ -320,7 +331,8 @@ def _crash(bag: Bag) -> Decision | None:
 
 def _tests(bag: Bag) -> Decision | None:
     if bag.test_failures:
-        return Decision(TriageClass.TEST_FAILURE, "tests failed", tuple(bag.test_failures[:10]))
+        more = bag.test_error_lines[: max(0, 10 - len(bag.test_failures))]
+        return Decision(TriageClass.TEST_FAILURE, "tests failed", (*bag.test_failures[:10], *more))
     if bag.test_error_lines:
         summary = "tests failed (pytest's E lines; no summary or FAILED line in the text)"
         evidence = tuple(bag.test_error_lines[:10])
@@ -364,8 +376,10 @@ def decide(bag: Bag) -> Decision:
         decision = _RUNGS[cause](bag)
         if decision is not None:
             return decision
-    if bag.noted or bag.exits:
+    if bag.noted or bag.exits or bag.exceptions:
         said = []
+        if bag.exceptions:
+            said.append("an exception was raised, its cause not stated")
         if bag.exits:
             said.append("a process exited with an error code (not a signal)")
         if bag.noted:
@@ -374,7 +388,8 @@ def decide(bag: Bag) -> Decision:
                 "(a warning, a title, or a cause offered as possible)"
             )
         summary = "no signal decided the outcome; " + "; ".join(said)
-        return Decision(TriageClass.UNKNOWN, summary, tuple(bag.exits[:3] + bag.noted[:5]), LOW)
+        evidence = bag.exceptions[:2] + bag.exceptions[2:][-1:] + bag.exits[:3] + bag.noted[:5]
+        return Decision(TriageClass.UNKNOWN, summary, tuple(evidence), LOW)
     return Decision(TriageClass.UNKNOWN, "no signal decided the outcome", (), LOW)
 
 

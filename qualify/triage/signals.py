@@ -102,6 +102,8 @@ class Bag:
     audit_oom_kills: int | None = None
     exits: list[Evidence] = dataclasses.field(default_factory=list)
     """Non-zero exits that were not by a signal (an error exit: it says that, not why)."""
+    exceptions: list[Evidence] = dataclasses.field(default_factory=list)
+    """Exceptions printed (``RuntimeError: ...``) that name no memory and no test."""
     noted: list[Evidence] = dataclasses.field(default_factory=list)
     """Lines that say memory ran out or ran low but report no event (a title, a cause offered
     as one of several, a warning, low memory with no kill): shown when nothing decides."""
@@ -211,6 +213,8 @@ def _console(scan: ScanResult, bag: Bag) -> None:
             bag.trt_context.append(evidence)
         elif kind == "trt_oom_warning":
             bag.trt_warnings.append(evidence)
+        elif kind == "exception_line":
+            bag.exceptions.append(evidence)
         elif kind in ("memory_noted", "memory_low"):
             bag.noted.append(evidence)
         elif kind in ("k8s_oomkilled", "docker_event_oom", "slurm_oom"):

@@ -174,6 +174,11 @@ class DockerProbe:
     def _memory(self) -> Probe | None:
         return self.parent or self.inner
 
+    def memory_directory(self) -> Path | None:
+        """The memory cgroup read (the parent's when there is one), once the container runs."""
+        memory = self._memory()
+        return getattr(memory, "directory", None) if memory is not None else None
+
     def usage_bytes(self) -> int | None:
         """memory usage of the container (through its parent cgroup when there is one)."""
         memory = self._memory()
