@@ -723,7 +723,8 @@ def test_the_staged_harness_keeps_bytecode_the_import_system_accepts(tmp_path: P
 def test_a_process_that_records_nothing_loads_only_the_startup(tmp_path: Path) -> None:
     """Every Python process of the E2E starts through qualify's sitecustomize; one that is not
     the first (the limits are taken) and never imports torch loads the harness's start-up and
-    the contract, nothing else that the same interpreter without the harness would not."""
+    the contract, and faulthandler (built into the interpreter: the last-gasp stack dump is
+    registered with it), nothing else that the same interpreter without the harness would not."""
     from qualify.plan.spec import HARNESS_ROOT, HARNESS_SITE
 
     (tmp_path / contract.LIMITS_MARKER).touch()  # another process recorded the limits
@@ -743,6 +744,7 @@ def test_a_process_that_records_nothing_loads_only_the_startup(tmp_path: Path) -
         loaded[name] = set(done.stdout.split())
     added = loaded["inside"] - loaded["bare"] - {"sitecustomize"}
     # (_json, the C encoder the contract uses, may be loaded already: a coverage run's hook)
-    assert {"harness", "harness._startup", "harness.contract"} <= added
-    assert added <= {"harness", "harness._startup", "harness.contract", "_json"}
+    assert {"harness", "harness._startup", "harness.contract", "faulthandler"} <= added
+    assert added <= {"harness", "harness._startup", "harness.contract", "faulthandler", "_json"}
+    assert "faulthandler" in sys.builtin_module_names  # no file read, no Python code run
     assert not (tmp_path / "events.jsonl").exists()
