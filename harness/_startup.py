@@ -55,8 +55,8 @@ _stacks_fd: list[int] = []
 
 
 def _dump_stacks_on_signal() -> None:
-    """On ``STACK_SIGNAL`` (sent by qualify as the run nears its cap), faulthandler writes
-    every thread's Python stack to the run's ``STACKS`` file at once, from C, even while the
+    """On ``STACK_SIGNAL`` (sent by qualify to a thread as the run nears its cap), faulthandler
+    writes that thread's Python stack to the run's ``STACKS`` file at once, from C, even while the
     process is inside an allocation; then, where torch is loaded, a Python handler adds its
     allocator's state. Left alone when the program has its own handler for the signal."""
     # _signal, not signal: the module's Python half imports enum, a third of a millisecond
@@ -73,7 +73,9 @@ def _dump_stacks_on_signal() -> None:
     fd = os.open(os.path.join(os.path.dirname(events), STACKS), flags, 0o644)
     _stacks_fd.append(fd)
     _signal.signal(STACK_SIGNAL, _allocator_state)
-    faulthandler.register(STACK_SIGNAL, file=fd, all_threads=True, chain=True)
+    # The thread that takes the signal dumps its own stack: all_threads would read the other
+    # threads' frames without their lock, and crash a process whose threads are ending.
+    faulthandler.register(STACK_SIGNAL, file=fd, all_threads=False, chain=True)
 
 
 def _allocator_state(signum: int, frame: object) -> None:

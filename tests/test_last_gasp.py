@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness import contract
-from qualify.run.last_gasp import LastGasp, allocation_point, parse_dump
+from qualify.run import last_gasp
+from qualify.run.last_gasp import LastGasp, allocation_point, allocation_words, parse_dump
 from tests.conftest import RunQualify, family_repo
 
 ENGINE = """
@@ -234,9 +235,9 @@ worker.join()
 """
 
 
-def test_a_worker_threads_stack_is_taken_when_the_main_thread_only_waits(
-    tmp_path: Path,
-) -> None:
+def test_a_main_thread_that_only_waits_is_said_to_wait(tmp_path: Path) -> None:
+    # Only the main thread is asked (a worker may be ending as it answers): the words say the
+    # main thread waited and another thread allocated, never the wait as the allocating line.
     child = _child(tmp_path, THREADED)
     try:
         time.sleep(0.2)
@@ -246,15 +247,64 @@ def test_a_worker_threads_stack_is_taken_when_the_main_thread_only_waits(
     finally:
         child.kill()
         child.wait()
-    assert capture.processes[0].stack[0].function == "fill_cache"
+    site = allocation_point([capture])
+    assert site is not None and site["waiting"].startswith(("wait", "join", "_wait_for"))
+    words = allocation_words(site)
+    assert "waited in `" in words and "another of its threads was allocating" in words
 
 
-def test_captures_are_bounded_and_only_on_the_way_up(tmp_path: Path) -> None:
+CHURN = """
+import threading
+
+def short():
+    sum(range(1000))
+
+while True:  # threads start and end all the time, as a model loader's pool does
+    workers = [threading.Thread(target=short) for _ in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+"""
+
+
+def test_capturing_a_process_whose_threads_come_and_go_never_crashes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Dumping every thread from one (faulthandler's all_threads) read the frames of threads
+    # being torn down and crashed a real run with SIGSEGV; each thread now dumps its own.
+    monkeypatch.setattr(last_gasp, "MIN_INTERVAL_S", 0.0)
+    child = _child(tmp_path, CHURN)
+    try:
+        gasp = LastGasp(tmp_path, lambda: [child.pid], limit_bytes=100)
+        for _ in range(40):
+            gasp.observe(99)
+            gasp.observe(10)  # falls back: armed again
+        captures = gasp.close()
+        assert child.poll() is None, "the capture killed the process"
+    finally:
+        child.kill()
+        child.wait()
+    assert gasp.taken == 40 and len(captures) == last_gasp.KEEP
+    assert any(p.stack for c in captures for p in c.processes)
+
+
+def test_captures_are_bounded_and_only_on_the_way_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     gasp = LastGasp(tmp_path, lambda: [], limit_bytes=1000)
     for usage in (100, 900, 960, 970, 500, 990, 1000):
         gasp.observe(usage)
-    captures = gasp.close()
-    assert [c.usage_bytes for c in captures] == [900, 960]
+    # Once per threshold per climb; the second climb comes within MIN_INTERVAL_S of the first.
+    assert [c.usage_bytes for c in gasp.close()] == [900, 960]
+    monkeypatch.setattr(last_gasp, "MIN_INTERVAL_S", 0.0)
+    gasp = LastGasp(tmp_path, lambda: [], limit_bytes=1000)
+    for usage in (900, 960, 890, 990, 920, 700, 860, 951, 820, 960):
+        gasp.observe(usage)
+    # A threshold is armed again 5% of the cap under it (95% under 90%, 85% under 80%): the
+    # later climbs are captured, the last KEEP kept.
+    assert [c.usage_bytes for c in gasp.close()] == [990, 860, 951, 960]
+    assert gasp.taken == 6
 
 
 def test_parse_dump_reads_a_real_faulthandler_dump(tmp_path: Path) -> None:

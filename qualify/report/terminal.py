@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from qualify.evidence.junit import counts_said, family_counts
 from qualify.judge.judgement import WITHOUT_PLUGIN
 from qualify.judge.result import RunResult
-from qualify.run.last_gasp import allocation_point, allocation_words
+from qualify.run.last_gasp import allocation_point, allocation_words, phase_at
 from qualify.rundir.audit import rerun_words
 from qualify.sizes import format_bytes, format_duration
 from qualify.verdict import Verdict
@@ -100,7 +100,8 @@ def render_summary(result: RunResult, *, color: bool = False, width: int = 100) 
     console.print(Text(f"commit {spec.commit.head}{dirty}  backend {backend}"))
     console.print(Text(f"cap {cap}  peak {peak}  oom kills {oom}"))
     site = allocation_point(list(monitor.last_gasp)) if monitor else None
-    if site is not None:
+    if site is not None and monitor is not None:
+        site["phase"] = phase_at(monitor.phases, site["at_s"])  # (at_s: monotonic here)
         console.print(Text(f"near the cap: {allocation_words(site)}"))
     progress = result.progress
     counts = family_counts(result.testcases)

@@ -12,12 +12,16 @@ The threshold is a kernel notification where there is one (cgroup v1 ``cgroup.ev
 on ``memory.usage_in_bytes``, an eventfd a thread blocks on: nothing runs while memory stays
 low), so a spike that goes from half the cap to the kill in a tenth of a second is still
 caught on its way up; elsewhere (cgroup v2, docker) the monitor's samples call ``observe``.
-At most ``MAX_CAPTURES`` captures a run. A signal goes only to a process of the run whose
+A threshold captures once on each climb: it is armed again when usage falls ``HYSTERESIS`` of
+the cap below it (a run that loads a model near the cap, frees part of it, and dies later in
+another phase gets its last climb captured), at most once per ``MIN_INTERVAL_S``; the last
+``KEEP`` captures are kept. A signal goes only to a process of the run whose
 ``SigCgt`` shows the signal caught (the harness's handler is there): never to one it would kill.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import os
@@ -33,7 +37,13 @@ from qualify.untrusted import append_regular, open_regular_fd
 
 THRESHOLDS = (0.85, 0.95)
 """Shares of the cap at which a capture is made, on the way up."""
-MAX_CAPTURES = 2
+HYSTERESIS = 0.05
+"""How far (a share of the cap) usage must fall under a threshold to arm it again."""
+MIN_INTERVAL_S = 1.0
+"""The shortest time between two captures at one threshold (a run hovering at the cap pays
+at most a few milliseconds a second)."""
+KEEP = 4
+"""Captures kept: the last ones, those nearest the end."""
 DUMP_WAIT_S = 0.02
 """How long a process's dump is waited for (a quiet file for ``QUIET_S`` ends the wait):
 faulthandler writes it from the signal handler in one burst."""
@@ -41,9 +51,10 @@ QUIET_S = 0.001
 POLL_S = 0.0002
 MAX_PROCESSES = 32
 """Processes read per capture."""
-MAX_STACKS = 8
+MAX_STACKS = 6
 """Processes asked for their stacks per capture: the largest by RSS (the allocating one is
-among them), so that a capture stays within ~15 ms whatever the number of workers."""
+among them), so that a capture stays within tens of milliseconds whatever the number of
+workers."""
 MAX_FRAMES = 32
 MAX_DUMP_BYTES = 64 << 10
 _FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.+?)\s*$')
@@ -125,8 +136,8 @@ def parse_dump(text: str) -> tuple[list[Frame], dict[str, int | None]]:
     threads: list[tuple[bool, list[Frame]]] = []
     allocator: dict[str, int | None] = {}
     for line in text.splitlines():
-        if line.startswith(("Current thread", "Thread 0x")):
-            threads.append((line.startswith("Current thread"), []))
+        if line.startswith(("Current thread", "Thread 0x", "Stack (most recent call first)")):
+            threads.append((not line.startswith("Thread 0x"), []))  # one thread's own: "Stack"
         elif (match := _FRAME.match(line)) and threads and len(threads[-1][1]) < MAX_FRAMES:
             threads[-1][1].append(Frame(match[1][-300:], int(match[2]), match[3][:200]))
         elif line.startswith(contract.TORCH_STATE):
@@ -152,6 +163,39 @@ def _allocating_thread(threads: list[tuple[bool, list[Frame]]]) -> list[Frame]:
     if busy:
         return busy[0]
     return ordered[0][1] if ordered else []
+
+
+def _threads_to_ask(pid: int) -> list[int]:
+    """The main thread alone. A thread that takes the signal dumps its own stack; a thread
+    other than the main one may be ending as it does (its state freed under the dump: a
+    SIGSEGV, seen once in 1,000 captures of a process whose threads come and go), and the main
+    thread does not end while the process runs. A worker thread's allocation is then seen as
+    the main thread waiting for it (``allocation_point`` names no line)."""
+    return [pid]
+
+
+def _signal_thread(pid: int, tid: int, signal_number: int) -> None:
+    """``tgkill``: the signal to that thread of ``pid`` alone. Without it (a libc older than
+    glibc 2.30) nothing is sent: the kernel would pick any thread for ``kill``."""
+    tgkill = _tgkill()
+    if tgkill is None:
+        raise ProcessLookupError(pid)
+    if tgkill(pid, tid, signal_number) != 0:
+        raise ProcessLookupError(pid)
+
+
+_TGKILL: list[Any] = []
+
+
+def _tgkill() -> Any:
+    if not _TGKILL:
+        import ctypes
+
+        function = getattr(ctypes.CDLL(None, use_errno=True), "tgkill", None)  # glibc 2.30+
+        if function is not None:
+            function.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int)
+        _TGKILL.append(function)
+    return _TGKILL[0]
 
 
 def _allocator(text: str) -> dict[str, int | None]:
@@ -183,11 +227,14 @@ class LastGasp:
         self.run_dir = run_dir
         self.pids = pids
         self.limit_bytes = limit_bytes
-        self.captures: list[LastGaspRecord] = []
+        self.captures: collections.deque[LastGaspRecord] = collections.deque(maxlen=KEEP)
+        self.taken = 0
+        """Captures made over the run (the last ``KEEP`` are kept)."""
         self.problems: list[str] = []
         self._origin = origin_mono if origin_mono is not None else time.monotonic()
         self._lock = threading.Lock()
         self._fired: set[float] = set()
+        self._last_at: dict[float, float] = {}
         self._eventfd: int | None = None
         self._usage_fd: int | None = None
         self._thread: threading.Thread | None = None
@@ -250,17 +297,25 @@ class LastGasp:
                     self._arm(found)
         if usage is None or self.limit_bytes <= 0:
             return
+        fallen = {s for s in self._fired if usage < (s - HYSTERESIS) * self.limit_bytes}
+        if fallen:
+            with self._lock:
+                self._fired -= fallen
         crossed = [share for share in THRESHOLDS if usage >= share * self.limit_bytes]
-        if not crossed or crossed[-1] in self._fired or len(self.captures) >= MAX_CAPTURES:
+        if not crossed or crossed[-1] in self._fired:
             return
         with self._lock:
-            if crossed[-1] in self._fired or len(self.captures) >= MAX_CAPTURES:
+            top = crossed[-1]
+            now = time.monotonic()
+            if top in self._fired or now - self._last_at.get(top, -MIN_INTERVAL_S) < MIN_INTERVAL_S:
                 return
             self._fired.update(crossed)
+            self._last_at[top] = now
             self._capture(usage, trigger)
 
     def _capture(self, usage: int, trigger: str) -> None:
         started = time.monotonic()
+        self.taken += 1
         readings = []
         for pid in self.pids()[: MAX_PROCESSES * 4]:
             status = _status(pid)
@@ -300,17 +355,36 @@ class LastGasp:
         )
 
     def _dump(self, pid: int) -> tuple[list[Frame], dict[str, int | None]]:
-        """Ask ``pid`` for its stacks; what it wrote after our header within DUMP_WAIT_S."""
+        """Ask ``pid``'s busiest threads for their own stacks, one after the other (each
+        dumps the thread it runs on: dumping the others, faulthandler's ``all_threads``, reads
+        their frames unlocked and crashes a process whose threads are being torn down); the
+        thread that was allocating among them (``_allocating_thread``)."""
         path = self.run_dir / contract.STACKS
-        header = f"{contract.STACKS_HEADER} {len(self.captures) + 1} pid {pid} ===\n"
+        texts = []
+        for tid in _threads_to_ask(pid):
+            header = f"{contract.STACKS_HEADER} {self.taken} pid {pid} tid {tid} ===\n"
+            text = self._ask(path, header, pid, tid)
+            if text is not None:  # (None: that thread ended meanwhile, or the file is gone)
+                texts.append(text)
+        threads: list[tuple[bool, list[Frame]]] = []
+        allocator: dict[str, int | None] = {}
+        for text in texts:
+            frames, state = parse_dump(text)
+            threads.append((True, frames))
+            allocator = allocator or state
+        return _allocating_thread(threads), allocator
+
+    def _ask(self, path: Path, header: str, pid: int, tid: int) -> str | None:
+        """What thread ``tid`` of ``pid`` wrote after our header within DUMP_WAIT_S; None when
+        the file or the process is gone."""
         try:
             append_regular(path, header.encode())
             descriptor = open_regular_fd(path)
         except OSError:
-            return [], {}
+            return None
         try:
             start = size = os.fstat(descriptor).st_size
-            os.kill(pid, contract.STACK_SIGNAL)
+            _signal_thread(pid, tid, contract.STACK_SIGNAL)
             deadline = changed = time.monotonic()
             deadline += DUMP_WAIT_S
             while time.monotonic() < deadline:
@@ -322,11 +396,10 @@ class LastGasp:
                     break
             data = os.pread(descriptor, min(max(size - start, 0), MAX_DUMP_BYTES), start)
         except OSError:
-            return [], {}
+            return None
         finally:
             os.close(descriptor)
-        text = data.decode("utf-8", "replace").split(contract.STACKS_HEADER, 1)[0]
-        return parse_dump(text)
+        return data.decode("utf-8", "replace").split(contract.STACKS_HEADER, 1)[0]
 
     def close(self) -> list[LastGaspRecord]:
         """Stop listening; the captures made."""
@@ -370,6 +443,17 @@ def allocation_point(captures: list[LastGaspRecord]) -> dict[str, Any] | None:
         if not with_stack:
             continue
         process = max(with_stack, key=lambda p: p.rss_bytes)
+        if _waiting(process.stack):
+            waited = process.stack[0]
+            test = next((f for f in process.stack if f.function.startswith("test")), None)
+            return {
+                "waiting": f"{waited.function} ({waited.file.rsplit('/', 1)[-1]}:{waited.line})",
+                "function": waited.function, "file": waited.file, "line": waited.line,
+                "test": test.function if test else None, "pid": process.pid,
+                "process": process.name, "rss_bytes": process.rss_bytes,
+                "usage_bytes": capture.usage_bytes, "limit_bytes": capture.limit_bytes,
+                "at_s": capture.at_s,
+            }  # fmt: skip
         own = [frame for frame in process.stack if _family_frame(frame)]
         site = own[0] if own else process.stack[0]
         test = next((f for f in process.stack if f.function.startswith("test")), None)
@@ -400,6 +484,12 @@ def allocation_words(site: dict[str, Any]) -> str:
     in phase build:decode, at 380 MiB of the 400 MiB cap" (from ``allocation_point``)."""
     where = f"`{site['function']}` ({str(site['file']).rsplit('/', 1)[-1]}:{site['line']})"
     words = f"while {where} was allocating"
+    if site.get("waiting"):
+        words = (
+            f"while the main thread of {site['process']} (pid {site['pid']}) waited in "
+            f"`{site['waiting']}`: another of its threads was allocating (only the main "
+            "thread is asked for its stack)"
+        )
     if site.get("inside"):
         words += f" (in {site['inside']})"
     if site.get("test"):
@@ -412,3 +502,11 @@ def allocation_words(site: dict[str, Any]) -> str:
 
         words += f", at {format_bytes(usage)} of the {format_bytes(limit)} cap"
     return words
+
+
+def phase_at(windows: Any, mono: float) -> str | None:
+    """The innermost phase (``PhaseWindow``) open at ``mono``: the latest started."""
+    open_then = [
+        w for w in windows if w.start_mono <= mono and (w.end_mono is None or w.end_mono >= mono)
+    ]
+    return max(open_then, key=lambda w: w.start_mono).name if open_then else None

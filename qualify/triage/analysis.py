@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import contract
-from qualify.run.last_gasp import allocation_point
+from qualify.run.last_gasp import allocation_point, phase_at
 from qualify.run.phases import PhaseTracker, PhaseWindow
 from qualify.rundir import Audit, RunDir
 from qualify.rundir.audit import read_audit
@@ -184,17 +184,8 @@ def allocation_site(data: RunData) -> dict[str, Any] | None:
     found = allocation_point(captures)
     started = data.audit.timings.started_mono if data.audit else None
     if found is not None and started is not None:
-        found["phase"] = _phase_at(data, started + found["at_s"])
+        found["phase"] = phase_at(data.windows, started + found["at_s"])
     return found
-
-
-def _phase_at(data: RunData, mono: float) -> str | None:
-    """The innermost phase open at ``mono``."""
-    open_then = [
-        w for w in data.windows
-        if w.start_mono <= mono and (w.end_mono is None or w.end_mono >= mono)
-    ]  # fmt: skip
-    return max(open_then, key=lambda w: w.start_mono).name if open_then else None
 
 
 def processes_at_peak(data: RunData) -> list[dict[str, Any]]:
