@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -296,3 +297,13 @@ def small_checkpoint() -> None:
         [sys.executable, "-m", "tiny_engine.checkpoint", "small"],
         cwd=ROOT / "families" / "tiny", check=True, capture_output=True, timeout=600,
     )  # fmt: skip
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Path:
+    """A Chromium user-data directory; no Chromium is a failure in CI, a skip elsewhere."""
+    if shutil.which("chromium") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is not installed (scripts/bootstrap.sh installs it)")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    return tmp_path / "chromium-profile"

@@ -9,11 +9,14 @@ small, anon memory peaks at about 718 MiB with one plan resident and 911 MiB wit
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT, RunQualify
+from tests.test_html_report import _label_clashes
 
 pytestmark = [pytest.mark.family, pytest.mark.privileged, pytest.mark.slow]
 
@@ -53,7 +56,7 @@ def test_main_job_passes_with_parity_and_phase_peaks(run_qualify: RunQualify) ->
 
 @pytest.mark.timeout(900)
 @pytest.mark.usefixtures("small_checkpoint")
-def test_retained_plans_oom_where_staged_plans_pass(run_qualify: RunQualify) -> None:
+def test_retained_plans_oom_where_staged_plans_pass(run_qualify: RunQualify, browser: Path) -> None:
     common = ("run", "--family", "tiny", "--repo", REPO, "--mem", CAP, "--set", "size=small")
     common += SHORT
     retained = run_qualify(*common, "--set", "retain_plans=true", timeout=600)
@@ -62,6 +65,14 @@ def test_retained_plans_oom_where_staged_plans_pass(run_qualify: RunQualify) -> 
     assert audit["verdict"] == "OOM_KILLED"
     assert audit["memory"]["phase_at_end"] == "build:decode"
     assert audit["tests"]["running_at_end"] == "test_e2e.py::test_build_engine"
+    # The README's claim: the line allocating as the run neared its cap, in the decode build.
+    said = re.search(r"near the cap: while `(\w+)` \((\w+\.py):\d+\)", retained.stdout)
+    assert said is not None and said.groups() == ("build_plan", "build.py"), retained.stdout
+    assert "called from test_build_engine, in phase build:decode" in retained.stdout
+    # Its report page: phase labels that started close together (checkpoint, build,
+    # build:prefill) never drawn over one another, nothing past the chart's edge.
+    assert retained.run_dir is not None
+    assert _label_clashes(retained.run_dir / "report.html", browser) == {"clash": [], "out": []}
     staged = run_qualify(*common, timeout=600)
     assert staged.returncode == 0, staged.stdout + staged.stderr
     phases = {p["name"]: p["peak_bytes"] for p in staged.audit()["memory"]["phases"]}

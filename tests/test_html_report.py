@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -143,16 +143,6 @@ def _console_messages(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
 
 
-@pytest.fixture
-def browser(tmp_path: Path) -> Path:
-    """A Chromium user-data directory; no Chromium is a failure in CI, a skip elsewhere."""
-    if CHROMIUM is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is not installed (scripts/bootstrap.sh installs it)")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    return tmp_path / "chromium-profile"
-
-
 def _open(page: Path, browser: Path, screenshot: Path) -> str:
     """The DOM after load; asserts no console message and that a screenshot was rendered."""
     dumped = _chromium("--dump-dom", page.as_uri(), user_data=browser)
@@ -222,6 +212,56 @@ def test_report_of_a_passed_run(repo: Path, run_qualify: RunQualify, browser: Pa
     assert dom.count('class="band') >= 3  # first, second, sleep
 
 
+MEASURE = """<script>
+const boxes = [...document.querySelectorAll("svg text")]
+  .map(e => [e.textContent, e.getBoundingClientRect()]);
+const clash = [];
+const apart = (r, q) => r.right - 1 <= q.left || q.right - 1 <= r.left
+  || r.bottom - 1 <= q.top || q.bottom - 1 <= r.top;
+for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+  const [a, r] = boxes[i], [b, q] = boxes[j];
+  if (r.width && q.width && !apart(r, q)) clash.push(a + " / " + b);
+}
+const svg = document.querySelector("svg").getBoundingClientRect();
+const out = boxes
+  .filter(([, r]) => r.width && (r.left < svg.left - 1 || r.right > svg.right + 1))
+  .map(([t]) => t);
+document.body.setAttribute("data-clash", JSON.stringify({clash, out}));
+</script>"""
+
+
+def _label_clashes(page: Path, browser: Path, window: str = "1400,1000") -> dict[str, list[str]]:
+    """The text boxes of the page's chart that overlap one another or leave the chart, as
+    Chromium lays them out (a copy of the page with a measuring script; its CSP left out)."""
+    html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page.read_text())
+    measured = page.with_name("measured.html")
+    measured.write_text(html.replace("</body>", MEASURE + "</body>"))
+    dumped = _chromium(
+        "--dump-dom", f"--window-size={window}", measured.as_uri(), user_data=browser
+    )
+    found = re.search(r'data-clash="([^"]*)"', dumped.stdout)
+    assert found is not None, dumped.stderr
+    return json.loads(found.group(1).replace("&quot;", '"'))
+
+
+@pytest.mark.slow
+def test_label_measurement_sees_a_planted_clash(tmp_path: Path, browser: Path) -> None:
+    page = tmp_path / "planted.html"
+    page.write_text(
+        '<!DOCTYPE html><html><body><svg width="300" height="100">'
+        '<text x="10" y="20">checkpoint</text><text x="30" y="22">build:prefill</text>'
+        '<text x="280" y="60">past the edge</text></svg></body></html>'
+    )
+    found = _label_clashes(page, browser)
+    assert found["clash"] == ["checkpoint / build:prefill"]
+    assert found["out"] == ["past the edge"]
+
+
+def _visible_text(dom: str) -> str:
+    body = re.sub(r"<(script|style)\b.*?</\1>", " ", dom, flags=re.S)
+    return re.sub(r"<[^>]+>", " ", body)
+
+
 @pytest.mark.privileged
 @pytest.mark.slow
 def test_report_of_an_oom_killed_run(repo: Path, run_qualify: RunQualify, browser: Path) -> None:
@@ -232,6 +272,12 @@ def test_report_of_an_oom_killed_run(repo: Path, run_qualify: RunQualify, browse
     assert _timeline_points(dom) > 2
     assert 'class="oom"' in dom
     assert 'id="triage"' in dom and "test_hog.py::test_alloc" in dom
+    # A reader's page: no Python value or field name, no label on another, none cut off.
+    text = _visible_text(dom)
+    assert re.findall(r"\b(?:True|False|None)\b|\w+_bytes\b|pids_max", text) == []
+    assert completed.run_dir is not None
+    clashes = _label_clashes(completed.run_dir / "report.html", browser)
+    assert clashes == {"clash": [], "out": []}
 
 
 @pytest.mark.privileged
@@ -246,3 +292,48 @@ def test_report_of_a_parity_failure(tmp_path: Path, run_qualify: RunQualify, bro
     assert "near_tie" in parity.group() and "wrong" in parity.group()
     assert "&lt;t3&gt;" in parity.group() and "&lt;t9&gt;" in parity.group()
     assert "<script>x" not in dom
+
+
+# --- the chart's words and numbers
+
+
+def test_axis_ticks_are_round_numbers() -> None:
+    from qualify.report.svg import _memory_unit, _ticks
+
+    mib, gib = 1 << 20, 1 << 30
+    for maximum, expected in (
+        (1.73 * gib, [0, 512, 1024, 1536]),  # was 442 MiB / 885 MiB / 1.73 GiB
+        (900 * mib, [0, 200, 400, 600, 800]),
+        (48 * gib, [0, 10240, 20480, 30720, 40960]),
+    ):
+        assert [round(t / mib) for t in _ticks(maximum, unit=_memory_unit(maximum))] == expected
+    assert [f"{t:g}" for t in _ticks(0.402)] == ["0", "0.1", "0.2", "0.3", "0.4"]
+
+
+def test_phase_labels_never_share_a_place() -> None:
+    from qualify.report.svg import CHAR_PX, RIGHT, WIDTH, _lay_out_labels
+
+    starts = [81.0, 83.0, 200.0, 230.0, 232.0, 233.0, 900.0]
+    names = ["checkpoint", "build", "build:prefill", "build:decode", "a", "b", "reference:noise"]
+    placed = _lay_out_labels(starts, names)
+    spans: dict[int, list[tuple[float, float]]] = {}
+    for x, (lane, text) in zip(starts, placed, strict=True):
+        if not text:
+            continue  # no room anywhere: the band's tooltip names it
+        spans.setdefault(lane, []).append((x, x + len(text) * CHAR_PX))
+        assert x + len(text) * CHAR_PX <= WIDTH - RIGHT + CHAR_PX
+    for lane_spans in spans.values():
+        for (a0, a1), (b0, _) in itertools.pairwise(lane_spans):
+            assert a1 <= b0, (a0, a1, b0)
+    assert placed[0] == (0, "checkpoint") and placed[1][0] == 1  # "build" a lane down
+    assert placed[5][1] == ""  # "b" a pixel after "a": no room in any lane
+    assert placed[-1][1].endswith("…")  # cut at the right edge, not drawn past it
+
+
+def test_page_words_are_plain() -> None:
+    from qualify.report.html_sections import _cell, _value_html
+
+    assert (_cell(True), _cell(False)) == ("yes", "no")
+    shown = _value_html({"conflicts": [], "warnings": None, "phase_at_end": "build", "ok": True})
+    assert "conflicts" not in shown and "warnings" not in shown
+    assert "phase at end" in shown and "yes" in shown

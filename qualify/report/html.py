@@ -147,15 +147,17 @@ def render_html(
     audit = audit if audit is not None else load_audit(run_dir)
     timeline = build_timeline(run_dir, audit)
     title = f"qualify {audit.verdict} {audit.family.name}"
+    # The memory chart first (on the first screen, whatever the triage says), then why the
+    # run ended, then the figures behind both.
     body = [
         _header(audit),
-        triage_section(audit, triage),
-        commit_section(audit),
-        limits_section(audit),
         _timeline_section(timeline, audit),
+        triage_section(audit, triage),
         phases_section(audit),
+        limits_section(audit),
         tests_section(audit),
         parity_section(audit),
+        commit_section(audit),
     ]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -17,7 +17,17 @@ PARITY_ROWS = 200
 def _cell(value: object) -> str:
     if value is None:
         return '<span class="muted">-</span>'
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     return escape(str(value))
+
+
+def _seconds(value: float | None) -> str:
+    return _cell(None if value is None else f"{value:.2f}")
+
+
+LIMIT_NAMES = {"memory_bytes": "memory", "swap_bytes": "swap", "pids_max": "processes (pids)"}
+"""The words the page uses for the audit's field names."""
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], bad: Sequence[bool] = ()) -> str:
@@ -60,9 +70,12 @@ def limits_section(audit: Audit) -> str:
         asked = getattr(requested, key)
         real = getattr(in_effect, key) if in_effect is not None else None
         shown = (format_bytes(asked), format_bytes(real)) if key != "pids_max" else (asked, real)
-        rows.append([escape(key), _cell(shown[0]), _cell(shown[1] if in_effect else None)])
+        rows.append(
+            [escape(LIMIT_NAMES[key]), _cell(shown[0]), _cell(shown[1] if in_effect else None)]
+        )
     sandbox = audit.sandbox
-    backend = f"backend {sandbox.backend}, capped {sandbox.capped}"
+    capped = {True: "capped", False: "not capped", None: "cap unknown"}[sandbox.capped]
+    backend = f"backend {sandbox.backend or 'unknown'}, {capped}"
     return "<h2>Limits</h2>" + f"<p>{escape(backend)}</p>" + table(["", "asked", "in effect"], rows)
 
 
@@ -74,8 +87,8 @@ def phases_section(audit: Audit) -> str:
     rows = [
         [
             _cell(p.name),
-            _cell(p.start),
-            _cell(p.end),
+            _seconds(p.start),
+            _seconds(p.end),
             _cell(format_bytes(p.peak_bytes)),
             _cell(p.error),
         ]
@@ -89,7 +102,7 @@ def tests_section(audit: Audit) -> str:
     """Test counts and the test running at the end."""
     tests = audit.tests
     keys = ("collected", "passed", "failed", "errors", "skipped", "not_run", "running_at_end")
-    pairs: list[tuple[str, object]] = [(key, getattr(tests, key)) for key in keys]
+    pairs: list[tuple[str, object]] = [(key.replace("_", " "), getattr(tests, key)) for key in keys]
     if tests.reruns:
         pairs += [("reruns", tests.reruns), ("passed only on a rerun", ", ".join(tests.flaky))]
     return "<h2>Tests</h2>" + _pairs(pairs)
@@ -156,13 +169,22 @@ def _value_html(value: Any, depth: int = 0) -> str:
         value = value.to_dict()
     if isinstance(value, dict) and depth < 4:
         items = "".join(
-            f"<li><b>{escape(str(k))}</b>: {_value_html(v, depth + 1)}</li>"
+            f"<li><b>{escape(str(k).replace('_', ' '))}</b>: {_value_html(v, depth + 1)}</li>"
             for k, v in value.items()
+            if not _empty(v)
         )
         return f"<ul>{items}</ul>"
     if isinstance(value, list | tuple) and depth < 4:
-        return "<ul>" + "".join(f"<li>{_value_html(v, depth + 1)}</li>" for v in value) + "</ul>"
+        items = "".join(f"<li>{_value_html(v, depth + 1)}</li>" for v in value if not _empty(v))
+        return f"<ul>{items}</ul>"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     return escape(str(value))
+
+
+def _empty(value: Any) -> bool:
+    """Nothing to show: None, an empty text, list or mapping (an empty "conflicts" bullet)."""
+    return value is None or (isinstance(value, str | list | tuple | dict) and not value)
 
 
 def triage_section(audit: Audit, findings: Mapping[str, Any] | None) -> str:

@@ -8,6 +8,7 @@ and highest sample so that spikes (the peak, the moment of an OOM kill) survive.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
@@ -15,7 +16,7 @@ from qualify.run.timeline import TimelineSample
 from qualify.sizes import format_bytes
 
 WIDTH, HEIGHT = 1000, 340
-LEFT, RIGHT, TOP, BOTTOM = 78, 20, 34, 36
+LEFT, RIGHT, TOP, BOTTOM = 78, 20, 48, 36
 DEFAULT_BUCKETS = 400
 
 
@@ -128,8 +129,23 @@ def read_series(
     return memory_points, gpu_points, kills, count
 
 
-def _ticks(maximum: float, count: int = 5) -> list[float]:
-    return [maximum * i / count for i in range(count + 1)]
+def _nice_step(raw: float) -> float:
+    """The smallest of 1, 2, 2.5 and 5 times a power of ten that is at least ``raw``."""
+    if raw <= 0:
+        return 1.0
+    base = 10.0 ** math.floor(math.log10(raw))
+    return next(m * base for m in (1, 2, 2.5, 5, 10) if raw <= m * base * (1 + 1e-9))
+
+
+def _ticks(maximum: float, count: int = 5, unit: float = 1.0) -> list[float]:
+    """Round ticks from 0 to at most ``maximum``, about ``count`` steps, each a round number of
+    ``unit`` (a MiB or a GiB for memory, a second for time)."""
+    step = _nice_step(maximum / unit / count) * unit
+    return [i * step for i in range(int(maximum / step + 1e-9) + 1)]
+
+
+def _memory_unit(maximum: float) -> float:
+    return float(1 << 30) if maximum >= 1 << 30 else float(1 << 20)
 
 
 class _Scale:
@@ -149,7 +165,7 @@ class _Scale:
 
 def _axes(scale: _Scale) -> list[str]:
     parts = []
-    for value in _ticks(scale.y_max):
+    for value in _ticks(scale.y_max, unit=_memory_unit(scale.y_max)):
         y = scale.y(value)
         parts.append(
             f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>'
@@ -162,13 +178,44 @@ def _axes(scale: _Scale) -> list[str]:
         x = scale.x(t)
         parts.append(
             f'<text class="tick" x="{x:.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">'
-            f"{t:.1f}s</text>"
+            f"{t:g}s</text>"
         )
     return parts
 
 
+CHAR_PX = 6.5
+"""The width of a character of an 11 px label, a little over system-ui's average."""
+LANES = 3
+LANE_PX = 13
+"""Rows of phase labels above the plot, a line of 11 px text apart (TOP leaves room for three)."""
+
+
+def _lay_out_labels(starts: Sequence[float], names: Sequence[str]) -> list[tuple[int, str]]:
+    """(lane, text) of each band label: the first lane where it clears the labels before it,
+    the text cut to fit before the right edge ("…"); "" (no label) where no lane has room."""
+    ends = [float("-inf")] * LANES
+    placed = []
+    for x, name in zip(starts, names, strict=True):
+        width = len(name) * CHAR_PX
+        lane = next((i for i in range(LANES) if ends[i] + 4 <= x), None)
+        text = name
+        if lane is None:
+            lane = min(range(LANES), key=lambda i: ends[i])
+        room = WIDTH - RIGHT - x if ends[lane] + 4 <= x else 0.0
+        if width > room:
+            keep = int(room / CHAR_PX) - 1
+            # No room for a letter and the ellipsis: no label (the band's title still names it).
+            text = name[:keep] + "…" if keep >= 1 else ""
+        if text:
+            ends[lane] = x + len(text) * CHAR_PX
+        placed.append((lane, text))
+    return placed
+
+
 def _bands(scale: _Scale, bands: Sequence[Band]) -> list[str]:
     parts = []
+    starts = [scale.x(band.start) + 3 for band in bands]
+    labels = _lay_out_labels(starts, [band.name for band in bands])
     for index, band in enumerate(bands):
         x0, x1 = scale.x(band.start), scale.x(band.end)
         css = "band band-error" if band.error else f"band band{index % 2}"
@@ -177,10 +224,12 @@ def _bands(scale: _Scale, bands: Sequence[Band]) -> list[str]:
             f'<rect class="{css}" x="{x0:.1f}" y="{TOP}" width="{max(x1 - x0, 1):.1f}" '
             f'height="{HEIGHT - TOP - BOTTOM}"><title>{title}</title></rect>'
         )
-        parts.append(
-            f'<text class="band-label" x="{x0 + 3:.1f}" y="{TOP - 6 - 10 * (index % 2)}">'
-            f"{escape(band.name)}</text>"
-        )
+        lane, text = labels[index]
+        if text:
+            parts.append(
+                f'<text class="band-label" x="{starts[index]:.1f}" '
+                f'y="{TOP - 6 - LANE_PX * lane}">{escape(text)}</text>'
+            )
     return parts
 
 

@@ -35,9 +35,10 @@ from typing import Any
 from harness import contract
 from qualify.untrusted import append_regular, open_regular_fd
 
-THRESHOLDS = (0.85, 0.95)
-"""Shares of the cap at which a capture is made, on the way up."""
-HYSTERESIS = 0.05
+THRESHOLDS = (0.85, 0.95, 0.99)
+"""Shares of the cap at which a capture is made, on the way up: the last one as near the kill
+as a slow climb allows, the first ones early enough for a spike."""
+HYSTERESIS = 0.03
 """How far (a share of the cap) usage must fall under a threshold to arm it again."""
 MIN_INTERVAL_S = 1.0
 """The shortest time between two captures at one threshold (a run hovering at the cap pays

@@ -113,7 +113,7 @@ class MemoryRecord:
     phase_at_end: str | None = None
     """The innermost phase still open when the E2E ended (null when it ended cleanly)."""
     last_gasp: list[LastGaspRecord] = dataclasses.field(default_factory=list)
-    """What every process was doing as usage crossed 85% and 95% of the cap: each Python
+    """What every process was doing as usage crossed 85%, 95% and 99% of the cap: each Python
     process's stack (innermost frame first) and allocator state, each other's wait channel."""
 
 
