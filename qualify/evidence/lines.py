@@ -88,8 +88,12 @@ _SIGNAL_EXIT = re.compile(
 )
 """A process said to have ended by a signal, as runtimes and runners word it."""
 _SIGNAL_NUMBERS = {"KILL": 9, "TERM": 15}
-_TERMINATE = re.compile(r"terminate called (?:after throwing an instance of '([^']+)'|without)")
-"""The C++ runtime's abort (std::terminate): the process died of SIGABRT."""
+_TERMINATE = re.compile(
+    r"terminate called after throwing an instance of '([^']*(?:[Ee]rror|bad_alloc)[^']*)'"
+)
+"""The C++ runtime's abort (std::terminate) on an error: the process died of SIGABRT. (Only
+an error's: the line then holds a needle of the scan, "error" or "bad_alloc", and costs the
+scan no pass of its own.)"""
 _AGENT_LOST = re.compile(r"(?i)exited with status -1 \(agent lost\)")
 _SHELL_KILLED = re.compile(r"(?:^|\s|Z\s|line \d+:\s+(\d+) )Killed(?:\s{2,}(\S.*)|\s*)$")
 _SHELL_CRASH = re.compile(

@@ -83,9 +83,11 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     ),
     b"k": (b"kill", b"stack of", b"kv cache", b"kvcache"),
     b"x": (b"exit", b"execution time", b"execution took", b"exhausted"),
-    b"w": (b"node down", b"shutdown signal", b"crashed while", b"crashed worker"),
+    b"w": (b"node down", b"shutdown signal", b"crashed while", b"crashed worker", b"with signal"),
     b"q": (b"requested amount", b"requested size"),  # TensorRT: "was N bytes", tactic "of N"
-    b"b": (b"abort", b"bad_alloc", b"liveness probe"),
+    # "by signal" (a signal death), "not possible" (XLA: "Attempting to reserve 3.95G ... That
+    # was not possible"): under a letter they hold, no pass of their own over each block.
+    b"b": (b"abort", b"bad_alloc", b"liveness probe", b"by signal", b"not possible"),
     b"fa": (b"fail", b"fault"),  # FAILED, Failed: Timeout, *_ALLOC_FAILED; Segmentation fault
     b"error": (b"error",),  # XError:, E-lines, "1 error in", "] Error 137", Error Code N
     b"time": (
@@ -99,9 +101,6 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     b"e   ": (b"e   ",),  # pytest's "E   " lines
     b"oom": (b"oom",),  # OOMKilled, oom-kill, docker "container oom", systemd-oomd
     b"canceled": (b"canceled",),  # "The operation was canceled."
-    b"signal": (b"by signal", b"received signal", b"of signal", b"with signal"),  # a signal death
-    b"terminate called": (b"terminate called",),  # C++ std::terminate (SIGABRT)
-    b"not possible": (b"not possible",),  # XLA: "Attempting to reserve 3.95G ... not possible"
 }
 NEEDLES: tuple[bytes, ...] = tuple(n for needles in GROUPS.values() for n in needles)
 _CUDA_HIT = b"out of memory. Tried to allocate"
