@@ -12,7 +12,13 @@ import pytest
 
 from harness import contract
 from qualify.run import last_gasp
-from qualify.run.last_gasp import LastGasp, allocation_point, allocation_words, parse_dump
+from qualify.run.last_gasp import (
+    LastGasp,
+    LastGaspRecord,
+    allocation_point,
+    allocation_words,
+    parse_dump,
+)
 from tests.conftest import RunQualify, family_repo
 
 ENGINE = """
@@ -175,15 +181,22 @@ wait_here()
 """
 
 
-def test_the_dump_is_the_processes_own_stack(tmp_path: Path) -> None:
-    child = _child(tmp_path, WAITING)
+def _capture_once(tmp_path: Path, code: str, settle_s: float = 0.0) -> LastGaspRecord:
+    """One capture of a real child running ``code`` with qualify's start-up hook."""
+    child = _child(tmp_path, code)
     try:
+        time.sleep(settle_s)
         gasp = LastGasp(tmp_path, lambda: [child.pid], limit_bytes=100)
         gasp.observe(99)
         (capture,) = gasp.close()
     finally:
         child.kill()
         child.wait()
+    return capture
+
+
+def test_the_dump_is_the_processes_own_stack(tmp_path: Path) -> None:
+    capture = _capture_once(tmp_path, WAITING)
     (process,) = capture.processes
     assert process.stack[0].function == "wait_here" and process.stack[0].line == 5
     assert capture.elapsed_ms < 100
@@ -238,15 +251,7 @@ worker.join()
 def test_a_main_thread_that_only_waits_is_said_to_wait(tmp_path: Path) -> None:
     # Only the main thread is asked (a worker may be ending as it answers): the words say the
     # main thread waited and another thread allocated, never the wait as the allocating line.
-    child = _child(tmp_path, THREADED)
-    try:
-        time.sleep(0.2)
-        gasp = LastGasp(tmp_path, lambda: [child.pid], limit_bytes=100)
-        gasp.observe(99)
-        (capture,) = gasp.close()
-    finally:
-        child.kill()
-        child.wait()
+    capture = _capture_once(tmp_path, THREADED, settle_s=0.2)
     site = allocation_point([capture])
     assert site is not None and site["waiting"].startswith(("wait", "join", "_wait_for"))
     words = allocation_words(site)
