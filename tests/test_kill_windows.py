@@ -13,6 +13,7 @@ its audit records who completed it.
 
 from __future__ import annotations
 
+import calendar
 import ctypes
 import json
 import os
@@ -21,6 +22,7 @@ import signal
 import socket
 import struct
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -171,6 +173,11 @@ def _taken_over(tmp_path: Path, run_dir: Path, dead_pid: int, done: str) -> dict
         audit["reason"],
     )
     assert audit["run_id"] == run_dir.name
+    # When it started, even where its qualify died before its provisional audit (from the
+    # run id): a scheduler's record of the task that ran it is matched by this time.
+    named = calendar.timegm(time.strptime(run_dir.name.partition("-")[0], "%Y%m%dT%H%M%SZ"))
+    started = calendar.timegm(time.strptime(audit["timings"]["started"][:19], "%Y-%m-%dT%H:%M:%S"))
+    assert 0 <= started - named <= 2, (audit["timings"], run_dir.name)
     completed_by = audit["completed_by"]
     assert (completed_by["host"], completed_by["pid"], completed_by["by_run"]) == (
         socket.gethostname(),

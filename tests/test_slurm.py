@@ -143,7 +143,7 @@ def check_index(index: dict[str, Any]) -> None:
     assert hog["verdict"] == "OOM_KILLED" and hog["slurm"]["state"] == "FAILED"
     assert hog["slurm"]["exit_code"] == "3:0"  # qualify's exit code for a resource verdict
     killed = rows(index, "hog", "standard")
-    assert len(killed) == 2  # the first submission and its retry
+    assert len(killed) == 2, json.dumps(index["runs"], indent=1)  # the first submission, retry
     for row in killed:
         assert row["verdict"] == "KILLED" and row["exit_code"] == 3
         steps = {step["state"] for step in row["slurm"]["steps"]}

@@ -19,6 +19,7 @@ pid its entry names; no process holds its lock), and what was done.
 
 from __future__ import annotations
 
+import calendar
 import dataclasses
 import os
 import socket
@@ -33,7 +34,14 @@ from qualify.report.audit_of_run import iso
 from qualify.report.junit import render_junit
 from qualify.run.registry import Abandoned
 from qualify.rundir import RunDir
-from qualify.rundir.audit import FLAKY_LISTED, Audit, CompletedByRecord, FamilyRecord, TestsRecord
+from qualify.rundir.audit import (
+    FLAKY_LISTED,
+    Audit,
+    CompletedByRecord,
+    FamilyRecord,
+    TestsRecord,
+    TimingsRecord,
+)
 from qualify.rundir.pause import TAKING_OVER, pause_at
 from qualify.verdict import PROVISIONAL_REASON, Verdict
 
@@ -42,9 +50,19 @@ AUDIT_FROM_JUNIT = "its audit completed from its final JUnit file"
 FROM_EVENTS = "its reports completed from its events (verdict ERROR)"
 
 
+def _started_of(run_id: str) -> str | None:
+    """When a run started, from its id (``20261204T062409Z-8b9799``, ``new_run_id``)."""
+    try:
+        started = calendar.timegm(time.strptime(run_id.partition("-")[0], "%Y%m%dT%H%M%SZ"))
+    except ValueError:
+        return None
+    return iso(started)
+
+
 def _audit_from_place(run_dir: RunDir) -> Audit:
     """The provisional audit of a run whose qualify died before it wrote that audit: what the
-    directory's place tells, ``<out>/<head>/<family>/<profile>/<run-id>``."""
+    directory's place tells, ``<out>/<head>/<family>/<profile>/<run-id>`` (its start to the
+    second, from the id: a scheduler's record of the task that ran it is matched by it)."""
     run_id = run_dir.path
     profile = run_id.parent
     family = profile.parent
@@ -55,6 +73,7 @@ def _audit_from_place(run_dir: RunDir) -> Audit:
         family=FamilyRecord(name=family.name),
         profile=profile.name,
         commit=CommitInfo(head=family.parent.name),
+        timings=TimingsRecord(started=_started_of(run_id.name)),
         problems=["qualify died before it wrote the provisional audit; only the run "
                   "directory's place names the run"],
     )  # fmt: skip
