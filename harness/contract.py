@@ -14,7 +14,6 @@ file                       writer    what it holds
 ``TIMELINE``               host      one JSON line per monitor sample
 ``PARITY``                 harness   one JSON line per recorded generation (``record_case``)
 ``STDOUT`` / ``STDERR``    host      the E2E's output, bounded (head and tail kept)
-``PYTEST_JUNIT``           pytest    pytest's own JUnit, when its session finished
 ``GPU_SUMMARY``            host      NVML peaks of the run
 ``CUDA_SNAPSHOT``          harness   the allocator's history dumped on a CUDA OOM
 ``REPORT_HTML``            host      the self-contained page of the run
@@ -56,7 +55,6 @@ TIMELINE = "timeline.jsonl"
 PARITY = "parity.jsonl"
 STDOUT = "stdout.log"
 STDERR = "stderr.log"
-PYTEST_JUNIT = "pytest-junit.xml"
 GPU_SUMMARY = "gpu-nvml.json"
 CUDA_SNAPSHOT = "cuda-snapshot.pickle"
 REPORT_HTML = "report.html"
@@ -113,6 +111,7 @@ ACK_TIMEOUT = "ack_timeout"
 COLLECTION = "collection"
 TEST_PHASE = "test_phase"
 SESSION_FINISH = "session_finish"
+SUITE_PROPERTY = "suite_property"
 CASE = "case"
 METRIC = "metric"
 SANDBOX_LIMITS = "sandbox_limits"
@@ -130,6 +129,7 @@ EVENT_KINDS = frozenset(
         COLLECTION,
         TEST_PHASE,
         SESSION_FINISH,
+        SUITE_PROPERTY,
         CASE,
         METRIC,
         SANDBOX_LIMITS,
@@ -159,11 +159,13 @@ BOUNDARY_EVENTS = (PHASE_START, PHASE_END)
 TEST_START = "start"
 TEST_END = "end"
 
+# --- a SUITE_PROPERTY line: ``name`` and ``value`` (strings) that a test recorded for the
+# whole suite (pytest's ``record_testsuite_property``), a property of the run's JUnit suite.
+
 # --- what a SESSION_FINISH line holds: pytest's ``exitstatus`` and ``junitxml``, the absolute
-# path of the file pytest's JUnit writer wrote (PYTEST_JUNIT, which qualify asks for in
-# PYTEST_ADDOPTS, or the E2E's own ``--junitxml``, which its command line makes win; null
-# when it wrote none). The line is written after every other plugin's end of the session, so
-# the file is whole once it is there.
+# path of the file pytest's JUnit writer wrote (the E2E's own ``--junitxml``: qualify asks for
+# none, the events make its JUnit; null when it wrote none). The line is written after every
+# other plugin's end of the session, so the file is whole once it is there.
 
 
 def marker(kind: str) -> bytes:
@@ -214,12 +216,14 @@ def encode_test_end(
     when: str, nodeid: str, outcome: str, duration: float, stamp: tuple[float, float, int]
 ) -> bytes:
     """``encode_line`` of a TEST_PHASE end without ``longrepr`` (a test that passed), built
-    like ``encode_test_start`` (``duration`` to the microsecond too): most tests of a suite
-    end with one."""
+    like ``encode_test_start``: most tests of a suite end with one. ``duration`` to the
+    nanosecond: rounded to the millisecond as pytest's JUnit writer rounds the exact value, it
+    gives the same figure unless that value lies within half a nanosecond of a rounding
+    boundary."""
     return (
         f'{{"event":"{TEST_PHASE}","state":"{TEST_END}","when":{_json_str(when)},'
         f'"nodeid":{_json_str(nodeid)},"outcome":{_json_str(outcome)},'
-        '"duration":%.6f' % duration + _STAMP % stamp
+        '"duration":%.9f' % duration + _STAMP % stamp
     ).encode()
 
 

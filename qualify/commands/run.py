@@ -79,6 +79,7 @@ def write_reports(result: RunResult) -> None:
         _properties(result),
         iso(result.execution.started_wall) or "",
         with_location=spec.junit_flavour == "xunit1",
+        suite_properties=result.progress.suite_properties,
     )
     RunDir(spec.run_dir).commit_reports(junit, build_audit(result))
 

@@ -34,8 +34,15 @@ class JUnitCase:
     text: str | None = None
     file: str | None = None
     line: int | None = None
+    """1-based (xunit1's ``line`` attribute is 0-based, as pytest writes it)."""
     kind: str | None = None
-    """Failure type (a verdict such as OOM_KILLED, or a parity divergence kind)."""
+    """The result's type: a verdict such as OOM_KILLED, a parity divergence kind, or a skip's
+    as pytest gives it (``pytest.skip``, ``pytest.xfail``)."""
+    properties: tuple[tuple[str, str], ...] = ()
+    """The test's ``record_property`` pairs (written in xunit1 only: not valid junit-10)."""
+    output: tuple[tuple[str, str], ...] = ()
+    """(``system-out`` or ``system-err``, text): the captured output pytest's JUnit writer
+    would write for the test (``junit_logging``)."""
 
 
 NOT_RUN = "not run: "
@@ -189,7 +196,7 @@ def parse_pytest_junit(path: Path) -> list[JUnitCase] | None:
                     message=message,
                     text=text,
                     file=case.get("file"),
-                    line=int(line) if line and line.isdigit() else None,
+                    line=int(line) + 1 if line and line.isdigit() else None,
                 )
             )
     return cases

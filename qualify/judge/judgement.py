@@ -189,21 +189,15 @@ the kernel stamps files from a clock that advances once a tick (at most 10 ms)."
 
 
 def pytest_junit_path(spec: RunSpec, progress: RunProgress, not_before: float) -> Path | None:
-    """The file pytest's JUnit writer wrote, as the session's end says: the run directory's
-    that qualify asked for, or the E2E's own ``--junitxml`` (its command line wins over
-    ``PYTEST_ADDOPTS``) when it lies in the E2E's working directory, the family's or the run
-    directory and was written after ``not_before`` (a wall time before the E2E started). None
-    for a file elsewhere (a container's own file system, any file of the host) or an older
-    one: the events make the cases then."""
-    asked = RunDir(spec.run_dir).pytest_junit_path
+    """The file pytest's JUnit writer wrote, as the session's end says: the E2E's own
+    ``--junitxml`` (qualify asks for none) when it lies in the E2E's working directory, the
+    family's or the run directory and was written after ``not_before`` (a wall time before
+    the E2E started). None when it wrote none, for a file elsewhere (a container's own file
+    system, any file of the host) or an older one: the events make the cases then."""
     named = progress.junit_path
-    if named is None:
-        return asked
-    if not os.path.isabs(named):
+    if named is None or not os.path.isabs(named):
         return None  # (the plugin writes the absolute path pytest writes to)
     path = os.path.realpath(named)
-    if path == os.path.realpath(asked):
-        return asked
     roots = {os.path.realpath(d) for d in (spec.workdir, spec.family.directory, spec.run_dir)}
     if not any(path.startswith(root + os.sep) for root in roots):
         return None

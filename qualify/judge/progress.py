@@ -37,6 +37,9 @@ class RunProgress:
     flaky: tuple[str, ...] = ()
     """nodeids of the tests that passed on a rerun after an attempt that the events saw fail
     (pytest-rerunfailures reports those as ``rerun``; flaky does not report them)."""
+    suite_properties: tuple[tuple[str, str], ...] = ()
+    """(name, value) that the tests recorded for the whole suite (``record_testsuite_property``),
+    in order; the first ``SUITE_PROPERTIES_KEPT``."""
 
     @property
     def rerun_count(self) -> int:
@@ -61,6 +64,10 @@ class _TestState:
     """The current attempt failed with ``rerun``: pytest-rerunfailures runs it again."""
     failed_before: bool = False
     """A discarded attempt was seen to fail (``rerun``)."""
+    kind: str | None = None
+    """A skip's type as pytest's JUnit writer gives it: ``pytest.skip``, ``pytest.xfail``."""
+    properties: tuple[tuple[str, str], ...] = ()
+    output: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
 
 def _run_again(state: _TestState) -> bool:
@@ -78,29 +85,43 @@ def _apply(state: _TestState, event: dict[str, Any]) -> None:
     if event.get("state") == contract.TEST_START:
         if when == "setup" and _run_again(state):  # the attempt before is discarded
             state.reruns += 1
-            state.outcome = state.message = state.text = None  # (its time counts on)
+            state.outcome = state.message = state.text = state.kind = None
+            state.duration, state.properties = 0.0, ()  # (the last attempt's, as pytest's)
+            state.output.clear()
             state.phases_ended.clear()
             state.again = False
         state.open_when = when
         if "file" in event:  # the setup's start says where the test is
             state.file, state.line = event.get("file"), event.get("line")
         return
+    _end(state, when, event)
+
+
+def _end(state: _TestState, when: str, event: dict[str, Any]) -> None:
+    """An end line: the phase ended, with its outcome and its account."""
     state.open_when = None
     state.phases_ended.add(when)
+    if when == "collect" and state.file is None:  # (a collector's file; it has no line)
+        file = event.get("file")
+        state.file = file if isinstance(file, str) else None
     state.duration += float(event.get("duration") or 0.0)
     outcome, message = event.get("outcome"), event.get("message")
     if not isinstance(message, str):
         message = None  # (written by a harness older than the line's message)
+    # A teardown that failed after the call failed: pytest's JUnit writer ends the test's
+    # testcase with the call (its properties then) and writes the teardown's error, with the
+    # test's output, as a second testcase, which the events' case leaves out.
+    second = when == "teardown" and outcome == "failed" and state.outcome == "failed"
     if outcome == "rerun":  # pytest-rerunfailures: failed, until the next attempt starts
         state.again = state.failed_before = True
     if outcome in ("failed", "rerun") and state.outcome not in ("failed", "error"):
         state.outcome = "failed" if when == "call" else "error"
         if message is None:
             state.message = f"{when} failed"
-        elif when == "call":  # as pytest's JUnit writer words it, which calls every other
-            state.message = message  # phase but teardown "setup" (pytest-forked's "???")
-        else:
-            phase = "teardown" if when == "teardown" else "setup"
+        elif when in ("call", "collect") or message.startswith(_WORDED):
+            state.message = message  # (the plugin words it as pytest's JUnit writer does)
+        else:  # a line of a harness that left the wording to the host: every phase but
+            phase = "teardown" if when == "teardown" else "setup"  # teardown is "setup"
             state.message = f'failed on {phase} with "{message}"'
         state.text = event.get("longrepr")
     elif outcome in ("skipped", "xfailed") and state.outcome is None:
@@ -110,8 +131,36 @@ def _apply(state: _TestState, event: dict[str, Any]) -> None:
         else:
             state.message = message
             state.text = event.get("longrepr") if outcome == "skipped" else None
+        if when != "collect":
+            state.kind = "pytest.xfail" if outcome == "xfailed" else "pytest.skip"
     elif outcome == "passed" and when == "call" and state.outcome is None:
         state.outcome = "passed"
+    properties, output = event.get("properties"), event.get("output")
+    if second:
+        return
+    if isinstance(properties, list):
+        state.properties = _pairs(properties)
+    if isinstance(output, list):
+        state.output.extend(_pairs(output))
+
+
+_WORDED = ('failed on setup with "', 'failed on teardown with "')
+
+
+def _pairs(values: list[Any]) -> tuple[tuple[str, str], ...]:
+    """The ``[name, value]`` pairs of a line's ``properties`` or ``output`` (others skipped)."""
+    return tuple(
+        (value[0], value[1])
+        for value in values
+        if isinstance(value, list)
+        and len(value) == 2
+        and isinstance(value[0], str)
+        and isinstance(value[1], str)
+    )
+
+
+SUITE_PROPERTIES_KEPT = 1000
+"""The suite's properties a JUnit file holds at most (each is bounded when written)."""
 
 
 class ProgressReplay:
@@ -123,6 +172,7 @@ class ProgressReplay:
         self._collected: list[str] = []
         self._exitstatus: Any = None
         self._junit: str | None = None
+        self._suite_properties: list[tuple[str, str]] = []
         self._result: RunProgress | None = None
 
     @property
@@ -149,6 +199,10 @@ class ProgressReplay:
                 for nodeid in self._collected:
                     if nodeid not in states:
                         states[nodeid] = _TestState(nodeid)
+            elif kind == contract.SUITE_PROPERTY:
+                pair = _pairs([[event.get("name"), event.get("value")]])
+                if len(self._suite_properties) < SUITE_PROPERTIES_KEPT:
+                    self._suite_properties.extend(pair)
             elif kind == contract.SESSION_FINISH:
                 self._exitstatus = event.get("exitstatus")
                 junit = event.get("junitxml")
@@ -174,6 +228,7 @@ class ProgressReplay:
             junit_path=self._junit,
             reruns=tuple((s.nodeid, s.reruns) for s in states.values() if s.reruns),
             flaky=tuple(s.nodeid for s, case in rerun if case and case.outcome == "passed"),
+            suite_properties=tuple(self._suite_properties),
         )
         return self._result
 
@@ -193,7 +248,17 @@ def _case(state: _TestState) -> JUnitCase | None:
     if outcome is None:
         return None  # never ran: the caller reports it as not run
     return JUnitCase(
-        classname, name, outcome, state.duration, state.message, state.text, state.file, state.line
+        classname,
+        name,
+        outcome,
+        state.duration,
+        state.message,
+        state.text,
+        state.file,
+        state.line,
+        kind=state.kind,
+        properties=state.properties,
+        output=tuple(state.output),
     )
 
 

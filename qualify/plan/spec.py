@@ -198,7 +198,7 @@ def sandbox_env(
     if "harness.pytest_plugin" not in plugins:
         plugins.append("harness.pytest_plugin")
     env["PYTEST_PLUGINS"] = ",".join(plugins)
-    addopts = f"--junitxml={run_dir / contract.PYTEST_JUNIT} -p no:cacheprovider"
+    addopts = "-p no:cacheprovider"  # (no --junitxml: the plugin's events make the JUnit)
     env["PYTEST_ADDOPTS"] = " ".join(p for p in (env.get("PYTEST_ADDOPTS"), addopts) if p)
     env.update(
         {

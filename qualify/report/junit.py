@@ -3,8 +3,8 @@
 The output validates against the junit-10 schema (no ``skipped`` on ``<testsuites>``, times
 as plain decimals), except with ``with_location`` (xunit1's ``file`` and ``line`` on
 testcases, which junit-10 does not allow). Illegal XML characters in text that came from the
-family (test ids, failure messages) are written as ``\\xNN``: one such character would make
-the file unreadable for every consumer.
+family (test ids, failure messages) are written visibly, as pytest writes them (``#x07``):
+one such character would make the file unreadable for every consumer.
 
 A run's file (:func:`render_junit`) is written directly as text, byte for byte what
 junitparser writes over lxml, whichever tree library is installed: faster than building a tree
@@ -20,7 +20,7 @@ import io
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from qualify.atomic import write_bytes_atomic
 from qualify.evidence.junit import RESULT_TAGS, JUnitCase
@@ -31,10 +31,23 @@ if TYPE_CHECKING:
 
 # XML 1.0 allows tab, LF, CR, U+0020-U+D7FF, U+E000-U+FFFD and U+10000 up; the rest (the other
 # C0 controls, lone surrogates, U+FFFE/F) make a JUnit file unreadable for every consumer. They
-# are written as \xNN instead. Spelled as the characters refused: the complement of the allowed
-# ranges compiles in a tenth of the time.
-_ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-_TEXT_LIMIT = 64 * 1024
+# are written visibly instead, as pytest's JUnit writer writes them (``#x07``; DEL too, as
+# pytest does), but a lone surrogate, which stands for a byte of a name that is not UTF-8 and
+# which pytest cannot write at all: ``\xNN`` (``escape_char``). Spelled as the characters
+# refused: the complement of the allowed ranges compiles in a tenth of the time.
+_ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+
+
+def _visible(char: str) -> str:
+    code = ord(char)
+    if 0xD800 <= code <= 0xDFFF:
+        return escape_char(char)
+    return f"#x{code:02X}" if code <= 0xFF else f"#x{code:04X}"
+
+
+_TEXT_LIMIT = 64 * 1024 + 64
+"""A text longer than this keeps its first and last halves (a test's text comes bounded by
+the harness's plugin, its halves of 64 KiB and a line between, and is written whole)."""
 
 
 def xml_safe(text: str | None, limit: int = _TEXT_LIMIT) -> str:
@@ -43,7 +56,7 @@ def xml_safe(text: str | None, limit: int = _TEXT_LIMIT) -> str:
         return ""
     if len(text) > limit:
         text = text[: limit // 2] + "\n[... truncated ...]\n" + text[-limit // 2 :]
-    return _ILLEGAL_XML.sub(lambda m: escape_char(m.group()), text)
+    return _ILLEGAL_XML.sub(lambda m: _visible(m.group()), text)
 
 
 def testcase(case: JUnitCase, with_location: bool = False) -> TestCase:
@@ -56,16 +69,37 @@ def testcase(case: JUnitCase, with_location: bool = False) -> TestCase:
     if with_location and case.file:
         element._elem.set("file", xml_safe(case.file))  # xunit1: junitparser has no such attr
         if case.line is not None:
-            element._elem.set("line", str(case.line))
+            element._elem.set("line", str(max(case.line - 1, 0)))
+    children = []
+    if with_location and case.properties:
+        properties = junitparser.Properties()
+        for key, value in case.properties:
+            properties.add_property(junitparser.Property(xml_safe(key), xml_safe(value, 2000)))
+        children.append(properties._elem)
     tag = RESULT_TAGS.get(case.outcome)
     if tag is not None:
-        result = getattr(junitparser, tag.capitalize())(
-            xml_safe(case.message or case.outcome, 2000), xml_safe(case.kind) or None
-        )
+        result = getattr(junitparser, tag.capitalize())()
+        message = case.outcome if case.message is None else case.message
+        result._elem.set("message", xml_safe(message, 2000))  # (junitparser drops an empty one)
+        if case.kind:
+            result._elem.set("type", xml_safe(case.kind))
         if case.text:
             result.text = xml_safe(case.text)
-        element.result = [result]
+        children.append(result._elem)
+    for tag_name, text in case.output:
+        output = etree_element(tag_name)
+        output.text = xml_safe(text) or None
+        children.append(output)
+    for child in children:
+        element._elem.append(child)
     return element
+
+
+def etree_element(tag: str) -> Any:
+    """A new element of the tree library junitparser builds on."""
+    import junitparser.junitparser as module
+
+    return vars(module)["etree"].Element(tag)
 
 
 def testsuite(
@@ -129,8 +163,10 @@ def render_junit(
     properties: Mapping[str, str],
     timestamp: str,
     with_location: bool = False,
+    suite_properties: Sequence[tuple[str, str]] = (),
 ) -> bytes:
-    """A run's JUnit file: one suite holding ``cases`` and the run's properties."""
+    """A run's JUnit file: one suite holding ``cases``, the run's properties, then those the
+    tests recorded for the suite (``suite_properties``)."""
     counts = dict.fromkeys(RESULT_TAGS, 0)
     total: float = 0  # junitparser's sum: the rounded times as written, from an int 0
     body: list[str] = []
@@ -141,22 +177,26 @@ def render_junit(
         attributes.append(("time", str(time)))
         if with_location and case.file:
             attributes.append(("file", xml_safe(case.file)))
-            if case.line is not None:
-                attributes.append(("line", str(case.line)))
-        if case.outcome not in RESULT_TAGS:
+            if case.line is not None:  # 0-based, as pytest's xunit1 writes it
+                attributes.append(("line", str(max(case.line - 1, 0))))
+        inner = []
+        if with_location and case.properties:  # (not valid junit-10, as pytest warns)
+            inner.append(_properties(case.properties, "      "))
+        if case.outcome in RESULT_TAGS:
+            counts[case.outcome] += 1
+            result = [
+                ("message", xml_safe(case.outcome if case.message is None else case.message, 2000))
+            ]
+            if case.kind:
+                result.append(("type", xml_safe(case.kind)))
+            inner.append(_element(RESULT_TAGS[case.outcome], result, case.text))
+        inner.extend(_element(tag, [], text) for tag, text in case.output)
+        if not inner:
             body.append(f"    <testcase{_attributes(attributes)}/>\n")
             continue
-        counts[case.outcome] += 1
-        result = [("message", xml_safe(case.message or case.outcome, 2000))]
-        if case.kind:
-            result.append(("type", xml_safe(case.kind)))
-        tag = RESULT_TAGS[case.outcome]
-        inner = (
-            f"<{tag}{_attributes(result)}>{xml_safe(case.text).translate(_TEXT_ESCAPES)}</{tag}>"
-            if case.text
-            else f"<{tag}{_attributes(result)}/>"
-        )
-        body.append(f"    <testcase{_attributes(attributes)}>\n      {inner}\n    </testcase>\n")
+        body.append(f"    <testcase{_attributes(attributes)}>\n")
+        body.extend(f"      {element}\n" for element in inner)
+        body.append("    </testcase>\n")
     failures, errors, skipped = counts["failed"], counts["error"], counts["skipped"]
     time = round(total, 3)
     suite = _attributes(
@@ -169,17 +209,31 @@ def render_junit(
         f'<testsuites name="qualify" tests="{len(cases)}" failures="{failures}" '
         f'errors="{errors}" time="{round(float(time), 3)}">\n',
     ]
-    if properties:
-        head.append(f"  <testsuite{suite}>\n    <properties>\n")
-        for key, value in properties.items():
-            pair = _attributes([("name", xml_safe(key)), ("value", xml_safe(value, 2000))])
-            head.append(f"      <property{pair}/>\n")
-        head.append("    </properties>\n")
+    if properties or suite_properties:
+        pairs = [*properties.items(), *suite_properties]
+        head.append(f"  <testsuite{suite}>\n    {_properties(pairs, '    ')}\n")
     elif body:
         head.append(f"  <testsuite{suite}>\n")
     else:
         return "".join([*head, f"  <testsuite{suite}/>\n</testsuites>"]).encode()
     return "".join([*head, *body, "  </testsuite>\n</testsuites>"]).encode()
+
+
+def _element(tag: str, attributes: list[tuple[str, str]], text: str | None) -> str:
+    """One result or output element, its text escaped as lxml escapes it."""
+    if not text:
+        return f"<{tag}{_attributes(attributes)}/>"
+    return f"<{tag}{_attributes(attributes)}>{xml_safe(text).translate(_TEXT_ESCAPES)}</{tag}>"
+
+
+def _properties(pairs: Iterable[tuple[str, str]], indent: str) -> str:
+    """A ``<properties>`` element of ``pairs``, its properties one per line under ``indent``."""
+    lines = ["<properties>"]
+    for key, value in pairs:
+        pair = _attributes([("name", xml_safe(key)), ("value", xml_safe(value, 2000))])
+        lines.append(f"{indent}  <property{pair}/>")
+    lines.append(f"{indent}</properties>")
+    return "\n".join(lines)
 
 
 def write_junit(

@@ -69,11 +69,6 @@ class RunDir:
         return self.path / contract.PARITY
 
     @property
-    def pytest_junit_path(self) -> Path:
-        """pytest's own JUnit (complete only when its session finished)."""
-        return self.path / contract.PYTEST_JUNIT
-
-    @property
     def report_path(self) -> Path:
         """The HTML page of the run."""
         return self.path / contract.REPORT_HTML
