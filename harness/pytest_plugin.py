@@ -59,8 +59,11 @@ def pytest_configure(config: pytest.Config) -> None:
         logfile = os.path.expanduser(os.path.expandvars(xmlpath))
         _stream.junit = os.path.normpath(os.path.abspath(logfile))
     if _stream.path:
-        _stream.logging = str(config.getini("junit_logging"))
-        _stream.log_passing = bool(config.getini("junit_log_passing_tests"))
+        try:
+            _stream.logging = str(config.getini("junit_logging"))
+            _stream.log_passing = bool(config.getini("junit_log_passing_tests"))
+        except ValueError:  # pytest's JUnit writer disabled (-p no:junitxml): its options too
+            _stream.logging, _stream.log_passing = "no", True
         _stream.shorten = getattr(_junitxml(), "shorten_message", None)  # (pytest 9 on)
 
 

@@ -568,10 +568,12 @@ pytest_sessionfinish.trylast = True
 
 
 def test_events_win_over_a_junit_that_disagrees(tmp_path: Path, run_qualify: RunQualify) -> None:
+    """A family's own ``--junitxml`` is read; where it disagrees with the events, they win."""
     repo = family_repo(
         tmp_path / "repo",
         "forged",
-        '[e2e]\ncommand = ["python", "-m", "pytest", "test_forged.py", "-q"]\n',
+        '[e2e]\ncommand = ["python", "-m", "pytest", "test_forged.py", "-q", '
+        '"--junitxml=own.xml"]\n',
         {
             "conftest.py": FORGER,
             "test_forged.py": "def test_ok():\n    pass\n\ndef test_bad():\n    assert 1 == 2\n",
@@ -611,8 +613,8 @@ def pytest_sessionfinish(session):
 def test_the_e2es_own_junitxml_is_read_where_pytest_wrote_it(
     tmp_path: Path, run_qualify: RunQualify, where: str
 ) -> None:
-    """A family whose command passes its own ``--junitxml`` (which wins over qualify's in
-    ``PYTEST_ADDOPTS``): pytest's account is read from that file (a conftest marks its failure
+    """A family whose command passes its own ``--junitxml`` (qualify asks for none): pytest's
+    account is read from that file (a conftest marks its failure
     message) when it lies in the family's directory; a file outside the run's directories is
     not read, and the events make the cases, in pytest's words. The family's own file is
     written either way. A family that disables pytest's JUnit writer (``-p no:junitxml``)

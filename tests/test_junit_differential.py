@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 from lxml import etree
 
+from harness.pytest_plugin import _MESSAGE_LIMIT
 from qualify.evidence.junit import parse_pytest_junit
 from qualify.judge.judgement import last_attempts
 from qualify.judge.progress import progress_from_events
@@ -40,11 +41,23 @@ from qualify.report.junit import render_junit
 from tests.test_junit import OUTCOMES_MODULE
 
 ROOT = Path(__file__).resolve().parent.parent
+PYTHON = os.environ.get("QUALIFY_JUNIT_PYTHON") or sys.executable
+"""The interpreter whose pytest both writers run under: this one, or another pytest's
+(``QUALIFY_JUNIT_PYTHON``, with pytest-xdist, pytest-rerunfailures, numpy and hypothesis)."""
 SCHEMA = etree.XMLSchema(etree.parse(str(ROOT / "tests" / "data" / "schemas" / "junit-10.xsd")))
 
 MORE_OUTCOMES = """
-import logging, sys
+import logging, sys, time
 import pytest
+
+@pytest.fixture
+def slow_breaking():
+    yield
+    time.sleep(0.02)
+    raise RuntimeError("slow teardown broke")
+
+def test_fails_then_slow_teardown_error(slow_breaking):
+    assert False, "failed before its slow teardown"
 
 @pytest.mark.parametrize("x", ["a::b", "c[d]", "snow\\u2603", "two\\nlines", "q\\"uote"])
 def test_ids(x):
@@ -189,7 +202,7 @@ def _run(
         env.pop(name, None)
     if ci:
         env["CI"] = "true"
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+    argv = [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
             f"--junitxml={junit}", *args]  # fmt: skip
     subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, check=False, timeout=600)
     from qualify.rundir.events import read_jsonl
@@ -197,9 +210,10 @@ def _run(
     return list(read_jsonl(events)), junit, flavour
 
 
-def _canonical(element: Any, with_properties: bool) -> tuple[Any, ...]:
+def _canonical(element: Any, with_properties: bool, pytests: bool = False) -> tuple[Any, ...]:
     """A testcase element as compared: its name, classname, time as a number, location (if
-    any), and its children (tag, attributes, text) in order."""
+    any), and its children (tag, attributes, text) in order. In ``pytests``, a message past
+    the events' bound is cut there (pytest before 9 writes it whole; 9 shortens it itself)."""
     children = []
     for child in element:
         if child.tag == "properties" and not with_properties:
@@ -208,7 +222,12 @@ def _canonical(element: Any, with_properties: bool) -> tuple[Any, ...]:
             pairs = tuple((p.get("name"), p.get("value")) for p in child)
             children.append(("properties", pairs))
             continue
-        attributes = tuple(sorted(child.attrib.items()))
+        attributes = tuple(
+            sorted(
+                (name, value[:_MESSAGE_LIMIT] if pytests and name == "message" else value)
+                for name, value in child.attrib.items()
+            )
+        )
         children.append((child.tag, attributes, child.text or ""))
     return (
         element.get("classname"),
@@ -254,7 +273,7 @@ def _compare(events: list[dict[str, Any]], junit: Path, flavour: str) -> list[An
         seen[key] += 1
         second = seen[key] > 1 and (case.message or "").startswith('failed on teardown with "')
         if id(case) in kept and not second:
-            theirs.append(_canonical(element, with_location))
+            theirs.append(_canonical(element, with_location, pytests=True))
     ours = [_canonical(element, with_location) for element in _testcases(ours_document)]
     theirs.sort(key=repr)
     ours.sort(key=repr)

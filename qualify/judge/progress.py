@@ -104,14 +104,16 @@ def _end(state: _TestState, when: str, event: dict[str, Any]) -> None:
     if when == "collect" and state.file is None:  # (a collector's file; it has no line)
         file = event.get("file")
         state.file = file if isinstance(file, str) else None
-    state.duration += float(event.get("duration") or 0.0)
     outcome, message = event.get("outcome"), event.get("message")
     if not isinstance(message, str):
         message = None  # (written by a harness older than the line's message)
     # A teardown that failed after the call failed: pytest's JUnit writer ends the test's
-    # testcase with the call (its properties then) and writes the teardown's error, with the
-    # test's output, as a second testcase, which the events' case leaves out.
+    # testcase with the call (its time and properties then) and writes the teardown's error,
+    # with its time and the test's output, as a second testcase, which the events' case leaves
+    # out.
     second = when == "teardown" and outcome == "failed" and state.outcome == "failed"
+    if not second:
+        state.duration += float(event.get("duration") or 0.0)
     if outcome == "rerun":  # pytest-rerunfailures: failed, until the next attempt starts
         state.again = state.failed_before = True
     if outcome in ("failed", "rerun") and state.outcome not in ("failed", "error"):
