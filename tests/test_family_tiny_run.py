@@ -72,7 +72,9 @@ def test_retained_plans_oom_where_staged_plans_pass(run_qualify: RunQualify, bro
     # Its report page: phase labels that started close together (checkpoint, build,
     # build:prefill) never drawn over one another, nothing past the chart's edge.
     assert retained.run_dir is not None
-    assert _label_clashes(retained.run_dir / "report.html", browser) == {"clash": [], "out": []}
+    measured = _label_clashes(retained.run_dir / "report.html", browser)
+    assert (measured["clash"], measured["out"]) == ([], [])
+    assert "phase build:decode" in measured["hover"], measured  # hovering the peak
     staged = run_qualify(*common, timeout=600)
     assert staged.returncode == 0, staged.stdout + staged.stderr
     phases = {p["name"]: p["peak_bytes"] for p in staged.audit()["memory"]["phases"]}

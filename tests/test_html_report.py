@@ -226,13 +226,23 @@ const svg = document.querySelector("svg").getBoundingClientRect();
 const out = boxes
   .filter(([, r]) => r.width && (r.left < svg.left - 1 || r.right > svg.right + 1))
   .map(([t]) => t);
-document.body.setAttribute("data-clash", JSON.stringify({clash, out}));
+// What a reader sees hovering the peak: the title of the element on top there.
+const peak = document.querySelector("circle.peak");
+let hover = null;
+if (peak) {
+  const p = peak.getBoundingClientRect();
+  const top = document.elementFromPoint(p.left + p.width / 2, p.top + p.height / 2);
+  const title = top && top.querySelector("title");
+  hover = title ? title.textContent : (top ? top.tagName : null);
+}
+document.body.setAttribute("data-clash", JSON.stringify({clash, out, hover}));
 </script>"""
 
 
 def _label_clashes(page: Path, browser: Path, window: str = "1400,1000") -> dict[str, list[str]]:
-    """The text boxes of the page's chart that overlap one another or leave the chart, as
-    Chromium lays them out (a copy of the page with a measuring script; its CSP left out)."""
+    """The text boxes of the page's chart that overlap one another (``clash``) or leave the
+    chart (``out``), as Chromium lays them out (a copy of the page with a measuring script; its
+    CSP left out), and the tooltip hovering the peak shows (``hover``)."""
     html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page.read_text())
     measured = page.with_name("measured.html")
     measured.write_text(html.replace("</body>", MEASURE + "</body>"))
@@ -277,7 +287,11 @@ def test_report_of_an_oom_killed_run(repo: Path, run_qualify: RunQualify, browse
     assert re.findall(r"\b(?:True|False|None)\b|\w+_bytes\b|pids_max", text) == []
     assert completed.run_dir is not None
     clashes = _label_clashes(completed.run_dir / "report.html", browser)
-    assert clashes == {"clash": [], "out": []}
+    assert (clashes["clash"], clashes["out"]) == ([], [])
+    # Hovering the peak: its time, usage against the cap, and the phase (the hog's "second").
+    assert re.fullmatch(
+        r"\d+\.\d\d s: [\d.]+ MiB, \d+% of the cap; phase second", clashes["hover"]
+    ), clashes
 
 
 @pytest.mark.privileged

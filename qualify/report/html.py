@@ -50,6 +50,7 @@ svg text{font-size:11px;fill:#57606a} .grid{stroke:#eaeef2} .band0{fill:#ddf4ff;
 .cap{stroke:#cf222e;stroke-width:1.5;stroke-dasharray:6 3} .cap-label{fill:#cf222e}
 .oom{stroke:#cf222e;stroke-width:2} .oom-label{fill:#cf222e;font-weight:600}
 .cuda-oom{stroke:#8250df;stroke-width:2} .cuda-oom-label{fill:#8250df;font-weight:600}
+.hover rect{fill:transparent} .hover rect:hover{fill:#0969da;opacity:.12}
 .peak{fill:#bf3989;stroke:#fff} .peak-label{fill:#bf3989;font-weight:600}
 .legend span{margin-right:14px} .sw{display:inline-block;width:18px;height:3px;
 vertical-align:middle;margin-right:4px}

@@ -3,6 +3,10 @@
 The timeline can hold hours of 50 ms samples; it is read twice as a stream (time range,
 then buckets) and reduced to at most ``2 * buckets`` points, each bucket keeping its lowest
 and highest sample so that spikes (the peak, the moment of an OOM kill) survive.
+
+Hovering the plot shows the time, the usage (and its share of the cap) and the phase at that
+moment: a transparent slice of the plot per few pixels, each with its ``<title>`` (the
+browser's own tooltip, no script), highlighted by the page's CSS.
 """
 
 from __future__ import annotations
@@ -268,6 +272,49 @@ def _markers(scale: _Scale, timeline: Timeline) -> list[str]:
     return parts
 
 
+SLICE_PX = 4.0
+"""The narrowest hover slice: at most about 225 across the plot."""
+
+
+def _hover(scale: _Scale, timeline: Timeline) -> list[str]:
+    """The hover slices: for each run of memory points at least ``SLICE_PX`` wide, a
+    transparent rect over the plot's height titled with its time, highest usage, share of the
+    cap and phase."""
+    points = timeline.memory
+    if not points:
+        return []
+    groups: list[list[Point]] = [[points[0]]]
+    for point in points[1:]:
+        if scale.x(point.t) - scale.x(groups[-1][0].t) < SLICE_PX:
+            groups[-1].append(point)
+        else:
+            groups.append([point])
+    parts = ['<g class="hover">']
+    edges = [scale.x(group[0].t) for group in groups] + [float(WIDTH - RIGHT)]
+    for index, group in enumerate(groups):
+        left = LEFT if index == 0 else (edges[index - 1] + edges[index]) / 2
+        right = WIDTH - RIGHT if index == len(groups) - 1 else (edges[index] + edges[index + 1]) / 2
+        top = max(group, key=lambda p: p.value)
+        parts.append(
+            f'<rect x="{left:.1f}" y="{TOP}" width="{max(right - left, 0.5):.1f}" '
+            f'height="{HEIGHT - TOP - BOTTOM}"><title>{escape(_hover_text(top, timeline))}'
+            "</title></rect>"
+        )
+    parts.append("</g>")
+    return parts
+
+
+def _hover_text(point: Point, timeline: Timeline) -> str:
+    """``12.40 s: 812 MiB, 95% of the cap; phase build:decode``."""
+    text = f"{point.t:.2f} s: {format_bytes(point.value)}"
+    if timeline.cap_bytes:
+        text += f", {100 * point.value / timeline.cap_bytes:.0f}% of the cap"
+    open_bands = [band for band in timeline.bands if band.start <= point.t <= band.end]
+    if open_bands:  # the innermost: the latest started
+        text += f"; phase {max(open_bands, key=lambda band: band.start).name}"
+    return text
+
+
 def render_timeline(timeline: Timeline) -> str:
     """The ``<svg id="timeline">`` element (a placeholder text when nothing was sampled)."""
     every = [*timeline.memory, *timeline.gpu]
@@ -288,5 +335,6 @@ def render_timeline(timeline: Timeline) -> str:
     if timeline.gpu:
         parts.append(f'<polyline class="gpu" points="{scale.points(timeline.gpu)}"/>')
     parts += _markers(scale, timeline)
+    parts += _hover(scale, timeline)
     parts.append("</svg>")
     return "\n".join(parts)
