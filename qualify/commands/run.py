@@ -279,6 +279,12 @@ class _Stopped(Exception):
 
 def plan(request: RunRequest) -> Planned:
     """Validate every input and choose the sandbox; UsageError before anything is written."""
+    base = request.base_run
+    if base is not None and not base.is_dir():
+        raise UsageError(
+            f"--base-run {str(base)!r} is not a directory (valid: a run directory, or a "
+            "directory of runs)"
+        )
     spec = build_spec(request)
     sandbox = select_sandbox(
         spec.backend,
@@ -316,6 +322,8 @@ def report_and_publish(result: RunResult, request: RunRequest, stdout: TextIO) -
     from qualify.publish.sources import SecretSources
 
     spec = result.spec
+    if request.base_run is not None:
+        result = _against_base(result, request.base_run)
     try:
         try:
             _write_reports_making_room(result)
@@ -341,6 +349,29 @@ def report_and_publish(result: RunResult, request: RunRequest, stdout: TextIO) -
             f"publication failed: {exc}", EXIT_USAGE, stdout=f"{display_path(spec.run_dir)}\n"
         ) from None
     return Published(result, publication)
+
+
+def _against_base(result: RunResult, given: Path) -> RunResult:
+    """``result`` with its comparison with the base run in ``given`` (``base_run``); a base
+    that cannot be read is said in the record, never a failure of the run."""
+    from qualify.console import display_path
+    from qualify.report.audit_of_run import build_audit
+    from qualify.report.base_run import compare
+
+    commit = result.spec.commit
+    merge_base = (commit.github or {}).get("base") or commit.base
+    try:
+        record = compare(
+            given, build_audit(result), result.testcases, merge_base, display_path(given)
+        )
+    except OSError as exc:
+        from qualify.rundir.audit import BaseRunRecord
+
+        why = f"it cannot be read ({_os_error(exc)})"
+        record = BaseRunRecord(
+            given=display_path(given), problem=why, summary=f"no base run: {why}"
+        )
+    return dataclasses.replace(result, base=record)
 
 
 def print_summary(published: Published, stdout: TextIO, stderr: TextIO) -> int:
@@ -455,6 +486,14 @@ def add_parser(commands: Commands) -> None:
         "a line at each phase change and every 10 s otherwise)",
     )
     run.add_argument("--base-ref", default="origin/main", help="ref for commit.base (merge-base)")
+    run.add_argument(
+        "--base-run",
+        type=Path,
+        metavar="DIR",
+        help="compare with a base run: a run directory (a downloaded public/ bundle) or a "
+        "directory of runs, from which the latest of the family and profile at this run's "
+        "merge-base is taken (default: no comparison)",
+    )
     run.add_argument("--image", help="docker image to run the E2E in (--backend docker/auto)")
     run.add_argument("--shm", help="docker: /dev/shm size, charged to the cap (default 64M)")
     run.add_argument(
@@ -530,6 +569,7 @@ def main(args: argparse.Namespace) -> int:
             secrets_file=args.secrets_file,
             pass_env=args.pass_env,
             quiet=args.quiet,
+            base_run=args.base_run,
             commit_prefetch=prefetch,
         )
     )

@@ -41,3 +41,5 @@ class RunResult:
     """The host's RAM."""
     pytest_unseen: bool = False
     """pytest ran out of the plugin's reach (``judgement.pytest_ran_unseen``)."""
+    base: Any = None
+    """``qualify.rundir.audit.BaseRunRecord``: this run against its base (``--base-run``)."""

@@ -96,6 +96,8 @@ class RunRequest:
     """``--pass-env``: secret variables the E2E is given all the same."""
     quiet: bool = False
     """``--quiet``: no progress on stderr while the E2E runs."""
+    base_run: Path | None = None
+    """``--base-run``: a run directory or a directory of runs to compare this run with."""
     commit_prefetch: CommitSource | None = None
     """The commit already being read (``qualify.commands._overlap.CommitPrefetch``, started
     before the run's code is imported); None: read in order."""

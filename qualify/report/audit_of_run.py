@@ -244,6 +244,7 @@ def build_audit(result: RunResult) -> Audit:
         logs=dict(execution.logs),
         environment=result.environment,
         problems=list(execution.teardown_problems),
+        base=result.base,
         refused_files=refused_files(spec.run_dir),
     )
 

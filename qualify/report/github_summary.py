@@ -8,6 +8,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from qualify.evidence.junit import counts_said
+from qualify.report.base_run import changed_phases
 from qualify.report.run_diff import phase_totals
 from qualify.rundir import Audit
 from qualify.sizes import format_bytes, format_duration
@@ -94,6 +95,31 @@ def _why(triage: Mapping[str, Any] | None, clean: Clean) -> str:
     remedies = [str(r) for r in triage.get("remedies") or []][:4]
     if remedies:
         lines += ["", "**What to change**", "", *(f"- {_cell(r, clean)}" for r in remedies)]
+    return "\n".join(lines) + "\n\n"
+
+
+_BASE_PHASES_SHOWN = 8
+
+
+def _against_base(audit: Audit, clean: Clean) -> str:
+    """The change against the base run (``--base-run``): its line, and the phases whose peak
+    changed most."""
+    base = audit.base
+    if base is None:
+        return ""
+    lines = ["### Against the base run", "", _cell(base.summary, clean)]
+    moved = changed_phases(base)[:_BASE_PHASES_SHOWN]
+    if moved:
+        lines += ["", "| phase | base peak | peak | change |", "|---|---:|---:|---:|"]
+        for phase in moved:
+            delta = phase.delta_bytes or 0
+            change = ("+" if delta >= 0 else "-") + format_bytes(abs(delta))
+            lines.append(
+                f"| {_cell(phase.name, clean)} | {_cell(format_bytes(phase.base_peak_bytes or 0))}"
+                f" | {_cell(format_bytes(phase.peak_bytes or 0))} | {_cell(change)} |"
+            )
+    for test, before, after in base.changed_tests[:10]:
+        lines.append(f"- {_cell(test, clean)}: {_cell(before)} -> {_cell(after)}")
     return "\n".join(lines) + "\n\n"
 
 
@@ -232,14 +258,15 @@ def render_summary(
     samples: Sequence[tuple[float, int]] = (),
 ) -> str:
     """The verdict and its reason with the run's facts, triage's answer (``triage``: its class,
-    summary, findings and remedies), the phases against the cap, the memory curve
-    (``samples``: seconds and bytes), then failures (most important first) while they fit in
-    ``budget`` bytes, and where the report page is; every piece of text through ``clean``
-    after it is clipped, before it is escaped."""
+    summary, findings and remedies), the change against the base run, the phases against the
+    cap, the memory curve (``samples``: seconds and bytes), then failures (most important
+    first) while they fit in ``budget`` bytes, and where the report page is; every piece of
+    text through ``clean`` after it is clipped, before it is escaped."""
     if budget <= 0:
         return ""
     pointer_reserve = 600
-    text = _header(audit, run_dir, clean) + _why(triage, clean) + _phases(audit, clean)
+    text = _header(audit, run_dir, clean) + _why(triage, clean) + _against_base(audit, clean)
+    text += _phases(audit, clean)
     text += memory_chart(audit, samples)
     # Test ids are the family's: a lone surrogate (in a test named by triage, a phase or a
     # failure) is written visibly before anything is measured in bytes.

@@ -4,6 +4,7 @@ duration, parity, each test's outcome), from their audits and JUnit files."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from qualify.evidence.junit import JUnitCase, family_counts, parse_pytest_junit
@@ -89,8 +90,7 @@ def _cases(run_dir: RunDir) -> list[JUnitCase]:
     return parse_pytest_junit(run_dir.junit_path) or []
 
 
-def _outcomes(run_dir: RunDir) -> dict[str, str]:
-    cases = _cases(run_dir)
+def _outcomes(cases: list[JUnitCase]) -> dict[str, str]:
     return {
         f"{case.classname}::{case.name}": case.outcome
         for case in cases
@@ -102,8 +102,15 @@ def _cap(audit: Audit) -> int | None:
     return audit.limits.in_effect.memory_bytes if audit.limits.in_effect else None
 
 
-def diff_runs(run_a: RunDir, audit_a: Audit, run_b: RunDir, audit_b: Audit) -> RunDiff:
-    """The change from A to B."""
+def diff_runs(
+    run_a: RunDir,
+    audit_a: Audit,
+    run_b: RunDir,
+    audit_b: Audit,
+    cases_b: Sequence[JUnitCase] | None = None,
+) -> RunDiff:
+    """The change from A to B (``cases_b``: B's testcases, when its JUnit file is not written
+    yet)."""
     peaks_a, seconds_a, names_a = phase_totals(audit_a)
     peaks_b, seconds_b, names_b = phase_totals(audit_b)
     phases = [
@@ -112,13 +119,14 @@ def diff_runs(run_a: RunDir, audit_a: Audit, run_b: RunDir, audit_b: Audit) -> R
         )
         for name in dict.fromkeys([*names_a, *names_b])
     ]
-    outcomes_a, outcomes_b = _outcomes(run_a), _outcomes(run_b)
+    tests_a = _cases(run_a)
+    tests_b = list(cases_b) if cases_b is not None else _cases(run_b)
+    outcomes_a, outcomes_b = _outcomes(tests_a), _outcomes(tests_b)
     changed = [
         (test, outcomes_a.get(test, "absent"), outcomes_b.get(test, "absent"))
         for test in dict.fromkeys([*outcomes_a, *outcomes_b])
         if outcomes_a.get(test) != outcomes_b.get(test)
     ]
-    tests_a, tests_b = _cases(run_a), _cases(run_b)
     return RunDiff(
         a=str(run_a.path),
         b=str(run_b.path),

@@ -120,6 +120,8 @@ def render_summary(result: RunResult, *, color: bool = False, width: int = 100) 
     parity = _parity_line(result)
     if parity:
         console.print(Text(parity))
+    if result.base is not None:
+        console.print(Text(result.base.summary))
     for problem in execution.teardown_problems:
         console.print(Text(f"teardown: {problem}", style="yellow"))
     return buffer.getvalue()

@@ -311,6 +311,44 @@ _VERDICTS = {"enum": [verdict.value for verdict in Verdict]}
 
 
 @dataclasses.dataclass(frozen=True)
+class BasePhaseRecord:
+    """A phase of this run or of its base run: its peak and time in each (None: absent)."""
+
+    name: str = ""
+    base_peak_bytes: int | None = None
+    peak_bytes: int | None = None
+    delta_bytes: int | None = None
+    base_seconds: float | None = None
+    seconds: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class BaseRunRecord:
+    """This run against its base run (``--base-run``; ``qualify.report.base_run``)."""
+
+    given: str = ""
+    """The directory given (a run directory, or a directory of runs)."""
+    run_dir: str | None = None
+    """The base run's directory, relative to ``given`` ("." for the directory itself)."""
+    run_id: str | None = None
+    head: str | None = None
+    matched_by: str | None = None
+    """How the base was chosen: the run given, at this run's merge-base, or the latest."""
+    problem: str | None = None
+    """Why there is no base (no run of the family and profile, an unreadable audit)."""
+    verdict: list[str] | None = None
+    """[the base's, this run's]."""
+    peak_bytes: list[int | None] | None = None
+    """[the base's, this run's]."""
+    phases: list[BasePhaseRecord] = dataclasses.field(default_factory=list)
+    changed_tests: list[list[str]] = dataclasses.field(default_factory=list)
+    """[test, outcome in the base, outcome here] of the first tests whose outcome changed."""
+    changed_tests_count: int = 0
+    summary: str = ""
+    """The one line the terminal and the step summary print."""
+
+
+@dataclasses.dataclass(frozen=True)
 class CompletedByRecord:
     """Who completed the reports of a run whose qualify died: the next run on the machine
     that took it over (``qualify.report.abandoned``)."""
@@ -362,6 +400,8 @@ class Audit:
     publication: PublicationRecord | None = None
     completed_by: CompletedByRecord | None = None
     """Set when another run completed these reports after this run's qualify died."""
+    base: BaseRunRecord | None = None
+    """This run against its base run, when ``--base-run`` was given."""
 
     @property
     def head(self) -> str | None:
