@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
 from qualify.sandbox import CHOICES as BACKENDS
 from qualify.verdict import EXIT_USAGE
@@ -149,12 +151,53 @@ def experiment_options(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="a family option given to every run (repeatable)",
     )
-    parser.add_argument("--families-dir", action="append", type=Path, default=[])
+    parser.add_argument(
+        "--families-dir",
+        action="append",
+        type=Path,
+        default=[],
+        help="where families live (repeatable; default: the repo's families/ and qualify's)",
+    )
     parser.add_argument("--repo", type=Path, help="the repo whose head is qualified (default: .)")
-    parser.add_argument("--out", type=directory, default=Path("reports"), help="output root")
+    parser.add_argument(
+        "--out", type=directory, default=Path("reports"), help="output root (default reports)"
+    )
     parser.add_argument("--timeout", help="E2E timeout of each run (default: the family's)")
-    parser.add_argument("--backend", default="auto", choices=BACKENDS)
-    parser.add_argument("--image", help="docker image every run uses")
+    parser.add_argument(
+        "--backend",
+        default="auto",
+        choices=BACKENDS,
+        help="how each run's cap is enforced, as for qualify run (default auto)",
+    )
+    parser.add_argument("--image", help="docker image every run uses (default: none)")
+    format_option(parser, "the record (the file written beside the runs)")
+
+
+def format_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--format text|json``: json prints ``what`` as JSON on stdout instead of the text."""
+    parser.add_argument(
+        "--format",
+        dest="output_format",
+        choices=("text", "json"),
+        default="text",
+        help=f"text (default), or json: {what} on stdout",
+    )
+
+
+def printed_record(
+    command: Callable[[TextIO], int], record: str, output_format: str, stdout: TextIO
+) -> int:
+    """Run ``command`` (given where to print); with json, print the JSON file ``record`` of
+    the directory its text's last line names instead of that text. Returns its exit code."""
+    if output_format != "json":
+        return command(stdout)
+    captured = io.StringIO()
+    code = command(captured)
+    lines = captured.getvalue().splitlines()
+    path = Path(lines[-1]) / record if lines else None
+    if path is not None and path.is_file():
+        stdout.write(path.read_text(encoding="utf-8").rstrip("\n") + "\n")
+    return code
 
 
 def experiment_common(args: argparse.Namespace) -> dict[str, Any]:

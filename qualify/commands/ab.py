@@ -24,10 +24,11 @@ from qualify.commands._args import (
     experiment_common,
     experiment_options,
     positive,
+    printed_record,
 )
 from qualify.console import display_path
 from qualify.errors import UsageError
-from qualify.experiment.ab_record import RUNS_DIR, AbRecord, write_record
+from qualify.experiment.ab_record import AB_JSON, RUNS_DIR, AbRecord, write_record
 from qualify.experiment.pins import differences, limit_pins, pins
 from qualify.experiment.plan import ARMS, AbPlan, Slot, build_plan, parse_sets
 from qualify.experiment.repetition import Repetition, experiment, from_run_dir, run_once
@@ -338,20 +339,19 @@ def add_parser(commands: Commands) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    return ab(
-        AbRequest(
-            **experiment_common(args),
-            arm_a=args.arm_a,
-            arm_b=args.arm_b,
-            commits=args.commits,
-            n=args.n,
-            mem=args.mem,
-            profile=args.profile,
-            sweep=args.sweep,
-            order=args.order,
-            seed=args.seed,
-            metrics=args.metrics,
-            host=args.host,
-            command_line=command_line(args),
-        )
+    request = AbRequest(
+        **experiment_common(args),
+        arm_a=args.arm_a,
+        arm_b=args.arm_b,
+        commits=args.commits,
+        n=args.n,
+        mem=args.mem,
+        profile=args.profile,
+        sweep=args.sweep,
+        order=args.order,
+        seed=args.seed,
+        metrics=args.metrics,
+        host=args.host,
+        command_line=command_line(args),
     )
+    return printed_record(lambda out: ab(request, out), AB_JSON, args.output_format, sys.stdout)

@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from qualify.atomic import write_json_atomic
-from qualify.commands._args import Commands, command_line, experiment_common, experiment_options
+from qualify.commands._args import (
+    Commands,
+    command_line,
+    experiment_common,
+    experiment_options,
+    printed_record,
+)
 from qualify.console import display_path
 from qualify.errors import UsageError
 from qualify.experiment.commits import Commit, CommitProbe, CommitSearch, search_commits
@@ -291,15 +297,14 @@ def add_parser(commands: Commands) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    return bisect(
-        BisectRequest(
-            **experiment_common(args),
-            good=args.good,
-            bad=args.bad,
-            repeat=args.repeat,
-            peak_over=args.peak_over,
-            mem=args.mem,
-            profile=args.profile,
-            command_line=command_line(args),
-        )
+    request = BisectRequest(
+        **experiment_common(args),
+        good=args.good,
+        bad=args.bad,
+        repeat=args.repeat,
+        peak_over=args.peak_over,
+        mem=args.mem,
+        profile=args.profile,
+        command_line=command_line(args),
     )
+    return printed_record(lambda out: bisect(request, out), RECORD, args.output_format, sys.stdout)

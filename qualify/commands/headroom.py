@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from qualify.atomic import write_bytes_atomic, write_json_atomic
-from qualify.commands._args import Commands, experiment_common, experiment_options, positive
+from qualify.commands._args import (
+    Commands,
+    experiment_common,
+    experiment_options,
+    positive,
+    printed_record,
+)
 from qualify.console import display_path
 from qualify.errors import UsageError
 from qualify.experiment.ab_record import RUNS_DIR
@@ -300,12 +306,13 @@ def add_parser(commands: Commands) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    return headroom(
-        HeadroomRequest(
-            **experiment_common(args),
-            lo=args.lo,
-            hi=args.hi,
-            resolution=args.resolution,
-            repeat=args.repeat,
-        )
+    request = HeadroomRequest(
+        **experiment_common(args),
+        lo=args.lo,
+        hi=args.hi,
+        resolution=args.resolution,
+        repeat=args.repeat,
+    )
+    return printed_record(
+        lambda out: headroom(request, out), HEADROOM_JSON, args.output_format, sys.stdout
     )

@@ -26,7 +26,7 @@ from junitparser import TestCase, TestSuite
 
 from harness import contract
 from qualify.atomic import write_bytes_atomic, write_json_atomic
-from qualify.commands._args import Commands, directory
+from qualify.commands._args import Commands, directory, format_option, printed_record
 from qualify.commands.matrix import split_names
 from qualify.errors import UsageError
 from qualify.evidence.junit import JUnitCase, read_junit
@@ -413,7 +413,12 @@ def add_parser(commands: Commands) -> None:
     parser.add_argument("--out", type=directory, help="default: reports/merged/<head-sha>/")
     parser.add_argument("--expect", metavar="FAMILY:PROFILE,...", help="shards that must exist")
     parser.add_argument("--matrix", type=Path, help="matrix JSON (qualify matrix) of the shards")
-    parser.add_argument("--allow-mixed-heads", action="store_true")
+    parser.add_argument(
+        "--allow-mixed-heads",
+        action="store_true",
+        help="merge runs of different head commits (one index and JUnit per head)",
+    )
+    format_option(parser, "the index (index.json) of the last head merged")
     parser.add_argument(
         "--submitted",
         action="append",
@@ -426,11 +431,15 @@ def add_parser(commands: Commands) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    return merge(
-        inputs=args.dirs,
-        out=args.out,
-        expect=args.expect,
-        matrix_file=args.matrix,
-        allow_mixed_heads=args.allow_mixed_heads,
-        submitted=args.submitted,
-    )
+    def merged(out: TextIO) -> int:
+        return merge(
+            inputs=args.dirs,
+            out=args.out,
+            expect=args.expect,
+            matrix_file=args.matrix,
+            allow_mixed_heads=args.allow_mixed_heads,
+            submitted=args.submitted,
+            stdout=out,
+        )
+
+    return printed_record(merged, "index.json", args.output_format, sys.stdout)

@@ -1,0 +1,70 @@
+"""``--format json`` on every command that prints a result: ab, headroom, bisect and merge
+print their record (the file written beside their runs) on stdout instead of their text; real
+runs of the hog family in real cgroups."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Completed, RunQualify, git
+
+pytestmark = pytest.mark.privileged
+
+
+def _printed(result: Completed) -> dict[str, object]:
+    """stdout as one JSON document (nothing else printed there)."""
+    assert result.returncode in (0, 1, 3), result.stdout + result.stderr
+    document = json.loads(result.stdout)
+    assert isinstance(document, dict)
+    return document
+
+
+def _only(root: Path, name: str) -> dict[str, object]:
+    (path,) = root.rglob(name)
+    document = json.loads(path.read_text())
+    assert isinstance(document, dict)
+    return document
+
+
+def test_ab_and_headroom_print_their_records(repo: Path, run_qualify: RunQualify) -> None:
+    ab = run_qualify("ab", "--family", "hog", "--repo", str(repo), "--n", "1", "--mem", "512M",
+                     "--a", "first_mib=16", "--b", "first_mib=48", "--format", "json")  # fmt: skip
+    printed = _printed(ab)
+    assert printed == _only(repo.parent / "reports", "ab.json")
+    assert printed["repetitions"]
+    headroom = run_qualify("headroom", "--family", "hog", "--repo", str(repo), "--lo", "128M",
+                           "--hi", "512M", "--resolution", "96M", "--repeat", "1",
+                           "--format", "json")  # fmt: skip
+    printed = _printed(headroom)
+    assert printed == _only(repo.parent / "reports", "headroom.json")
+    assert printed["kind"] == "qualify-headroom" and printed["smallest_passing_bytes"]
+
+
+def test_bisect_and_merge_print_their_records(repo: Path, run_qualify: RunQualify) -> None:
+    good = git(repo, "rev-parse", "HEAD")
+    toml = repo / "families" / "hog" / "family.toml"
+    toml.write_text(toml.read_text().replace("second_mib = 160", "second_mib = 400"))
+    git(repo, "commit", "-q", "-am", "a larger second phase")
+    bisect = run_qualify("bisect", "--family", "hog", "--repo", str(repo), "--good", good,
+                         "--bad", "main", "--mem", "300M", "--format", "json")  # fmt: skip
+    printed = _printed(bisect)
+    assert printed == _only(repo.parent / "reports", "bisect.json")
+    assert printed["first_bad"] == git(repo, "rev-parse", "HEAD")
+    run = run_qualify("run", "--family", "hog", "--repo", str(repo), "--mem", "512M")
+    assert run.run_dir is not None
+    out = repo.parent / "merged"
+    merge = run_qualify("merge", str(run.run_dir), "--out", str(out), "--format", "json")
+    printed = _printed(merge)
+    assert printed == json.loads((out / "index.json").read_text())
+    assert [row["verdict"] for row in printed["runs"]] == ["PASSED"]  # type: ignore[index]
+
+
+def test_text_stays_the_default(repo: Path, run_qualify: RunQualify) -> None:
+    run = run_qualify("run", "--family", "hog", "--repo", str(repo), "--mem", "512M")
+    assert run.run_dir is not None
+    merge = run_qualify("merge", str(run.run_dir), "--out", str(repo.parent / "merged"))
+    assert merge.returncode == 0
+    assert merge.stdout.splitlines()[0].startswith("hog/custom ")
