@@ -36,6 +36,7 @@ COMMANDS = (
     "ab",
     "headroom",
     "bisect",
+    "completion",
 )
 """Every command, in ``--help``'s order; each is ``qualify.commands.<name>``, with its own
 ``add_parser(commands)`` and ``main(args) -> int``."""

@@ -7,8 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # chromium: tests open report.html headless; slurm-wlm, munge: tests/test_slurm.py starts its
-# own single-node Slurm cluster
-apt_packages=(git docker.io chromium slurm-wlm munge)
+# own single-node Slurm cluster; zsh: tests/test_completion.py loads the zsh completion
+apt_packages=(git docker.io chromium slurm-wlm munge zsh)
 missing=()
 for package in "${apt_packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
