@@ -70,6 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(arguments[0] if arguments else None).parse_args(arguments)
     args.argv = arguments
+    args.build_parser = build_parser
     code: int = _module(args.command).main(args)  # type: ignore[attr-defined]
     return code
 

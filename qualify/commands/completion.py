@@ -30,10 +30,7 @@ autoload -U +X bashcompinit && bashcompinit
 """
 
 
-def _commands() -> dict[str, argparse.ArgumentParser]:
-    from qualify.cli import build_parser
-
-    parser = build_parser()
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return dict(action.choices)
@@ -44,16 +41,17 @@ def _words(words: list[str]) -> str:
     return " ".join(shlex.quote(word) for word in words)
 
 
-def bash_script() -> str:
-    """The bash completion function ``_qualify`` and its ``complete`` line."""
+def bash_script(parser: argparse.ArgumentParser) -> str:
+    """The bash completion function ``_qualify`` and its ``complete`` line, for the command
+    line ``parser`` (``qualify.cli.build_parser``'s, with every command)."""
     from qualify.plan.profiles import available_profiles
 
-    commands = _commands()
+    commands = _commands(parser)
     options: list[str] = []
     values: list[str] = []
-    for name, parser in commands.items():
+    for name, command in commands.items():
         flags: list[str] = []
-        for action in parser._actions:
+        for action in command._actions:
             flags += [flag for flag in action.option_strings if flag.startswith("--")]
             for flag in action.option_strings:
                 if action.choices is not None and not isinstance(action.choices, dict):
@@ -103,9 +101,9 @@ def bash_script() -> str:
     )
 
 
-def completion(shell: str, stdout: TextIO = sys.stdout) -> int:
+def completion(shell: str, parser: argparse.ArgumentParser, stdout: TextIO = sys.stdout) -> int:
     """Print the script for ``shell``."""
-    script = bash_script()
+    script = bash_script(parser)
     stdout.write(_ZSH_HEAD + script if shell == "zsh" else script)
     return 0
 
@@ -121,4 +119,5 @@ def add_parser(commands: Commands) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    return completion(args.shell)
+    # The whole command line, as ``qualify.cli`` builds it (passed down: commands sit below it).
+    return completion(args.shell, args.build_parser())
