@@ -34,11 +34,17 @@ def test_ab_and_headroom_print_their_records(repo: Path, run_qualify: RunQualify
                      "--a", "first_mib=16", "--b", "first_mib=48", "--format", "json")  # fmt: skip
     printed = _printed(ab)
     assert printed == _only(repo.parent / "reports", "ab.json")
+    # Progress on stderr: each run as it starts and as it ends.
+    said = [line for line in ab.stderr.splitlines() if line.startswith("qualify ab: [")]
+    assert said[0] == "qualify ab: [1/2] arm a starts" and said[1].startswith("qualify ab: [1/2]")
+    assert len(said) == 4
     assert printed["repetitions"]
     headroom = run_qualify("headroom", "--family", "hog", "--repo", str(repo), "--lo", "128M",
                            "--hi", "512M", "--resolution", "96M", "--repeat", "1",
                            "--format", "json")  # fmt: skip
     printed = _printed(headroom)
+    said = [line for line in headroom.stderr.splitlines() if "qualify headroom: probe 1:" in line]
+    assert said[0].endswith(" starts") and len(said) == 2
     assert printed == _only(repo.parent / "reports", "headroom.json")
     assert printed["kind"] == "qualify-headroom" and printed["smallest_passing_bytes"]
 

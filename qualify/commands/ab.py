@@ -257,6 +257,11 @@ def _run_all(
     for index, slot in enumerate(schedule):
         _write_incomplete(directory, record, runs, len(schedule))
         args = _run_args(request, plan, roots, directory / RUNS_DIR, slot)
+        level = plan.levels[slot.level].label
+        stderr.write(
+            f"qualify ab: [{index + 1}/{len(schedule)}]{f' {level}' if level else ''} "
+            f"arm {slot.arm} starts\n"
+        )
         try:
             run_dir = run_once(args, cwd=Path.cwd(), timeout_s=timeout_s)
         except UsageError as exc:

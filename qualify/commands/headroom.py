@@ -205,6 +205,7 @@ def headroom(
     first: list[dict[str, Any]] = []
 
     def probe(cap: int) -> Repetition:
+        stderr.write(f"qualify headroom: probe {len(made) + 1}: {format_bytes(cap)} starts\n")
         run_dir = run_once(
             [*base, "--mem", str(cap)], cwd=Path.cwd(), timeout_s=where.run_timeout_s
         )
