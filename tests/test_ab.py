@@ -395,7 +395,10 @@ def test_a_coupled_group_that_cannot_be_quoted_together_is_refused(
 
 
 @pytest.mark.foreign_audit
-def test_merging_ab_results_with_run_directories_is_refused(tmp_path: Path) -> None:
+def test_ab_results_beside_run_directories_are_merged_as_runs(tmp_path: Path) -> None:
+    """A tree holding A/B results and other runs (``reports/<head>`` after a ``qualify ab``)
+    is merged as runs, and stderr says how to merge the A/B results as such; an A/B record
+    alone takes no run flags."""
     from qualify.commands.merge import merge
 
     record = tmp_path / "results" / "ab" / "x"
@@ -404,9 +407,13 @@ def test_merging_ab_results_with_run_directories_is_refused(tmp_path: Path) -> N
     loose = tmp_path / "results" / "run"
     loose.mkdir()
     (loose / "audit.json").write_text("{}")
-    errors = io.StringIO()
-    assert merge(inputs=[tmp_path / "results"], stdout=io.StringIO(), stderr=errors) == 2
-    assert "run directories outside any A/B record" in errors.getvalue()
+    errors, printed = io.StringIO(), io.StringIO()
+    code = merge(inputs=[tmp_path / "results"], out=tmp_path / "merged", stdout=printed,
+                 stderr=errors)  # fmt: skip
+    said = errors.getvalue()
+    assert "holds A/B results (ab.json) beside other runs: their runs are merged as runs" in said
+    assert code == 2 and "results/run/audit.json is not a qualify audit" in said  # merged: read
+    assert printed.getvalue() == ""
     errors = io.StringIO()
     code = merge(inputs=[record], expect="hog:custom", stdout=io.StringIO(), stderr=errors)
     assert code == 2 and "--expect applies to run directories" in errors.getvalue()

@@ -68,9 +68,26 @@ def test_bisect_and_merge_print_their_records(repo: Path, run_qualify: RunQualif
     assert [row["verdict"] for row in printed["runs"]] == ["PASSED"]  # type: ignore[index]
 
 
-def test_text_stays_the_default(repo: Path, run_qualify: RunQualify) -> None:
+def test_merged_rows_say_their_cap_and_the_options_that_differ(
+    repo: Path, run_qualify: RunQualify
+) -> None:
+    """``qualify merge reports/<head>`` after a ``qualify ab`` in the same tree: one line per
+    run with its cap and the options that tell the runs apart; text stays the default."""
     run = run_qualify("run", "--family", "hog", "--repo", str(repo), "--mem", "512M")
-    assert run.run_dir is not None
-    merge = run_qualify("merge", str(run.run_dir), "--out", str(repo.parent / "merged"))
-    assert merge.returncode == 0
-    assert merge.stdout.splitlines()[0].startswith("hog/custom ")
+    assert run.returncode == 0, run.stdout + run.stderr
+    ab = run_qualify("ab", "--family", "hog", "--repo", str(repo), "--n", "1", "--mem", "384M",
+                     "--a", "first_mib=16", "--b", "first_mib=48")  # fmt: skip
+    assert ab.returncode == 0, ab.stdout + ab.stderr
+    head = git(repo, "rev-parse", "HEAD")
+    merge = run_qualify("merge", str(repo.parent / "reports" / head), "--out",
+                        str(repo.parent / "merged"))  # fmt: skip
+    assert merge.returncode == 0, merge.stdout + merge.stderr
+    rows = sorted(line.split(" ", 2)[2] for line in merge.stdout.splitlines()[:-1])
+    assert rows == [
+        "PASSED cap 384 MiB first_mib=16",
+        "PASSED cap 384 MiB first_mib=48",
+        "PASSED cap 512 MiB first_mib=64",
+    ], merge.stdout
+    index = json.loads((repo.parent / "merged" / "index.json").read_text())
+    assert sorted(row["cap_bytes"] for row in index["runs"]) == [384 << 20] * 2 + [512 << 20]
+    assert sorted(row["options"]["first_mib"] for row in index["runs"]) == [16, 48, 64]

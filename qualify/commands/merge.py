@@ -36,14 +36,15 @@ from qualify.report.junit import render, testcase, testsuite
 from qualify.rundir import Audit, RunDir
 from qualify.schedule.slurm import Slurm, TaskEvidence, gather, iso_to_epoch
 from qualify.schedule.submission import SubmitRecord, find_records
+from qualify.sizes import format_bytes
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE, PROVISIONAL_REASON, Verdict
 
 MISSING = "MISSING"
 MERGED = "qualify merge"
 """Name of the merged document's ``<testsuites>``."""
-INDEX_SCHEMA_VERSION = 2
+INDEX_SCHEMA_VERSION = 3
 """2: every run has ``slurm`` (null unless a submission's task ran it) and the index lists the
-``submissions`` it accounted for."""
+``submissions`` it accounted for. 3: every run has its family ``options`` and ``cap_bytes``."""
 DEFAULT_OUT = Path("reports") / "merged"
 """Where merged records go without ``--out``: one directory per head below it."""
 
@@ -85,6 +86,13 @@ class Shard:
         except ValueError:
             return EXIT_ERROR
 
+    @property
+    def cap_bytes(self) -> int | None:
+        """The memory cap the run had in effect (None: uncapped, or no audit)."""
+        if self.audit is None or self.audit.limits.in_effect is None:
+            return None
+        return self.audit.limits.in_effect.memory_bytes
+
     def relative(self) -> str | None:
         """The run directory relative to its input."""
         if self.run_dir is None or self.source is None:
@@ -110,6 +118,8 @@ class Shard:
                 if memory
                 else {},
             },
+            "options": dict(self.audit.family.options) if self.audit is not None else {},
+            "cap_bytes": self.cap_bytes,
             "input": self.source,
             "path": path,
             "junit": None if path is None else str(Path(path) / contract.JUNIT),
@@ -355,7 +365,7 @@ def merge(
 ) -> int:
     """Merge; exit 0 when every run passed, else the worst class code (missing = 4)."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
-    from qualify.experiment.merge import ab_inputs, merge_ab
+    from qualify.experiment.merge import ab_inputs, holds_records, merge_ab
 
     if ab_inputs(inputs):  # A/B results (qualify ab) from several hosts: one table per level
         given = (("--expect", expect), ("--matrix", matrix_file), ("--submitted", submitted))
@@ -366,6 +376,13 @@ def merge(
             stderr=stderr,
             run_flags=[flag for flag, value in given if value],
         )
+    for source in inputs:
+        if holds_records(source):
+            stderr.write(
+                f"qualify merge: {source} holds A/B results (ab.json) beside other runs: their "
+                "runs are merged as runs (qualify merge of the A/B directories alone merges "
+                "them as A/B results)\n"
+            )
     try:
         shards = collect(inputs)
         expected = parse_expected(expect, matrix_file)
@@ -401,10 +418,36 @@ def merge(
         target = targets[head]
         ids = [record.id for record in records if record.head == head]
         worst = max(worst, _write(target, head, group, heads, ids))
-        for shard in group:
-            stdout.write(f"{shard.family}/{shard.profile} {shard.run_id or '-'} {shard.verdict}\n")
+        for line in _row_lines(group):
+            stdout.write(line + "\n")
         stdout.write(f"{target}\n")
     return worst
+
+
+def _row_lines(group: Sequence[Shard]) -> list[str]:
+    """One line per run: family/profile, run id, verdict, cap, and the options whose values
+    differ between the runs of its family and profile (what tells runs of an A/B apart)."""
+    varied: dict[tuple[str, str], set[str]] = {}
+    seen: dict[tuple[str, str], dict[str, set[str]]] = {}
+    for shard in group:
+        options = shard.audit.family.options if shard.audit is not None else {}
+        values = seen.setdefault((shard.family, shard.profile), {})
+        for name, value in options.items():
+            values.setdefault(name, set()).add(repr(value))
+    for key, values in seen.items():
+        varied[key] = {name for name, found in values.items() if len(found) > 1}
+    lines = []
+    for shard in group:
+        options = shard.audit.family.options if shard.audit is not None else {}
+        cap = format_bytes(shard.cap_bytes) if shard.cap_bytes is not None else "-"
+        shown = " ".join(
+            f"{name}={options[name]}"
+            for name in sorted(varied[(shard.family, shard.profile)])
+            if name in options
+        )
+        line = f"{shard.family}/{shard.profile} {shard.run_id or '-'} {shard.verdict} cap {cap}"
+        lines.append(f"{line} {shown}".rstrip())
+    return lines
 
 
 def add_parser(commands: Commands) -> None:

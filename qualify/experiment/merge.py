@@ -27,8 +27,25 @@ SAME_EXPERIMENT = ("family", "head", "arms", "common", "levels", "coupled", "met
 
 
 def ab_inputs(inputs: Sequence[Path]) -> bool:
-    """True when any input holds an A/B record (then the merge is an A/B merge)."""
-    return any(source.is_dir() and find_records(source) for source in inputs)
+    """True when every input is A/B results alone: it holds an A/B record and no run directory
+    outside one (then the merge is an A/B merge; otherwise every run directory, those of A/B
+    records included, is merged as a run)."""
+    return bool(inputs) and all(_records_only(source) for source in inputs)
+
+
+def holds_records(source: Path) -> bool:
+    """Whether ``source`` holds an A/B record (``ab.json``)."""
+    return source.is_dir() and bool(find_records(source))
+
+
+def _records_only(source: Path) -> bool:
+    if not source.is_dir():
+        return False
+    found = find_records(source)
+    return bool(found) and all(
+        any(audit.is_relative_to(directory) for directory in found)
+        for audit in source.rglob(contract.AUDIT)
+    )
 
 
 def collect_records(inputs: Sequence[Path]) -> list[AbRecord]:
