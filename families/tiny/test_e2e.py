@@ -1,4 +1,5 @@
-"""End-to-end test of the tiny family: checkpoint, engine build, native run, reference run.
+"""End-to-end test of the tiny family: checkpoint, engine build, native run, reference run
+(with its noise floor), teacher-forced engine.
 
 An ordinary pytest file on the family kit's skeleton (``harness.kit.e2e``). Under qualify the
 harness records phases, metrics and every parity case into the run directory, and options
@@ -13,13 +14,13 @@ from pathlib import Path
 
 import pytest
 from tiny_engine import checkpoint, prompts
-from tiny_engine.build import NETWORKS, build_engine
+from tiny_engine.build import NETWORKS, PLAN_DTYPE, build_engine
 from tiny_engine.native import NativeRuntime
 from tiny_engine.options import FamilyOptions
 from tiny_engine.reference import ReferenceRuntime
 
 import harness
-from harness.kit import e2e
+from harness.kit import e2e, forced
 
 Run = e2e.Run[FamilyOptions]
 engine_root, collect_garbage = e2e.fixtures(checkpoint.cache_root)
@@ -64,15 +65,31 @@ def test_native_run(run: Run) -> None:
     bundle_dir = e2e.require(run.bundle_dir, "test_build_engine")
     checkpoint_dir = e2e.require(run.checkpoint_dir, "test_checkpoint")
     with harness.phase("native"):
-        runtime = NativeRuntime(bundle_dir, checkpoint_dir)
+        runtime = NativeRuntime(bundle_dir, checkpoint_dir, run.options.plant(engine=True))
         results = e2e.generate_all(run, runtime, "native", speed=True)
     e2e.check(results, run.options.new_tokens, runtime.stop_ids)
 
 
 def test_reference_run(run: Run) -> None:
-    """FP32 eager transformers, full recompute per token, generates every case."""
+    """FP32 eager transformers, full recompute per token, generates every case; then the
+    same model in the engine's dtype, fed the FP32 tokens, measures the precision noise."""
     checkpoint_dir = e2e.require(run.checkpoint_dir, "test_checkpoint")
+    plant = run.options.plant(engine=False)
     with harness.phase("reference"):
-        runtime = ReferenceRuntime(checkpoint_dir)
+        runtime = ReferenceRuntime(checkpoint_dir, plant=plant)
         results = e2e.generate_all(run, runtime, "reference", speed=True)
+        with harness.phase("reference:noise"):
+            lowp = ReferenceRuntime(checkpoint_dir, PLAN_DTYPE, plant=plant)
+            forced.noise_pass(run.cases, results, runtime.forced_rows, lowp.forced_rows)
     e2e.check(results, run.options.new_tokens, runtime.stop_ids)
+    run.references = results
+
+
+def test_teacher_forced(run: Run) -> None:
+    """The engine fed the reference's tokens: where it agrees after a divergence."""
+    bundle_dir = e2e.require(run.bundle_dir, "test_build_engine")
+    checkpoint_dir = e2e.require(run.checkpoint_dir, "test_checkpoint")
+    references = e2e.require(run.references, "test_reference_run")
+    with harness.phase("teacher"):
+        runtime = NativeRuntime(bundle_dir, checkpoint_dir, run.options.plant(engine=True))
+        forced.teacher_pass(run.cases, references, runtime.forced_rows)
