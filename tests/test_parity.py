@@ -607,7 +607,10 @@ def test_report_counts_and_to_dict(tmp_path: Path) -> None:
         "near_tie_nats": 0.5,
         "count_near_ties": False,
         "tie_nats": 0.0001,
+        "false_fail_probability": None,
+        "suggested_min_exact": None,
     }
+    assert audit["noise"] is None
     lines = path.read_bytes().splitlines(keepends=True)
     per_case = {entry["case_id"]: entry for entry in audit["per_case"]}
     assert per_case["tie"] == {
@@ -647,6 +650,8 @@ def test_report_counts_and_to_dict(tmp_path: Path) -> None:
                 "length": len(lines[3]),
             },
         },
+        "teacher_forced": None,
+        "divergence_probability": None,
     }
     assert (per_case["exact"]["kind"], per_case["exact"]["first_divergence"]) == ("exact", None)
     assert per_case["gone"]["native"] is None and per_case["gone"]["kind"] == "missing"

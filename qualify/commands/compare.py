@@ -70,7 +70,7 @@ def _run_gate(run_dir: Path) -> dict[str, object] | None:
     audit = RunDir(run_dir).read_audit().audit
     if audit is None or audit.parity is None:
         return None
-    return audit.parity.gate.to_dict()
+    return audit.parity.gate.gate().to_dict()
 
 
 def render_table(report: ParityReport) -> str:
