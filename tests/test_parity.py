@@ -1003,12 +1003,12 @@ def test_compare_of_a_run_directory_applies_the_runs_gate(tmp_path: Path) -> Non
     """A run judged 9 of 10 against the family's gate of 9 passes in ``qualify run``; compare
     of that run directory applies the gate its audit records, and a flag still overrides it."""
     from qualify.rundir import Audit, RunDir
-    from qualify.rundir.audit import ParityRecord
+    from qualify.rundir.audit import ParityGateRecord, ParityRecord
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     corpus(run_dir, 9, 0, 1).rename(run_dir / "parity.jsonl")
-    audit = Audit(verdict="PASSED", parity=ParityRecord(gate=ParityGate(min_exact=9)))
+    audit = Audit(verdict="PASSED", parity=ParityRecord(gate=ParityGateRecord(min_exact=9)))
     RunDir(run_dir).write_audit(audit)
     stdout, stderr = io.StringIO(), io.StringIO()
     code = compare(native=run_dir, reference=None, gate={}, stdout=stdout, stderr=stderr)
