@@ -814,7 +814,10 @@ def test_compare_command_exit_codes_and_table(tmp_path: Path) -> None:
     code, out, err = run_compare(path, gate=ParityGate(min_exact=8))
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert lines[0].split() == ["case", "kind", "diverges", "at", "native", "reference"]
+    assert lines[0].split() == [
+        "case", "kind", "diverges", "at", "native", "reference", "fed", "the", "reference's",
+        "tokens",
+    ]  # fmt: skip
     assert lines[1].split() == ["e0", "exact", "-"]
     assert lines[9].split() == [
         "n0",
@@ -828,10 +831,11 @@ def test_compare_command_exit_codes_and_table(tmp_path: Path) -> None:
         "t3'",
         "(id",
         "3)",
+        "-",  # no teacher-forced view recorded
     ]
     assert lines[-1] == (
-        "parity PASSED: 8 of 10 reference cases exact (need 8); exact 8, tie 0, near-tie 1, "
-        "wrong 1, length/eos 0, missing 0"
+        "parity PASSED: 8 of 10 reference cases exact (need 8); exact 8, tie 0, noise 0, "
+        "near-tie 1, wrong 1, length/eos 0, missing 0, drift 0"
     )
     code, out, _ = run_compare(path, gate=ParityGate(min_exact=9))
     assert code == 1 and out.splitlines()[-1].startswith("parity FAILED: 8 of 10")

@@ -221,3 +221,30 @@ def test_hostile_forced_views_get_one_line(
         compare_files(path, None, ParityGate())
     assert message in str(error.value) and "\n" not in str(error.value)
     assert str(path) in str(error.value)
+
+
+def test_compare_report_page_and_step_summary_say_the_same(tmp_path: Path) -> None:
+    """``qualify compare``'s table, the report page's parity section and the step summary all
+    give the forced continuation and the gate's odds, from the same records."""
+    from qualify.commands.compare import render_table
+    from qualify.report.github_summary import render_summary
+    from qualify.report.html_sections import parity_section
+    from qualify.rundir import Audit
+    from qualify.rundir.audit import ParityRecord
+    from qualify.rundir.typed_json import from_json
+
+    report = compare_files(corpus(tmp_path), None, ParityGate(min_exact=3))
+    table = render_table(report)
+    assert "single flip (5 of 5 agree after; noise explains 0)" in table
+    assert "drift (5 of 7 agree after; noise explains 0)" in table
+    assert "false-fail probability of the gate 2.3%" in table.splitlines()[-1]
+    record, problems = from_json(ParityRecord, report.to_dict(), "parity")
+    assert problems == []
+    assert record.gate.false_fail_probability == pytest.approx(NORMAL.cdf(-2.0), rel=1e-6)
+    assert (record.gate.suggested_min_exact, record.within_noise, record.drift) == (2, 1, 1)
+    audit = Audit(verdict="PARITY_FAILED", parity=record)
+    page = parity_section(audit)
+    assert "single flip (5 of 5 agree after)" in page and "drift (5 of 7 agree after)" in page
+    assert "false-fail probability of the gate 2.3%" in page and "min_exact = 2" in page
+    summary = render_summary(audit, [], str(tmp_path), 20000)
+    assert "| parity odds |" in summary and "false-fail probability of the gate 2.3%" in summary

@@ -69,9 +69,6 @@ def _parity_line(result: RunResult) -> str | None:
     odds = report.odds_line
     if odds is not None:
         line += f"\nparity: {odds}"
-    if report.suggestion is not None:
-        line += "\nparity: WARNING: the gate fails an engine as good as the reference's own "
-        line += "low-precision run more than 1% of the time"
     return line
 
 
