@@ -45,8 +45,9 @@ def test_main_job_passes_with_parity_and_phase_peaks(run_qualify: RunQualify) ->
     phases = {p["name"]: p for p in audit["memory"]["phases"]}
     for name in ("checkpoint", "build:prefill", "build:decode", "native", "reference"):
         assert phases[name]["peak_bytes"] > 0, name
-    for name in ("reference:noise", "teacher"):  # the noise floor's and the forced passes
-        assert phases[name]["end"] > phases[name]["start"], name
+    # The noise floor's pass, and the forced one (nothing to force: every case is exact).
+    assert phases["reference:noise"]["end"] > phases["reference:noise"]["start"]
+    assert phases["teacher"]["end"] >= phases["teacher"]["start"]
     assert "parity: " in result.stdout and "build:decode" in result.stdout
     # The reference's own noise floor: bf16 against fp32 over every reference token, and
     # the odds of the 9-of-10 gate for an engine exactly that noisy (tiny's gaps are wide).
@@ -65,7 +66,7 @@ def test_main_job_passes_with_parity_and_phase_peaks(run_qualify: RunQualify) ->
     sides = [record.get("side") for record in records]
     assert sides.count("native") == 10 and sides.count("reference") == 10
     roles = [record.get("role") for record in records]
-    assert roles.count("noise") == 10 and roles.count("teacher") == 10
+    assert roles.count("noise") == 10 and roles.count("teacher") == 0
 
 
 @pytest.mark.timeout(900)

@@ -68,6 +68,7 @@ def test_native_run(run: Run) -> None:
         runtime = NativeRuntime(bundle_dir, checkpoint_dir, run.options.plant(engine=True))
         results = e2e.generate_all(run, runtime, "native", speed=True)
     e2e.check(results, run.options.new_tokens, runtime.stop_ids)
+    run.natives = results
 
 
 def test_reference_run(run: Run) -> None:
@@ -86,10 +87,13 @@ def test_reference_run(run: Run) -> None:
 
 
 def test_teacher_forced(run: Run) -> None:
-    """The engine fed the reference's tokens: where it agrees after a divergence."""
+    """The engine fed the reference's tokens where it diverged: does it agree after?"""
     bundle_dir = e2e.require(run.bundle_dir, "test_build_engine")
     checkpoint_dir = e2e.require(run.checkpoint_dir, "test_checkpoint")
     references = e2e.require(run.references, "test_reference_run")
+    natives = e2e.require(run.natives, "test_native_run")
     with harness.phase("teacher"):
-        runtime = NativeRuntime(bundle_dir, checkpoint_dir, run.options.plant(engine=True))
-        forced.teacher_pass(run.cases, references, runtime.forced_rows)
+        cases, diverged = forced.diverging(run.cases, references, natives)
+        if cases:  # an exact case has no continuation to explain
+            runtime = NativeRuntime(bundle_dir, checkpoint_dir, run.options.plant(engine=True))
+            forced.teacher_pass(cases, diverged, runtime.forced_rows)

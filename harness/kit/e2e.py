@@ -37,6 +37,8 @@ class Run(Generic[_Options]):
     checkpoint_dir: Path | None = None
     bundle_dir: Path | None = None
     cases: list[Any] = field(default_factory=list)
+    natives: list[generation.Generation] | None = None
+    """The engine's generations (the teacher pass runs where they diverge)."""
     references: list[generation.Generation] | None = None
     """The FP32 reference's generations, which the noise and teacher passes are fed."""
 

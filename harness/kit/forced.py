@@ -7,7 +7,8 @@ Two passes use it, once the reference has generated every case:
   tokens; per position its top-k and the spread of its log-probabilities minus the FP32 ones
   over the vocabulary are recorded (``role="noise"``);
 - the teacher-forced continuation (phase ``teacher``): the engine fed the reference's tokens,
-  its top-k recorded at every position (``role="teacher"``).
+  its top-k recorded at every position (``role="teacher"``), for the cases where it diverged
+  (``diverging``).
 
 The host compares both with the reference's records (``qualify.parity.noise``). A runtime
 gives the logits at each forced position, ``[len(forced_ids), vocab]``: a reference computes
@@ -77,6 +78,22 @@ def noise_pass(
                 top_logprobs=[top_k(row) for row in lowp],
                 logit_noise=difference.std(dim=-1).tolist(),
             )
+
+
+def diverging(
+    cases: Sequence[Any], references: Sequence[Generation], natives: Sequence[Generation]
+) -> tuple[list[Any], list[Generation]]:
+    """The cases (and their reference generations) where the engine's generation is not the
+    reference's: the only ones a teacher-forced continuation explains. Empty when every case
+    is exact, so that a clean run pays nothing for it."""
+    native_of = {native.case_id: native for native in natives}
+    kept: tuple[list[Any], list[Generation]] = ([], [])
+    for case, reference in zip(cases, references, strict=True):
+        native = native_of.get(reference.case_id)
+        if native is None or (native.token_ids, native.eos) != (reference.token_ids, reference.eos):
+            kept[0].append(case)
+            kept[1].append(reference)
+    return kept
 
 
 def teacher_pass(cases: Sequence[Any], references: Sequence[Generation], rows: Rows) -> None:

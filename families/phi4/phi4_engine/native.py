@@ -54,6 +54,17 @@ class NativeRuntime(PlanRuntime):
     @torch.inference_mode()
     def generate(self, prompt: Prompt, new_tokens: int) -> Generation:
         """Greedy continuation of ``prompt``: the cache grows by one position per token."""
+        return self.decode_greedily(prompt, self._prefill(prompt), new_tokens)
+
+    @torch.inference_mode()
+    def forced_rows(self, prompt: Prompt, forced_ids: list[int]) -> torch.Tensor:
+        """The engine's logits at each position of ``forced_ids`` (teacher forcing)."""
+        return torch.stack(self.decode_forced(self._prefill(prompt), forced_ids))
+
+    def _prefill(self, prompt: Prompt) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The prompt (its image through vision first) through the prefill plan."""
         features, mask = self.image_features(prompt, self.hidden_size)
-        prefilled = self.plans["prefill"](torch.tensor([prompt.input_ids]), features, mask)
-        return self.decode_greedily(prompt, prefilled, new_tokens)
+        prefilled: tuple[torch.Tensor, torch.Tensor, torch.Tensor] = self.plans["prefill"](
+            torch.tensor([prompt.input_ids]), features, mask
+        )
+        return prefilled

@@ -21,25 +21,27 @@ from phi4_engine.prompts import Prompt
 class ReferenceRuntime:
     """``Phi4MultimodalForCausalLM`` in fp32 with eager attention, loaded from the checkpoint."""
 
-    def __init__(self, checkpoint_dir: Path, *, trust_remote_code: bool = False) -> None:
+    def __init__(
+        self,
+        checkpoint_dir: Path,
+        dtype: torch.dtype = torch.float32,
+        *,
+        trust_remote_code: bool = False,
+    ) -> None:
         self.tokenizer = load_tokenizer(checkpoint_dir)
         self.model = checkpoint.load_model(
-            checkpoint_dir, torch.float32, trust_remote_code=trust_remote_code
+            checkpoint_dir, dtype, trust_remote_code=trust_remote_code
         )
         self.stop_ids = set(stop_token_ids(checkpoint_dir))
 
     @torch.inference_mode()
     def generate(self, prompt: Prompt, new_tokens: int) -> Generation:
         """Greedy continuation of ``prompt``: the prompt once, then one token per step."""
-        image: dict[str, Any] = {}
-        if prompt.image is not None:
-            image = {
-                "image_pixel_values": prompt.image.pixel_values,
-                "image_sizes": prompt.image.image_sizes,
-                "image_attention_mask": prompt.image.attention_mask,
-            }
         output = self.model(
-            input_ids=torch.tensor([prompt.input_ids]), use_cache=True, logits_to_keep=1, **image
+            input_ids=torch.tensor([prompt.input_ids]),
+            use_cache=True,
+            logits_to_keep=1,
+            **_image(prompt),
         )
         cache = output.cache
 
@@ -61,3 +63,28 @@ class ReferenceRuntime:
             stop_ids=self.stop_ids,
             tokenizer=self.tokenizer,
         )
+
+    @torch.inference_mode()
+    def forced_rows(self, prompt: Prompt, forced_ids: list[int]) -> torch.Tensor:
+        """The logits at each position of ``forced_ids`` after ``prompt``: one forward pass
+        over both, keeping only those positions' logits (the vocabulary is 200k wide)."""
+        sequence = list(prompt.input_ids) + forced_ids[:-1]
+        output = self.model(
+            input_ids=torch.tensor([sequence]),
+            use_cache=False,
+            logits_to_keep=len(forced_ids),
+            **_image(prompt),
+        )
+        logits: torch.Tensor = output.logits[0]
+        return logits
+
+
+def _image(prompt: Prompt) -> dict[str, Any]:
+    """The model's image inputs for ``prompt`` (none for a text prompt)."""
+    if prompt.image is None:
+        return {}
+    return {
+        "image_pixel_values": prompt.image.pixel_values,
+        "image_sizes": prompt.image.image_sizes,
+        "image_attention_mask": prompt.image.attention_mask,
+    }
