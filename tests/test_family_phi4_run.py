@@ -73,8 +73,15 @@ def test_headline_passes_at_48g_with_parity_phases_and_engine(run_qualify: RunQu
     recorded = [
         json.loads(line) for line in (result.run_dir / "parity.jsonl").read_text().splitlines()
     ]
-    sides = [case["side"] for case in recorded]
+    sides = [case.get("side") for case in recorded]
     assert sides.count("native") == 10 and sides.count("reference") == 10
+    # The noise floor over the text and the image cases (the bf16 reference fed the FP32
+    # tokens), and the gate's odds from it.
+    noise_views = {case["case_id"] for case in recorded if case.get("role") == "noise"}
+    assert len(noise_views) == 10 and any(case.startswith("image-") for case in noise_views)
+    noise = audit["parity"]["noise"]
+    assert noise["cases"] == 10 and noise["positions"] > 100 and noise["gap_sigma_nats"] > 0
+    assert audit["parity"]["gate"]["false_fail_probability"] < 0.01
     images = {case["case_id"] for case in recorded if case["case_id"].startswith("image-")}
     assert len(images) >= 3
     cases = list(ET.parse(result.run_dir / "junit.xml").getroot().iter("testcase"))
