@@ -51,22 +51,42 @@ def sequence_rows(logits: torch.Tensor, prompt_length: int, forced: int) -> torc
     return logits[prompt_length - 1 : prompt_length - 1 + forced]
 
 
-def noise_pass(
-    cases: Sequence[Any],
-    references: Sequence[Generation],
-    reference_rows: Rows,
-    lowp_rows: Rows,
-) -> None:
-    """Record, per case, the reference in low precision fed the FP32 reference's tokens:
-    its top-k at each position and how far its log-probabilities are from the FP32 ones."""
+def rows_of(
+    cases: Sequence[Any], references: Sequence[Generation], rows: Rows
+) -> list[torch.Tensor]:
+    """Every case's forced rows (float32), computed now: a family whose cap holds one model at
+    a time takes the FP32 ones, frees the FP32 model, then loads the low-precision one."""
     import torch
 
     with torch.inference_mode():
-        for case, reference in zip(cases, references, strict=True):
+        return [
+            _stack(rows(case, list(reference.token_ids))).float()
+            if reference.token_ids
+            else torch.empty(0)
+            for case, reference in zip(cases, references, strict=True)
+        ]
+
+
+def noise_pass(
+    cases: Sequence[Any],
+    references: Sequence[Generation],
+    reference_rows: Rows | Sequence[torch.Tensor],
+    lowp_rows: Rows,
+) -> None:
+    """Record, per case, the reference in low precision fed the FP32 reference's tokens:
+    its top-k at each position and how far its log-probabilities are from the FP32 ones.
+    ``reference_rows`` computes the FP32 rows, or holds them (``rows_of``)."""
+    import torch
+
+    with torch.inference_mode():
+        for index, (case, reference) in enumerate(zip(cases, references, strict=True)):
             forced_ids = list(reference.token_ids)
             if not forced_ids:
                 continue
-            exact = _stack(reference_rows(case, forced_ids)).float()
+            if callable(reference_rows):
+                exact = _stack(reference_rows(case, forced_ids)).float()
+            else:
+                exact = reference_rows[index]
             lowp = _stack(lowp_rows(case, forced_ids)).float()
             difference = torch.log_softmax(lowp, dim=-1) - torch.log_softmax(exact, dim=-1)
             # A token masked on both sides (-inf - -inf) is no noise: leave it out.
