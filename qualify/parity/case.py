@@ -7,7 +7,7 @@ import dataclasses
 from qualify.parity import noise
 from qualify.parity.kinds import Continuation, DivergenceKind
 from qualify.parity.noise import NoiseFloor
-from qualify.parity.records import ParityInputError, Record
+from qualify.parity.records import ParityInputError, Record, all_topk
 from qualify.parity.results import CaseResult, SideSummary, TeacherForced, TokenRef, TopKEntry
 from qualify.plan.parity_gate import ParityGate
 
@@ -98,14 +98,10 @@ def _continuation(reference: Record, index: int, views: ForcedViews) -> TeacherF
         return None
     noise.check_forced(reference, teacher)
     after = range(index + 1, len(reference.token_ids))
+    steps = all_topk(teacher)
     agree = 0
     for position in after:
-        topk = teacher.topk_at(position)
-        if not topk:
-            raise ParityInputError(
-                f"{teacher.where}: field 'top_logprobs' has no step {position} (one step per "
-                "forced token is required)"
-            )
+        topk = noise.step_of(teacher, steps, position)
         agree += topk[0].token_id == reference.token_ids[position]
     flips: list[float] = []
     if views.floor is not None:

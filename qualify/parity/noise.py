@@ -27,7 +27,7 @@ import math
 from collections.abc import Iterable, Sequence
 from statistics import NormalDist
 
-from qualify.parity.records import ParityInputError, Record
+from qualify.parity.records import ParityInputError, Record, all_topk
 from qualify.parity.results import TopKEntry
 
 ALPHA = 0.01
@@ -112,13 +112,12 @@ class NoiseAccumulator:
         """Compare one case's noise view with its FP32 reference record."""
         check_forced(reference, noise)
         self.cases += 1
+        fp32_steps, lowp_steps = all_topk(reference), all_topk(noise)
         for position in range(len(reference.token_ids)):
-            fp32, lowp = reference.topk_at(position), noise.topk_at(position)
-            if not fp32 or not lowp:
-                raise ParityInputError(
-                    f"{noise.where if not lowp else reference.where}: field 'top_logprobs' "
-                    f"has no step {position} (one step per token is required)"
-                )
+            fp32, lowp = (
+                step_of(reference, fp32_steps, position),
+                step_of(noise, lowp_steps, position),
+            )
             if lowp[0].token_id != reference.token_ids[position]:
                 self.self_flip_count += 1
                 if len(self.self_flips) < SELF_FLIPS_SHOWN:
@@ -166,11 +165,26 @@ def check_forced(reference: Record, forced: Record) -> None:
         )
 
 
+def step_of(
+    record: Record, steps: Sequence[tuple[TopKEntry, ...]], position: int
+) -> tuple[TopKEntry, ...]:
+    """Step ``position`` of ``steps`` (``all_topk(record)``); a missing or empty one is an
+    error naming the record."""
+    topk = steps[position] if position < len(steps) else ()
+    if not topk:
+        raise ParityInputError(
+            f"{record.where}: field 'top_logprobs' has no step {position} (one step per "
+            "token is required)"
+        )
+    return topk
+
+
 def reference_gaps(reference: Record) -> list[float]:
     """The reference's top-2 gap at each of its tokens (inf where it recorded one entry)."""
+    steps = all_topk(reference)
     gaps = []
     for position in range(len(reference.token_ids)):
-        topk = reference.topk_at(position)
+        topk = step_of(reference, steps, position)
         gaps.append(topk[1].gap if len(topk) > 1 else math.inf)
     return gaps
 

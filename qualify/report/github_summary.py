@@ -8,7 +8,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from qualify.evidence.junit import counts_said
-from qualify.parity.results import odds_text
+from qualify.parity.noise_text import odds_text
 from qualify.report.run_diff import phase_totals
 from qualify.rundir import Audit
 from qualify.rundir.audit import ParityRecord

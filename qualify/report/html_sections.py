@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from qualify.parity.results import forced_text, odds_text
+from qualify.parity.noise_text import forced_text, odds_text
 from qualify.rundir.audit import Audit
 from qualify.sizes import format_bytes
 
