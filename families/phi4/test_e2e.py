@@ -79,6 +79,7 @@ def test_build_engine(run: Run, engine_root: Path) -> None:
         engine=choice,
         retain_plans=run.options.retain_plans,
         trust_remote_code=run.options.trust_remote_code,
+        perturb_native=run.options.perturb_native,
     )
     networks = NETWORKS if run.multimodal else TEXT_NETWORKS
     manifest = e2e.check_bundle(published, engine_root, networks)

@@ -24,6 +24,8 @@ class FamilyOptions(E2EOptions):
     """A local Phi-4-multimodal checkpoint directory instead of the synthesized one."""
     trust_remote_code: bool = False
     """Allow a checkpoint that ships its own modeling code (``auto_map``)."""
+    perturb_native: float = 0.0
+    """Std of Gaussian noise added to the plan weights (a broken engine, for parity)."""
 
     def max_prompts(self) -> int:
         """The parity prompts of the family's corpus."""
@@ -34,3 +36,5 @@ class FamilyOptions(E2EOptions):
         sizes.size_spec(self.size)
         one_of("engine", self.engine, ENGINES)
         super().validate()
+        if self.perturb_native < 0:
+            raise ValueError(f"perturb_native={self.perturb_native} must not be negative")
