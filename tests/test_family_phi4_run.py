@@ -148,3 +148,25 @@ def test_retained_plans_oom_in_build_where_staged_plans_pass(run_qualify: RunQua
     # Staged: decode's build peak stays near prefill's (one plan at a time), under the cap.
     assert abs(phases["build:decode"] - phases["build:prefill"]) < 96 * 2**20
     assert max(phases.values()) <= 1850 * 2**20
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.usefixtures("ci_checkpoint")
+def test_broken_engine_drifts_on_text_and_image_cases(run_qualify: RunQualify) -> None:
+    """perturb_native=0.5 (vision weights included): fed the reference's tokens, the engine
+    still disagrees after the divergence on text and image cases alike, and the gate fails."""
+    result = run_qualify(
+        "run", "--family", "phi4", "--repo", REPO, "--mem", "48G",
+        "--set", "perturb_native=0.5", timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    audit = result.audit()
+    assert audit["verdict"] == "PARITY_FAILED" and audit["tests"]["failed"] == 0
+    parity = audit["parity"]
+    assert parity["exact"] == 0 and parity["drift"] >= 8
+    drifting = {
+        case["case_id"] for case in parity["per_case"] if case["teacher_forced"]["kind"] == "drift"
+    }
+    assert any(case.startswith("image-") for case in drifting)
+    assert any(not case.startswith("image-") for case in drifting)
+    assert parity["noise"]["cases"] == 10
