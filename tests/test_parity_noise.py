@@ -248,3 +248,20 @@ def test_compare_report_page_and_step_summary_say_the_same(tmp_path: Path) -> No
     assert "false-fail probability of the gate 2.3%" in page and "min_exact = 2" in page
     summary = render_summary(audit, [], str(tmp_path), 20000)
     assert "| parity odds |" in summary and "false-fail probability of the gate 2.3%" in summary
+
+
+def test_a_divergence_at_the_last_token_has_nothing_after_it(tmp_path: Path) -> None:
+    plain = reference_steps()
+    path = write(
+        tmp_path / "parity.jsonl",
+        case("c", "reference", REFERENCE),
+        case("c", "native", [*REFERENCE[:9], 9001]),
+        forced("c", "noise", noisy(plain, 0)),
+        forced("c", "teacher", teacher(plain, {9: 9001})),
+    )
+    result = compare_files(path, None, ParityGate(min_exact=0)).per_case[0]
+    assert result.teacher_forced is not None
+    assert (result.teacher_forced.agree_after, result.teacher_forced.of) == (0, 0)
+    assert result.teacher_forced.describe() == (
+        "single flip (at the last token: nothing after it to compare)"
+    )

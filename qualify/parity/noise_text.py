@@ -31,6 +31,8 @@ def forced_text(forced: object) -> str | None:
     if not isinstance(forced, Mapping):
         return None
     kind = str(forced.get("kind")).replace("_", " ")
+    if forced.get("of") == 0:
+        return f"{kind} (at the last token)"
     return f"{kind} ({forced.get('agree_after')} of {forced.get('of')} agree after)"
 
 

@@ -74,6 +74,8 @@ class TeacherForced:
     def describe(self) -> str:
         """``single flip (28 of 29 agree after)``."""
         name = self.kind.value.replace("_", " ")
+        if self.of == 0:
+            return f"{name} (at the last token: nothing after it to compare)"
         return (
             f"{name} ({self.agree_after} of {self.of} agree after; noise explains {self.allowed})"
         )
