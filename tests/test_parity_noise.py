@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -265,3 +266,26 @@ def test_a_divergence_at_the_last_token_has_nothing_after_it(tmp_path: Path) -> 
     assert result.teacher_forced.describe() == (
         "single flip (at the last token: nothing after it to compare)"
     )
+
+
+def test_two_files_take_the_teacher_views_from_the_native_one(tmp_path: Path) -> None:
+    """Two-file mode: the engine's file gives its teacher views, the reference's file its
+    noise views; the result is the one-file result, and a view in the wrong file is ignored."""
+    both = compare_files(corpus(tmp_path), None, ParityGate(min_exact=1)).to_dict()
+    records = [json.loads(line) for line in corpus(tmp_path).read_text().splitlines()]
+    native_side = [r for r in records if r.get("side") == "native" or r.get("role") == "teacher"]
+    reference_side = [r for r in records if r not in native_side]
+    native = write(tmp_path / "native.jsonl", *native_side, *reference_side)  # noise ignored
+    reference = write(tmp_path / "reference.jsonl", *reference_side)
+    split = compare_files(native, reference, ParityGate(min_exact=1)).to_dict()
+    strip = ("native", "reference", "warnings")  # record locations and the ignored-side note
+    for report in (both, split):
+        for entry in report["per_case"]:  # type: ignore[union-attr]
+            for key in strip[:2]:
+                entry.pop(key)
+        report.pop("warnings")
+    assert split == both
+    alone = compare_files(write(tmp_path / "n.jsonl", *native_side), reference, ParityGate())
+    assert alone.noise is not None and alone.per_case[0].teacher_forced is not None
+    no_noise = compare_files(native, write(tmp_path / "r.jsonl", *records[:6]), ParityGate())
+    assert no_noise.noise is None and no_noise.false_fail_probability is None
