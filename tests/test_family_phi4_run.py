@@ -170,3 +170,27 @@ def test_broken_engine_drifts_on_text_and_image_cases(run_qualify: RunQualify) -
     assert any(case.startswith("image-") for case in drifting)
     assert any(not case.startswith("image-") for case in drifting)
     assert parity["noise"]["cases"] == 10
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.usefixtures("ci_checkpoint")
+def test_planted_tie_break_on_an_image_case_is_noise_and_a_single_flip(
+    run_qualify: RunQualify,
+) -> None:
+    """plant_tie on an image chat: the reference's top-2 gap at token 5 is 0.001 nats, far
+    inside bf16 noise, and the engine takes the runner-up: NOISE, a single flip (every token
+    after it agrees when fed the reference's), and the gate passes 9 of 10."""
+    result = run_qualify(
+        "run", "--family", "phi4", "--repo", REPO, "--mem", "48G",
+        "--set", "plant_tie=image-green-disc:5", timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    parity = result.audit()["parity"]
+    by_id = {case["case_id"]: case for case in parity["per_case"]}
+    planted = by_id.pop("image-green-disc")
+    assert (planted["kind"], planted["first_divergence"]) == ("noise", 5)
+    forced = planted["teacher_forced"]
+    assert forced["kind"] == "single_flip"
+    assert forced["agree_after"] == forced["of"] == planted["reference"]["length"] - 6
+    assert all(case["exact"] for case in by_id.values())
+    assert parity["passed"] is True and parity["noise"]["self_flip_count"] == 0

@@ -92,7 +92,7 @@ def test_native_run(run: Run) -> None:
     bundle_dir = e2e.require(run.bundle_dir, "test_build_engine")
     checkpoint_dir = e2e.require(run.checkpoint_dir, "test_checkpoint")
     with harness.phase("native"):
-        runtime = NativeRuntime(bundle_dir, checkpoint_dir)
+        runtime = NativeRuntime(bundle_dir, checkpoint_dir, run.options.plant(engine=True))
         with harness.phase(f"native:{runtime.engine}"):
             results = e2e.generate_all(run, runtime, "native")
     e2e.check(results, run.options.new_tokens, runtime.stop_ids)
@@ -105,12 +105,15 @@ def test_reference_run(run: Run) -> None:
     """FP32 eager transformers with its own KV cache generates every case."""
     checkpoint_dir = e2e.require(run.checkpoint_dir, "test_checkpoint")
     trust_remote_code = run.options.trust_remote_code
+    plant = run.options.plant(engine=False)
     with harness.phase("reference"):
-        runtime = ReferenceRuntime(checkpoint_dir, trust_remote_code=trust_remote_code)
+        runtime = ReferenceRuntime(checkpoint_dir, trust_remote_code=trust_remote_code, plant=plant)
         results = e2e.generate_all(run, runtime, "reference")
         with harness.phase("reference:noise"):
             # The same eager model in the engine's dtype, fed the FP32 tokens.
-            lowp = ReferenceRuntime(checkpoint_dir, PLAN_DTYPE, trust_remote_code=trust_remote_code)
+            lowp = ReferenceRuntime(
+                checkpoint_dir, PLAN_DTYPE, trust_remote_code=trust_remote_code, plant=plant
+            )
             forced.noise_pass(run.cases, results, runtime.forced_rows, lowp.forced_rows)
             del lowp
     e2e.check(results, run.options.new_tokens, runtime.stop_ids)
@@ -126,5 +129,5 @@ def test_teacher_forced(run: Run) -> None:
     with harness.phase("teacher"):
         cases, diverged = forced.diverging(run.cases, references, natives)
         if cases:  # an exact case has no continuation to explain
-            runtime = NativeRuntime(bundle_dir, checkpoint_dir)
+            runtime = NativeRuntime(bundle_dir, checkpoint_dir, run.options.plant(engine=True))
             forced.teacher_pass(cases, diverged, runtime.forced_rows)

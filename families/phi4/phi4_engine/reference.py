@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tiny_engine.plant import Plant, apply_rows
 
 from harness.kit.checkpoint import load_tokenizer, stop_token_ids
 from harness.kit.generation import Generation, greedy
@@ -27,7 +28,9 @@ class ReferenceRuntime:
         dtype: torch.dtype = torch.float32,
         *,
         trust_remote_code: bool = False,
+        plant: Plant | None = None,
     ) -> None:
+        self.plant = plant
         self.tokenizer = load_tokenizer(checkpoint_dir)
         self.model = checkpoint.load_model(
             checkpoint_dir, dtype, trust_remote_code=trust_remote_code
@@ -44,20 +47,26 @@ class ReferenceRuntime:
             **_image(prompt),
         )
         cache = output.cache
+        position = 0
+
+        def planted(logits: torch.Tensor) -> torch.Tensor:
+            if self.plant is None:
+                return logits
+            return self.plant.apply(prompt.case_id, position, logits)
 
         def after(token: int) -> torch.Tensor:
-            nonlocal cache
+            nonlocal cache, position
             step = self.model(
                 input_ids=torch.tensor([[token]]), cache=cache, use_cache=True, logits_to_keep=1
             )
             cache = step.cache
-            logits: torch.Tensor = step.logits[0, -1]
-            return logits
+            position += 1
+            return planted(step.logits[0, -1])
 
         return greedy(
             prompt.case_id,
             prompt.text,
-            output.logits[0, -1],
+            planted(output.logits[0, -1]),
             after,
             new_tokens=new_tokens,
             stop_ids=self.stop_ids,
@@ -75,8 +84,7 @@ class ReferenceRuntime:
             logits_to_keep=len(forced_ids),
             **_image(prompt),
         )
-        logits: torch.Tensor = output.logits[0]
-        return logits
+        return apply_rows(self.plant, prompt.case_id, output.logits[0])
 
 
 def _image(prompt: Prompt) -> dict[str, Any]:

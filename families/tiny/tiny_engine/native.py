@@ -9,7 +9,7 @@ import torch
 
 from harness.kit.generation import Generation
 from harness.kit.native import PlanRuntime
-from tiny_engine.plant import Plant, apply_rows
+from tiny_engine.plant import Plant, apply_rows, decode_planted
 from tiny_engine.prompts import Prompt
 
 
@@ -25,9 +25,7 @@ class NativeRuntime(PlanRuntime):
         """Greedy continuation of ``prompt``: the cache grows by one position per token."""
         started = time.perf_counter()
         prefilled = self.plans["prefill"](torch.tensor([prompt.input_ids]))
-        if self.plant is None or self.plant.case_id != prompt.case_id:
-            return self.decode_greedily(prompt, prefilled, new_tokens, started)
-        return self._planted(prompt, prefilled, new_tokens, started)
+        return decode_planted(self, self.plant, prompt, prefilled, new_tokens, started)
 
     @torch.inference_mode()
     def forced_rows(self, prompt: Prompt, forced_ids: list[int]) -> torch.Tensor:
@@ -35,25 +33,3 @@ class NativeRuntime(PlanRuntime):
         prefilled = self.plans["prefill"](torch.tensor([prompt.input_ids]))
         rows = torch.stack(self.decode_forced(prefilled, forced_ids))
         return apply_rows(self.plant, prompt.case_id, rows)
-
-    def _planted(
-        self, prompt: Prompt, prefilled: tuple[torch.Tensor, ...], new_tokens: int, started: float
-    ) -> Generation:
-        """The planted case: the same decode, its logits passed through the plant."""
-        assert self.plant is not None
-        plant, decode = self.plant, self.plans["decode"]
-        logits, keys, values = prefilled
-        position = 0
-
-        def planted_decode(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
-            nonlocal position
-            position += 1
-            step_logits, *cache = decode(*args)
-            return (plant.apply(prompt.case_id, position, step_logits), *cache)
-
-        self.plans["decode"] = planted_decode
-        try:
-            first = plant.apply(prompt.case_id, 0, logits)
-            return self.decode_greedily(prompt, (first, keys, values), new_tokens, started)
-        finally:
-            self.plans["decode"] = decode

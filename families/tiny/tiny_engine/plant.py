@@ -10,8 +10,12 @@ every other position is untouched. Parity must call that noise and a single flip
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
+
+from harness.kit.generation import Generation
+from harness.kit.native import Case, PlanRuntime
 
 PLANT_NATS = 1e-3
 """The planted margin: well above float32 rounding, well inside bf16 logit noise."""
@@ -40,11 +44,13 @@ class Plant:
         """``logits`` (one position's) with the tie planted when this is the planted spot."""
         if case_id != self.case_id or position != self.position:
             return logits
-        planted = logits.clone()
+        # In float32: a bf16 logit near 16 moves in steps of 0.06, which would round the
+        # planted margin away and leave an exact tie.
+        planted = logits.float().clone()
         row = planted.reshape(-1)
-        best, runner_up = torch.topk(row.float(), 2).indices.tolist()
+        best, runner_up = torch.topk(row, 2).indices.tolist()
         margin = PLANT_NATS if self.engine else -PLANT_NATS
-        row[runner_up] = row[best].float() + margin
+        row[runner_up] = row[best] + margin
         return planted
 
 
@@ -52,6 +58,36 @@ def apply_rows(plant: Plant | None, case_id: str, rows: torch.Tensor) -> torch.T
     """``rows`` (``[position, vocab]``) with the tie planted in its row, if any."""
     if plant is None or case_id != plant.case_id or plant.position >= rows.shape[0]:
         return rows
-    rows = rows.clone()
+    rows = rows.float().clone()
     rows[plant.position] = plant.apply(case_id, plant.position, rows[plant.position])
     return rows
+
+
+def decode_planted(
+    runtime: PlanRuntime,
+    plant: Plant | None,
+    case: Case,
+    prefilled: tuple[Any, ...],
+    new_tokens: int,
+    started: float | None = None,
+) -> Generation:
+    """``runtime.decode_greedily`` with the plant applied to the logits at each position
+    (the prefill's and each decode step's); the plain decode when nothing is planted here."""
+    if plant is None or plant.case_id != case.case_id:
+        return runtime.decode_greedily(case, prefilled, new_tokens, started)
+    decode = runtime.plans["decode"]
+    logits, *cache = prefilled
+    position = 0
+
+    def planted_decode(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        nonlocal position
+        position += 1
+        step_logits, *step_cache = decode(*args)
+        return (plant.apply(case.case_id, position, step_logits), *step_cache)
+
+    runtime.plans["decode"] = planted_decode
+    try:
+        first = plant.apply(case.case_id, 0, logits)
+        return runtime.decode_greedily(case, (first, *cache), new_tokens, started)
+    finally:
+        runtime.plans["decode"] = decode
