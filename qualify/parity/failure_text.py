@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from qualify.parity.kinds import DivergenceKind
+from qualify.parity.noise_text import percent
 
 if TYPE_CHECKING:
     from qualify.parity.results import CaseResult, SideSummary, TokenRef
@@ -29,7 +30,7 @@ def failure_text(result: CaseResult, repro: str) -> str:
     if result.divergence_probability is not None:
         lines.append(
             "  noise odds: an engine as noisy as the reference's own low-precision run "
-            f"diverges in this case with probability {result.divergence_probability:.3g}"
+            f"diverges in this case with probability {percent(result.divergence_probability)}"
         )
     if result.kind is not DivergenceKind.MISSING:
         lines.append(f"  native:    {show_token(result.native_token, result.native)}")

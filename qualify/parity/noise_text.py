@@ -17,7 +17,7 @@ def odds_text(
         f"NOISE below {_number(nats)} nats"
     )
     if probability is not None:
-        line += f"; false-fail probability of the gate {_percent(probability)}"
+        line += f"; false-fail probability of the gate {percent(probability)}"
     if suggested_min_exact is not None:
         line += (
             f" (over 1%: WARNING, an engine as good as the reference's own low-precision run "
@@ -40,7 +40,7 @@ def _number(value: object) -> str:
     return f"{value:.3g}" if isinstance(value, int | float) else "?"
 
 
-def _percent(probability: float) -> str:
+def percent(probability: float) -> str:
     """A probability as a percentage a reader can act on (``<0.01%`` for the negligible)."""
     if probability < 1e-4:  # 0 too: the model's tails are not that sure
         return "<0.01%"
