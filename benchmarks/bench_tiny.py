@@ -66,11 +66,25 @@ def bench_family(
         wall = time.monotonic() - started
         if "size" in options:
             print(f"size {options['size']}")
-        print_phases(boundaries)
+        durations = print_phases(boundaries)
         print_metrics(Path(run_dir) / "events.jsonl")
         print_parity(Path(run_dir) / "parity.jsonl")
     print(f"E2E wall time {wall:.1f} s, exit code {returncode}")
+    print_parity_passes(durations, wall)
     return returncode
+
+
+PARITY_PASSES = ("reference:noise", "teacher")
+"""The phases that only parity's noise floor and forced continuation need (docs/parity.md)."""
+
+
+def print_parity_passes(durations: dict[str, float], wall: float) -> None:
+    """What the noise floor and the teacher-forced continuation cost, against the E2E."""
+    spent = [durations.get(name, 0.0) for name in PARITY_PASSES]
+    shown = ", ".join(
+        f"{name} {seconds:.2f} s" for name, seconds in zip(PARITY_PASSES, spent, strict=True)
+    )
+    print(f"parity passes: {shown}: {sum(spent) / wall:.1%} of the E2E wall time")
 
 
 def run_e2e(
@@ -148,8 +162,10 @@ def _status(pid: int) -> dict[str, int]:
     return fields
 
 
-def print_phases(boundaries: list[Boundary]) -> None:
-    """One line per phase: duration, then RSS and anonymous RSS at its start and their peaks."""
+def print_phases(boundaries: list[Boundary]) -> dict[str, float]:
+    """One line per phase: duration, then RSS and anonymous RSS at its start and their peaks;
+    returns each phase's summed duration."""
+    durations: dict[str, float] = {}
     print(f"{'phase':<16}{'seconds':>9}{'RSS':>7}{'peak':>7}{'anon':>7}{'peak':>7}  (MiB)")
     for index, start in enumerate(boundaries):
         if start.event != "phase_start":
@@ -163,6 +179,8 @@ def print_phases(boundaries: list[Boundary]) -> None:
             f"{start.phase:<16}{end.mono - start.mono:>9.2f}{start.rss_bytes / MIB:>7.0f}"
             f"{peak / MIB:>7.0f}{start.anon_bytes / MIB:>7.0f}{anon / MIB:>7.0f}"
         )
+        durations[start.phase] = durations.get(start.phase, 0.0) + end.mono - start.mono
+    return durations
 
 
 def print_metrics(events_path: Path) -> None:
@@ -181,7 +199,8 @@ def print_parity(parity_path: Path) -> None:
     sides: dict[str, dict[str, list[int]]] = {"native": {}, "reference": {}}
     for line in parity_path.read_text().splitlines():
         case = json.loads(line)
-        sides[case["side"]][case["case_id"]] = case["token_ids"]
+        if case.get("event") == "case":  # not the teacher-forced views
+            sides[case["side"]][case["case_id"]] = case["token_ids"]
     exact = sum(ids == sides["reference"].get(cid) for cid, ids in sides["native"].items())
     print(f"parity: {exact} of {len(sides['reference'])} cases exact")
 

@@ -9,16 +9,26 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from harness._events import emit, record_case, sync_point
+    from harness._events import emit, record_case, record_forced, sync_point
     from harness._gpu import cuda_oom_guard
     from harness._options import option
     from harness._phase import phase
 
-__all__ = ["cuda_oom_guard", "emit", "metric", "option", "phase", "record_case", "sync_point"]
+__all__ = [
+    "cuda_oom_guard",
+    "emit",
+    "metric",
+    "option",
+    "phase",
+    "record_case",
+    "record_forced",
+    "sync_point",
+]
 
 _EXPORTS = {
     "emit": "harness._events",
     "record_case": "harness._events",
+    "record_forced": "harness._events",
     "sync_point": "harness._events",
     "cuda_oom_guard": "harness._gpu",  # stdlib only: torch is never imported here
     "option": "harness._options",

@@ -179,3 +179,35 @@ def record_case(
     }
     _append(path, record, durable=True)
     emit({"event": contract.CASE, "case_id": str(case_id), "side": side, "tokens": len(token_ids)})
+
+
+def record_forced(
+    case_id: str,
+    *,
+    role: str,
+    forced_ids: Sequence[int],
+    top_logprobs: Sequence[Sequence[Sequence[Any]]],
+    logit_noise: Sequence[float] | None = None,
+) -> None:
+    """Append one teacher-forced view of a case to the run's parity file.
+
+    ``forced_ids`` are the reference's generated tokens the runtime was fed; ``top_logprobs``
+    holds, per position, the runtime's top-k ``(token_id, logprob)`` before the token at that
+    position was fed. ``role`` is ``teacher`` (the engine) or ``noise`` (the reference in the
+    engine's precision); ``logit_noise`` (noise only) the spread, per position, of its
+    log-probabilities minus the FP32 reference's over the vocabulary.
+    """
+    if role not in contract.FORCED_ROLES:
+        raise ValueError(f"role must be one of {contract.FORCED_ROLES}, not {role!r}")
+    path = os.environ.get(contract.ENV_PARITY)
+    if not path:
+        return
+    record: dict[str, Any] = {
+        "event": contract.FORCED,
+        "case_id": str(case_id),
+        "role": role,
+        "forced_ids": [int(token) for token in forced_ids],
+        "top_logprobs": [[list(entry) for entry in step] for step in top_logprobs],
+        "logit_noise": None if logit_noise is None else [float(value) for value in logit_noise],
+    }
+    _append(path, record, durable=True)

@@ -12,7 +12,7 @@ file                       writer    what it holds
 ``JUNIT``                  host      always present and valid JUnit
 ``EVENTS``                 harness   one JSON line per event (kinds below), append-only
 ``TIMELINE``               host      one JSON line per monitor sample
-``PARITY``                 harness   one JSON line per recorded generation (``record_case``)
+``PARITY``                 harness   one JSON line per generation or forced view (``record_case``)
 ``STDOUT`` / ``STDERR``    host      the E2E's output, bounded (head and tail kept)
 ``GPU_SUMMARY``            host      NVML peaks of the run
 ``CUDA_SNAPSHOT``          harness   the allocator's history dumped on a CUDA OOM
@@ -113,6 +113,11 @@ TEST_PHASE = "test_phase"
 SESSION_FINISH = "session_finish"
 SUITE_PROPERTY = "suite_property"
 CASE = "case"
+FORCED = "forced"
+"""A teacher-forced view of a case in ``PARITY`` (``record_forced``); not an ``EVENTS`` kind."""
+FORCED_ROLES = ("teacher", "noise")
+"""``teacher``: the engine fed the reference's tokens; ``noise``: the reference again in the
+engine's precision, fed the same tokens (``harness.kit.forced``)."""
 METRIC = "metric"
 SANDBOX_LIMITS = "sandbox_limits"
 GPU_BUDGET = "gpu_budget"

@@ -73,8 +73,15 @@ def test_headline_passes_at_48g_with_parity_phases_and_engine(run_qualify: RunQu
     recorded = [
         json.loads(line) for line in (result.run_dir / "parity.jsonl").read_text().splitlines()
     ]
-    sides = [case["side"] for case in recorded]
+    sides = [case.get("side") for case in recorded]
     assert sides.count("native") == 10 and sides.count("reference") == 10
+    # The noise floor over the text and the image cases (the bf16 reference fed the FP32
+    # tokens), and the gate's odds from it.
+    noise_views = {case["case_id"] for case in recorded if case.get("role") == "noise"}
+    assert len(noise_views) == 10 and any(case.startswith("image-") for case in noise_views)
+    noise = audit["parity"]["noise"]
+    assert noise["cases"] == 10 and noise["positions"] > 100 and noise["gap_sigma_nats"] > 0
+    assert audit["parity"]["gate"]["false_fail_probability"] < 0.01
     images = {case["case_id"] for case in recorded if case["case_id"].startswith("image-")}
     assert len(images) >= 3
     cases = list(ET.parse(result.run_dir / "junit.xml").getroot().iter("testcase"))
@@ -141,3 +148,49 @@ def test_retained_plans_oom_in_build_where_staged_plans_pass(run_qualify: RunQua
     # Staged: decode's build peak stays near prefill's (one plan at a time), under the cap.
     assert abs(phases["build:decode"] - phases["build:prefill"]) < 96 * 2**20
     assert max(phases.values()) <= 1850 * 2**20
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.usefixtures("ci_checkpoint")
+def test_broken_engine_drifts_on_text_and_image_cases(run_qualify: RunQualify) -> None:
+    """perturb_native=0.5 (vision weights included): fed the reference's tokens, the engine
+    still disagrees after the divergence on text and image cases alike, and the gate fails."""
+    result = run_qualify(
+        "run", "--family", "phi4", "--repo", REPO, "--mem", "48G",
+        "--set", "perturb_native=0.5", timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    audit = result.audit()
+    assert audit["verdict"] == "PARITY_FAILED" and audit["tests"]["failed"] == 0
+    parity = audit["parity"]
+    assert parity["exact"] == 0 and parity["drift"] >= 8
+    drifting = {
+        case["case_id"] for case in parity["per_case"] if case["teacher_forced"]["kind"] == "drift"
+    }
+    assert any(case.startswith("image-") for case in drifting)
+    assert any(not case.startswith("image-") for case in drifting)
+    assert parity["noise"]["cases"] == 10
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.usefixtures("ci_checkpoint")
+def test_planted_tie_break_on_an_image_case_is_noise_and_a_single_flip(
+    run_qualify: RunQualify,
+) -> None:
+    """plant_tie on an image chat: the reference's top-2 gap at token 5 is 0.001 nats, far
+    inside bf16 noise, and the engine takes the runner-up: NOISE, a single flip (every token
+    after it agrees when fed the reference's), and the gate passes 9 of 10."""
+    result = run_qualify(
+        "run", "--family", "phi4", "--repo", REPO, "--mem", "48G",
+        "--set", "plant_tie=image-green-disc:5", timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    parity = result.audit()["parity"]
+    by_id = {case["case_id"]: case for case in parity["per_case"]}
+    planted = by_id.pop("image-green-disc")
+    assert (planted["kind"], planted["first_divergence"]) == ("noise", 5)
+    forced = planted["teacher_forced"]
+    assert forced["kind"] == "single_flip"
+    assert forced["agree_after"] == forced["of"] == planted["reference"]["length"] - 6
+    assert all(case["exact"] for case in by_id.values())
+    assert parity["passed"] is True and parity["noise"]["self_flip_count"] == 0

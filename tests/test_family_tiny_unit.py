@@ -304,3 +304,45 @@ def _resident_pages(path: Path) -> int:
         return sum(page & 1 for page in pages)
     finally:
         mapped.close()
+
+
+def test_forced_rows_fed_a_generation_reproduce_its_own_steps(
+    tiny_checkpoint: Path, tiny_bundle: Path
+) -> None:
+    """Each runtime fed its own generated tokens must predict, at every position, what it
+    picked there, with the log-probabilities it recorded: row t is the prediction of token t
+    (no shift by one), for the KV-cache engine's forced decode and the reference's one pass."""
+    from harness.kit.generation import top_k
+
+    native = NativeRuntime(tiny_bundle, tiny_checkpoint)
+    reference = ReferenceRuntime(tiny_checkpoint)
+    for case in prompts.parity_prompts(reference.tokenizer, 4):
+        for runtime in (native, reference):
+            generated = runtime.generate(case, 12)
+            rows = runtime.forced_rows(case, generated.token_ids)
+            assert rows.shape[0] == len(generated.token_ids)
+            for row, token, recorded in zip(
+                rows, generated.token_ids, generated.top_logprobs, strict=True
+            ):
+                best = top_k(row)
+                assert best[0][0] == token, case.case_id
+                assert best[0][1] == pytest.approx(recorded[0][1], abs=1e-4)
+
+
+def test_plant_flips_one_position_by_its_margin(tiny_checkpoint: Path, tiny_bundle: Path) -> None:
+    """plant_tie: the reference's runner-up sits PLANT_NATS below its top-1 at the planted
+    position and the engine's PLANT_NATS above, so the engine diverges exactly there."""
+    from tiny_engine.plant import PLANT_NATS, Plant
+
+    reference = ReferenceRuntime(tiny_checkpoint, plant=Plant("plain-1", 5, engine=False))
+    native = NativeRuntime(tiny_bundle, tiny_checkpoint, Plant("plain-1", 5, engine=True))
+    case = prompts.parity_prompts(reference.tokenizer, 3)[2]
+    assert case.case_id == "plain-1"
+    expected = reference.generate(case, 12)
+    gap = expected.top_logprobs[5][0][1] - expected.top_logprobs[5][1][1]
+    assert gap == pytest.approx(PLANT_NATS, abs=2e-4)
+    got = native.generate(case, 12)
+    assert got.token_ids[:5] == expected.token_ids[:5]
+    assert got.token_ids[5] == expected.top_logprobs[5][1][0]  # the runner-up
+    with pytest.raises(ValueError, match="must be '<case_id>:<position>'"):
+        Plant.parse("plain-1", engine=True)

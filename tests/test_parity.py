@@ -607,7 +607,10 @@ def test_report_counts_and_to_dict(tmp_path: Path) -> None:
         "near_tie_nats": 0.5,
         "count_near_ties": False,
         "tie_nats": 0.0001,
+        "false_fail_probability": None,
+        "suggested_min_exact": None,
     }
+    assert audit["noise"] is None
     lines = path.read_bytes().splitlines(keepends=True)
     per_case = {entry["case_id"]: entry for entry in audit["per_case"]}
     assert per_case["tie"] == {
@@ -647,6 +650,8 @@ def test_report_counts_and_to_dict(tmp_path: Path) -> None:
                 "length": len(lines[3]),
             },
         },
+        "teacher_forced": None,
+        "divergence_probability": None,
     }
     assert (per_case["exact"]["kind"], per_case["exact"]["first_divergence"]) == ("exact", None)
     assert per_case["gone"]["native"] is None and per_case["gone"]["kind"] == "missing"
@@ -809,7 +814,10 @@ def test_compare_command_exit_codes_and_table(tmp_path: Path) -> None:
     code, out, err = run_compare(path, gate=ParityGate(min_exact=8))
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert lines[0].split() == ["case", "kind", "diverges", "at", "native", "reference"]
+    assert lines[0].split() == [
+        "case", "kind", "diverges", "at", "native", "reference", "fed", "the", "reference's",
+        "tokens",
+    ]  # fmt: skip
     assert lines[1].split() == ["e0", "exact", "-"]
     assert lines[9].split() == [
         "n0",
@@ -823,10 +831,11 @@ def test_compare_command_exit_codes_and_table(tmp_path: Path) -> None:
         "t3'",
         "(id",
         "3)",
+        "-",  # no teacher-forced view recorded
     ]
     assert lines[-1] == (
-        "parity PASSED: 8 of 10 reference cases exact (need 8); exact 8, tie 0, near-tie 1, "
-        "wrong 1, length/eos 0, missing 0"
+        "parity PASSED: 8 of 10 reference cases exact (need 8); exact 8, tie 0, noise 0, "
+        "near-tie 1, wrong 1, length/eos 0, missing 0, drift 0"
     )
     code, out, _ = run_compare(path, gate=ParityGate(min_exact=9))
     assert code == 1 and out.splitlines()[-1].startswith("parity FAILED: 8 of 10")
@@ -998,12 +1007,12 @@ def test_compare_of_a_run_directory_applies_the_runs_gate(tmp_path: Path) -> Non
     """A run judged 9 of 10 against the family's gate of 9 passes in ``qualify run``; compare
     of that run directory applies the gate its audit records, and a flag still overrides it."""
     from qualify.rundir import Audit, RunDir
-    from qualify.rundir.audit import ParityRecord
+    from qualify.rundir.audit import ParityGateRecord, ParityRecord
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     corpus(run_dir, 9, 0, 1).rename(run_dir / "parity.jsonl")
-    audit = Audit(verdict="PASSED", parity=ParityRecord(gate=ParityGate(min_exact=9)))
+    audit = Audit(verdict="PASSED", parity=ParityRecord(gate=ParityGateRecord(min_exact=9)))
     RunDir(run_dir).write_audit(audit)
     stdout, stderr = io.StringIO(), io.StringIO()
     code = compare(native=run_dir, reference=None, gate={}, stdout=stdout, stderr=stderr)

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 from phi4_engine import checkpoint, engine, prompts
-from phi4_engine.build import NETWORKS, TEXT_NETWORKS, build_engine
+from phi4_engine.build import NETWORKS, PLAN_DTYPE, TEXT_NETWORKS, build_engine
 from phi4_engine.native import NativeRuntime
 from phi4_engine.options import FamilyOptions
 from phi4_engine.reference import ReferenceRuntime
 
 import harness
-from harness.kit import e2e
+from harness.kit import e2e, forced
 
 
 @dataclass
@@ -79,6 +79,7 @@ def test_build_engine(run: Run, engine_root: Path) -> None:
         engine=choice,
         retain_plans=run.options.retain_plans,
         trust_remote_code=run.options.trust_remote_code,
+        perturb_native=run.options.perturb_native,
     )
     networks = NETWORKS if run.multimodal else TEXT_NETWORKS
     manifest = e2e.check_bundle(published, engine_root, networks)
@@ -91,10 +92,11 @@ def test_native_run(run: Run) -> None:
     bundle_dir = e2e.require(run.bundle_dir, "test_build_engine")
     checkpoint_dir = e2e.require(run.checkpoint_dir, "test_checkpoint")
     with harness.phase("native"):
-        runtime = NativeRuntime(bundle_dir, checkpoint_dir)
+        runtime = NativeRuntime(bundle_dir, checkpoint_dir, run.options.plant(engine=True))
         with harness.phase(f"native:{runtime.engine}"):
             results = e2e.generate_all(run, runtime, "native")
     e2e.check(results, run.options.new_tokens, runtime.stop_ids)
+    run.natives = results
     if runtime.engine == engine.TORCH:
         assert "tensorrt" not in sys.modules, "the CPU path imported TensorRT"
 
@@ -103,7 +105,29 @@ def test_reference_run(run: Run) -> None:
     """FP32 eager transformers with its own KV cache generates every case."""
     checkpoint_dir = e2e.require(run.checkpoint_dir, "test_checkpoint")
     trust_remote_code = run.options.trust_remote_code
+    plant = run.options.plant(engine=False)
     with harness.phase("reference"):
-        runtime = ReferenceRuntime(checkpoint_dir, trust_remote_code=trust_remote_code)
+        runtime = ReferenceRuntime(checkpoint_dir, trust_remote_code=trust_remote_code, plant=plant)
         results = e2e.generate_all(run, runtime, "reference")
+        with harness.phase("reference:noise"):
+            # The same eager model in the engine's dtype, fed the FP32 tokens.
+            lowp = ReferenceRuntime(
+                checkpoint_dir, PLAN_DTYPE, trust_remote_code=trust_remote_code, plant=plant
+            )
+            forced.noise_pass(run.cases, results, runtime.forced_rows, lowp.forced_rows)
+            del lowp
     e2e.check(results, run.options.new_tokens, runtime.stop_ids)
+    run.references = results
+
+
+def test_teacher_forced(run: Run) -> None:
+    """The engine fed the reference's tokens where it diverged: does it agree after?"""
+    bundle_dir = e2e.require(run.bundle_dir, "test_build_engine")
+    checkpoint_dir = e2e.require(run.checkpoint_dir, "test_checkpoint")
+    references = e2e.require(run.references, "test_reference_run")
+    natives = e2e.require(run.natives, "test_native_run")
+    with harness.phase("teacher"):
+        cases, diverged = forced.diverging(run.cases, references, natives)
+        if cases:  # an exact case has no continuation to explain
+            runtime = NativeRuntime(bundle_dir, checkpoint_dir, run.options.plant(engine=True))
+            forced.teacher_pass(cases, diverged, runtime.forced_rows)

@@ -1,4 +1,5 @@
-"""End-to-end test of the tiny family: checkpoint, engine build, native run, reference run.
+"""End-to-end test of the tiny family: checkpoint, engine build, native run, reference run
+(with its noise floor), teacher-forced engine.
 
 An ordinary pytest file on the family kit's skeleton (``harness.kit.e2e``). Under qualify the
 harness records phases, metrics and every parity case into the run directory, and options
@@ -9,17 +10,18 @@ top-k); parity itself is judged by the host.
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
 from tiny_engine import checkpoint, prompts
-from tiny_engine.build import NETWORKS, build_engine
+from tiny_engine.build import NETWORKS, PLAN_DTYPE, build_engine
 from tiny_engine.native import NativeRuntime
 from tiny_engine.options import FamilyOptions
 from tiny_engine.reference import ReferenceRuntime
 
 import harness
-from harness.kit import e2e
+from harness.kit import e2e, forced
 
 Run = e2e.Run[FamilyOptions]
 engine_root, collect_garbage = e2e.fixtures(checkpoint.cache_root)
@@ -64,15 +66,41 @@ def test_native_run(run: Run) -> None:
     bundle_dir = e2e.require(run.bundle_dir, "test_build_engine")
     checkpoint_dir = e2e.require(run.checkpoint_dir, "test_checkpoint")
     with harness.phase("native"):
-        runtime = NativeRuntime(bundle_dir, checkpoint_dir)
+        runtime = NativeRuntime(bundle_dir, checkpoint_dir, run.options.plant(engine=True))
         results = e2e.generate_all(run, runtime, "native", speed=True)
     e2e.check(results, run.options.new_tokens, runtime.stop_ids)
+    run.natives = results
 
 
 def test_reference_run(run: Run) -> None:
-    """FP32 eager transformers, full recompute per token, generates every case."""
+    """FP32 eager transformers, full recompute per token, generates every case; then the
+    same model in the engine's dtype, fed the FP32 tokens, measures the precision noise."""
     checkpoint_dir = e2e.require(run.checkpoint_dir, "test_checkpoint")
+    plant = run.options.plant(engine=False)
     with harness.phase("reference"):
-        runtime = ReferenceRuntime(checkpoint_dir)
+        runtime = ReferenceRuntime(checkpoint_dir, plant=plant)
         results = e2e.generate_all(run, runtime, "reference", speed=True)
-    e2e.check(results, run.options.new_tokens, runtime.stop_ids)
+        stop_ids = runtime.stop_ids
+        with harness.phase("reference:noise"):
+            # The FP32 rows first, then the FP32 model goes before the bf16 one is loaded: the
+            # two are never resident together, and the phase's peak stays the reference's.
+            exact = forced.rows_of(run.cases, results, runtime.forced_rows)
+            del runtime
+            gc.collect()
+            lowp = ReferenceRuntime(checkpoint_dir, PLAN_DTYPE, plant=plant)
+            forced.noise_pass(run.cases, results, exact, lowp.forced_rows)
+    e2e.check(results, run.options.new_tokens, stop_ids)
+    run.references = results
+
+
+def test_teacher_forced(run: Run) -> None:
+    """The engine fed the reference's tokens where it diverged: does it agree after?"""
+    bundle_dir = e2e.require(run.bundle_dir, "test_build_engine")
+    checkpoint_dir = e2e.require(run.checkpoint_dir, "test_checkpoint")
+    references = e2e.require(run.references, "test_reference_run")
+    natives = e2e.require(run.natives, "test_native_run")
+    with harness.phase("teacher"):
+        cases, diverged = forced.diverging(run.cases, references, natives)
+        if cases:  # an exact case has no continuation to explain
+            runtime = NativeRuntime(bundle_dir, checkpoint_dir, run.options.plant(engine=True))
+            forced.teacher_pass(cases, diverged, runtime.forced_rows)

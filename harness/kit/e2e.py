@@ -1,7 +1,8 @@
 """The E2E test skeleton of a family: run state, fixtures, generation of every case, checks.
 
-A family's ``test_e2e.py`` keeps its four tests (checkpoint, build, native, reference) and what
-is its own in them; the plumbing around them comes from here::
+A family's ``test_e2e.py`` keeps its tests (checkpoint, build, native, reference with its noise
+floor, teacher-forced engine: ``harness.kit.forced``) and what is its own in them; the plumbing
+around them comes from here::
 
     engine_root, collect_garbage = e2e.fixtures(checkpoint.CACHE.root)
 
@@ -37,6 +38,10 @@ class Run(Generic[_Options]):
     checkpoint_dir: Path | None = None
     bundle_dir: Path | None = None
     cases: list[Any] = field(default_factory=list)
+    natives: list[generation.Generation] | None = None
+    """The engine's generations (the teacher pass runs where they diverge)."""
+    references: list[generation.Generation] | None = None
+    """The FP32 reference's generations, which the noise and teacher passes are fed."""
 
 
 _Run = TypeVar("_Run", bound=Run[Any])

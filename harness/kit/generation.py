@@ -73,18 +73,23 @@ def greedy(
 
 def record_step(result: Generation, logits: torch.Tensor, tokenizer: Any) -> int:
     """Append the greedy token of ``logits`` (``[vocab]``) and its top-k; return the token."""
-    import torch
-
-    logprobs = torch.log_softmax(logits.float().reshape(-1), dim=-1)
-    values, indices = torch.topk(logprobs, TOP_K)
-    top = [
-        (int(index), float(value), tokenizer.decode([int(index)]))
-        for value, index in zip(values.tolist(), indices.tolist(), strict=True)
-    ]
+    top = [(token, logprob, tokenizer.decode([token])) for token, logprob in top_k(logits)]
     token = top[0][0]
     result.token_ids.append(token)
     result.top_logprobs.append(top)
     return token
+
+
+def top_k(logits: torch.Tensor) -> list[tuple[int, float]]:
+    """The ``TOP_K`` best ``(token_id, logprob)`` of ``logits`` (``[vocab]``), best first."""
+    import torch
+
+    logprobs = torch.log_softmax(logits.float().reshape(-1), dim=-1)
+    values, indices = torch.topk(logprobs, TOP_K)
+    return [
+        (int(index), float(value))
+        for value, index in zip(values.tolist(), indices.tolist(), strict=True)
+    ]
 
 
 def record(result: Generation, side: str, tokenizer: Any) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from harness.kit import forced
 from harness.kit.bundle import read_manifest
 from harness.kit.checkpoint import load_tokenizer
 from harness.kit.generation import Generation, greedy
@@ -48,9 +50,30 @@ class PlanRuntime:
     ) -> Generation:
         """Greedy continuation after ``prefilled`` (the prefill's logits ``[1, vocab]``, keys
         and values): the cache grows by one position per token."""
+        logits, keys, values = prefilled
+        return greedy(
+            case.case_id,
+            case.text,
+            logits[0],
+            self._decoder(keys, values),
+            new_tokens=new_tokens,
+            stop_ids=self.stop_ids,
+            tokenizer=self.tokenizer,
+            started=started,
+        )
+
+    def decode_forced(
+        self, prefilled: tuple[torch.Tensor, torch.Tensor, torch.Tensor], forced_ids: list[int]
+    ) -> list[torch.Tensor]:
+        """The logits at each position of ``forced_ids`` after ``prefilled``, feeding the
+        decode plan those tokens instead of its own picks (teacher forcing)."""
+        logits, keys, values = prefilled
+        return forced.decode_forced(logits[0], self._decoder(keys, values), forced_ids)
+
+    def _decoder(self, keys: torch.Tensor, values: torch.Tensor) -> Callable[[int], torch.Tensor]:
+        """``token -> logits`` through the decode plan, the cache growing by one each call."""
         import torch
 
-        logits, keys, values = prefilled
         decode = self.plans["decode"]
 
         def after(token: int) -> torch.Tensor:
@@ -58,13 +81,4 @@ class PlanRuntime:
             step_logits, keys, values = decode(torch.tensor([[token]]), keys, values)
             return step_logits[0]  # type: ignore[no-any-return]
 
-        return greedy(
-            case.case_id,
-            case.text,
-            logits[0],
-            after,
-            new_tokens=new_tokens,
-            stop_ids=self.stop_ids,
-            tokenizer=self.tokenizer,
-            started=started,
-        )
+        return after

@@ -70,12 +70,12 @@ def _run_gate(run_dir: Path) -> dict[str, object] | None:
     audit = RunDir(run_dir).read_audit().audit
     if audit is None or audit.parity is None:
         return None
-    return audit.parity.gate.to_dict()
+    return audit.parity.gate.gate().to_dict()
 
 
 def render_table(report: ParityReport) -> str:
     """One row per case (case, kind, first divergence, both tokens), then the gate line."""
-    rows = [("case", "kind", "diverges at", "native", "reference")]
+    rows = [("case", "kind", "diverges at", "native", "reference", "fed the reference's tokens")]
     rows.extend(_row(result) for result in report.per_case)
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     lines = [
@@ -83,21 +83,25 @@ def render_table(report: ParityReport) -> str:
         for row in rows
     ]
     lines.append(_gate_line(report))
+    if report.odds_line is not None:
+        lines.append(report.odds_line)
     return "\n".join(lines) + "\n"
 
 
-def _row(result: CaseResult) -> tuple[str, str, str, str, str]:
+def _row(result: CaseResult) -> tuple[str, str, str, str, str, str]:
     if result.first_divergence is None:
         # EXACT, or MISSING: say which side has no record.
         native = "(no record)" if result.native is None else ""
         reference = "(no record)" if result.reference is None else ""
-        return (result.case_id, result.kind.value, "-", native, reference)
+        return (result.case_id, result.kind.value, "-", native, reference, "")
+    forced = result.teacher_forced
     return (
         result.case_id,
         result.kind.value,
         str(result.first_divergence),
         _clip(show_token(result.native_token, result.native)),
         _clip(show_token(result.reference_token, result.reference)),
+        "-" if forced is None else forced.describe(),
     )
 
 
@@ -107,8 +111,9 @@ def _clip(text: str) -> str:
 
 def _gate_line(report: ParityReport) -> str:
     counts = (
-        f"exact {report.exact}, tie {report.tie}, near-tie {report.near_tie}, "
-        f"wrong {report.wrong}, length/eos {report.length_or_eos}, missing {report.missing}"
+        f"exact {report.exact}, tie {report.tie}, noise {report.within_noise}, near-tie "
+        f"{report.near_tie}, wrong {report.wrong}, length/eos {report.length_or_eos}, missing "
+        f"{report.missing}, drift {report.drift}"
     )
     verdict = "PASSED" if report.passed else "FAILED"
     return f"parity {verdict}: {report.reason}; {counts}"

@@ -2,17 +2,36 @@
 
 from __future__ import annotations
 
-from qualify.parity.kinds import DivergenceKind
-from qualify.parity.records import ParityInputError, Record
-from qualify.parity.results import CaseResult, SideSummary, TokenRef, TopKEntry
+import dataclasses
+
+from qualify.parity import noise
+from qualify.parity.kinds import Continuation, DivergenceKind
+from qualify.parity.noise import NoiseFloor
+from qualify.parity.records import ParityInputError, Record, all_topk
+from qualify.parity.results import CaseResult, SideSummary, TeacherForced, TokenRef, TopKEntry
 from qualify.plan.parity_gate import ParityGate
 
 CONTEXT_TOKENS = 5
 """Tokens shown before the divergence in a failure message."""
 
 
+@dataclasses.dataclass(frozen=True)
+class ForcedViews:
+    """What the noise floor and the forced views give one case's comparison."""
+
+    floor: NoiseFloor | None = None
+    noise: Record | None = None
+    """The low-precision reference fed this case's reference tokens."""
+    teacher: Record | None = None
+    """The engine fed this case's reference tokens."""
+
+
 def compare_case(
-    case_id: str, native: Record | None, reference: Record | None, gate: ParityGate
+    case_id: str,
+    native: Record | None,
+    reference: Record | None,
+    gate: ParityGate,
+    views: ForcedViews = ForcedViews(),  # frozen: one shared empty value is safe
 ) -> CaseResult:
     """The result of one case; either record may be None (a MISSING case)."""
     native_side, reference_side = _summary(native), _summary(reference)
@@ -20,11 +39,18 @@ def compare_case(
         return CaseResult(
             case_id, DivergenceKind.MISSING, native=native_side, reference=reference_side
         )
+    probability = None
+    if views.floor is not None:
+        probability = noise.divergence_probability(views.floor, noise.reference_gaps(reference))
     index = first_difference(native.token_ids, reference.token_ids)
     if index is None:
         if native.eos == reference.eos:
             return CaseResult(
-                case_id, DivergenceKind.EXACT, native=native_side, reference=reference_side
+                case_id,
+                DivergenceKind.EXACT,
+                native=native_side,
+                reference=reference_side,
+                divergence_probability=probability,
             )
         # Same tokens, different stop reason: one side saw EOS where the other did not.
         index = len(native.token_ids)
@@ -38,7 +64,7 @@ def compare_case(
                 f"{reference.where}: field 'top_logprobs' has no step {index} for token "
                 f"{index} (one step per generated token is required)"
             )
-        kind = classify(topk, native_token.token_id, gate)
+        kind = classify(topk, native_token.token_id, gate, _noise_nats(views, index))
     else:
         kind = _stop_kind(native, reference, index)
     return CaseResult(
@@ -52,7 +78,38 @@ def compare_case(
         context=_context(native, reference, index),
         native=native_side,
         reference=reference_side,
+        teacher_forced=_continuation(reference, index, views),
+        divergence_probability=probability,
     )
+
+
+def _noise_nats(views: ForcedViews, index: int) -> tuple[float, int | None] | None:
+    """The NOISE threshold and the low-precision reference's own pick at ``index``."""
+    if views.floor is None:
+        return None
+    own = views.noise.topk_at(index) if views.noise is not None else ()
+    return views.floor.noise_nats, own[0].token_id if own else None
+
+
+def _continuation(reference: Record, index: int, views: ForcedViews) -> TeacherForced | None:
+    """How the engine fed the reference's tokens agrees after the divergence at ``index``."""
+    teacher = views.teacher
+    if teacher is None:
+        return None
+    noise.check_forced(reference, teacher)
+    after = range(index + 1, len(reference.token_ids))
+    steps = all_topk(teacher)
+    agree = 0
+    for position in after:
+        topk = noise.step_of(teacher, steps, position)
+        agree += topk[0].token_id == reference.token_ids[position]
+    flips: list[float] = []
+    if views.floor is not None:
+        gaps = noise.reference_gaps(reference)
+        flips = [views.floor.flip_probability(gaps[position]) for position in after]
+    allowed = noise.allowed_disagreements(flips)
+    kind = Continuation.SINGLE_FLIP if len(after) - agree <= allowed else Continuation.DRIFT
+    return TeacherForced(agree, len(after), allowed, kind)
 
 
 def first_difference(native: list[int], reference: list[int]) -> int | None:
@@ -66,12 +123,19 @@ def first_difference(native: list[int], reference: list[int]) -> int | None:
     return min(len(native), len(reference))
 
 
-def classify(topk: tuple[TopKEntry, ...], native_id: int, gate: ParityGate) -> DivergenceKind:
-    """TIE, NEAR_TIE or WRONG for a native token, judged by the reference's top-k.
+def classify(
+    topk: tuple[TopKEntry, ...],
+    native_id: int,
+    gate: ParityGate,
+    noise_floor: tuple[float, int | None] | None = None,
+) -> DivergenceKind:
+    """TIE, NOISE, NEAR_TIE or WRONG for a native token, judged by the reference's top-k.
 
     The gap is the reference's top-1 log-probability minus the native token's: top-1 minus
     top-2 when the native engine picked the reference's runner-up. A native token outside
-    the reference's top-k is WRONG.
+    the reference's top-k is WRONG. ``noise_floor`` is ``(noise_nats, own_pick)``: a gap at
+    most ``noise_nats``, or the token the low-precision reference itself picked there, is
+    NOISE.
     """
     rank = _rank(topk, native_id)
     if rank is None:
@@ -79,6 +143,8 @@ def classify(topk: tuple[TopKEntry, ...], native_id: int, gate: ParityGate) -> D
     gap = topk[rank - 1].gap
     if gap <= gate.tie_nats:
         return DivergenceKind.TIE
+    if noise_floor is not None and (gap <= noise_floor[0] or native_id == noise_floor[1]):
+        return DivergenceKind.NOISE
     if gap < gate.near_tie_nats:
         return DivergenceKind.NEAR_TIE
     return DivergenceKind.WRONG

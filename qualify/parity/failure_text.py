@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from qualify.parity.kinds import DivergenceKind
+from qualify.parity.noise_text import percent
 
 if TYPE_CHECKING:
     from qualify.parity.results import CaseResult, SideSummary, TokenRef
@@ -22,7 +23,15 @@ def show_token(token: TokenRef | None, side: SideSummary | None) -> str:
 
 def failure_text(result: CaseResult, repro: str) -> str:
     """Render why ``result`` is not exact, ending with the command that reproduces it."""
-    lines = [_headline(result)]
+    headline = _headline(result)
+    if result.teacher_forced is not None:
+        headline += f"; fed the reference's tokens: {result.teacher_forced.describe()}"
+    lines = [headline]
+    if result.divergence_probability is not None:
+        lines.append(
+            "  noise odds: an engine as noisy as the reference's own low-precision run "
+            f"diverges in this case with probability {percent(result.divergence_probability)}"
+        )
     if result.kind is not DivergenceKind.MISSING:
         lines.append(f"  native:    {show_token(result.native_token, result.native)}")
         lines.append(f"  reference: {show_token(result.reference_token, result.reference)}")
@@ -44,6 +53,8 @@ def _headline(result: CaseResult) -> str:
             detail = "native token not in the reference top-k"
         else:
             detail = f"native token {result.native_gap:.6g} nats below the reference top-1"
+        if result.kind is DivergenceKind.NOISE:
+            detail += ", within the reference's own precision noise"
         return f"{case}: first divergence at token {index}, {result.kind.name} ({detail})"
     return f"{case}: first divergence at token {index}, {result.kind.name} ({_stop_detail(result)})"
 

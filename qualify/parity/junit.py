@@ -40,9 +40,11 @@ def _gate_junit(report: ParityReport, classname: str, repro: str) -> JUnitCase:
         return JUnitCase(classname, GATE_CASE, "passed")
     lines = [
         report.reason,
-        f"exact {report.exact}, tie {report.tie}, near-tie {report.near_tie}, wrong "
-        f"{report.wrong}, length/eos {report.length_or_eos}, missing {report.missing}",
+        f"exact {report.exact}, tie {report.tie}, noise {report.within_noise}, near-tie "
+        f"{report.near_tie}, wrong {report.wrong}, length/eos {report.length_or_eos}, missing "
+        f"{report.missing}; forced continuation drifts in {report.drift}",
         "gate: " + ", ".join(f"{key}={value}" for key, value in report.gate.to_dict().items()),
+        *([report.odds_line] if report.odds_line else []),
         *(f"warning: {warning}" for warning in report.warnings),
         f"reproduce: {repro}",
     ]

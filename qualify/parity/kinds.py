@@ -19,6 +19,9 @@ class DivergenceKind(enum.Enum):
     """Same token ids and the same stop reason (EOS or not)."""
     TIE = "tie"
     """Different token where the reference's own gap is float rounding (<= tie_nats)."""
+    NOISE = "noise"
+    """Different token within the reference's own precision noise of its top-1 (z * sigma of
+    the noise floor), or the token the reference itself picked in the engine's precision."""
     NEAR_TIE = "near_tie"
     """Different token the reference rated within near_tie_nats of its top-1."""
     WRONG = "wrong"
@@ -33,4 +36,18 @@ class DivergenceKind(enum.Enum):
     @property
     def is_token_mismatch(self) -> bool:
         """Both sides produced a token at the divergence and the tokens differ."""
-        return self in (DivergenceKind.TIE, DivergenceKind.NEAR_TIE, DivergenceKind.WRONG)
+        return self in (
+            DivergenceKind.TIE,
+            DivergenceKind.NOISE,
+            DivergenceKind.NEAR_TIE,
+            DivergenceKind.WRONG,
+        )
+
+
+class Continuation(enum.Enum):
+    """What the engine does after a divergence when fed the reference's tokens."""
+
+    SINGLE_FLIP = "single_flip"
+    """It disagrees at no more positions than the noise floor explains."""
+    DRIFT = "drift"
+    """It disagrees at more positions than noise explains: a defect, not a tie-break."""

@@ -50,6 +50,8 @@ class FileIndex:
 
     by_side: dict[Side, dict[str, IndexEntry]]
     warnings: list[str]
+    forced: dict[str, dict[str, IndexEntry]] = dataclasses.field(default_factory=dict)
+    """Teacher-forced views by role (``contract.FORCED_ROLES``) and case id (last one wins)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +66,8 @@ class Record:
     eos: bool
     topk_source: bytes | list[object]
     """The raw ``top_logprobs`` JSON (parsed on demand) or the parsed list."""
+    logit_noise: list[float] | None = None
+    """A noise view's per-position spread of low-precision minus FP32 log-probabilities."""
 
     def token_at(self, index: int) -> TokenRef | None:
         """The token generated at ``index`` (None past the end); text when recorded."""
@@ -91,6 +95,18 @@ class Record:
                     f"{self.where}: field 'top_logprobs' is not valid JSON ({TOO_DEEP})"
                 ) from None
         return () if step is None else parse_topk_step(step, index, self.where)
+
+
+def all_topk(record: Record) -> list[tuple[TopKEntry, ...]]:
+    """Every step of ``record``'s top-k, parsed in one pass (``topk_at`` parses from the start
+    of the array each time: right for one divergence, quadratic for a walk over every step)."""
+    source = record.topk_source
+    if isinstance(source, bytes):
+        parsed = _loads(source, record.where)
+        if not isinstance(parsed, list):
+            raise ParityInputError(f"{record.where}: field 'top_logprobs' must be a list")
+        source = parsed
+    return [parse_topk_step(step, index, record.where) for index, step in enumerate(source)]
 
 
 def parse_topk_step(step: object, index: int, where: str) -> tuple[TopKEntry, ...]:
@@ -128,6 +144,7 @@ def index_records(path: Path, side: Side | None) -> FileIndex:
     truncated: that one becomes a warning.
     """
     by_side: dict[Side, dict[str, IndexEntry]] = {Side.NATIVE: {}, Side.REFERENCE: {}}
+    forced: dict[str, dict[str, IndexEntry]] = {role: {} for role in contract.FORCED_ROLES}
     first_line: dict[tuple[Side, str], int] = {}
     warnings: list[str] = []
     ignored = 0
@@ -141,6 +158,12 @@ def index_records(path: Path, side: Side | None) -> FileIndex:
             record, span = _parse(line, location)
         except ParityInputError as exc:
             pending = exc
+            continue
+        forced_header = _forced_header(record, _where(location))
+        if forced_header is not None:
+            case_id, role = forced_header
+            if side is None or side is _ROLE_SIDE[role]:
+                forced[role][case_id] = IndexEntry(location, span)
             continue
         header = _header(record, _where(location))
         if header is None:
@@ -165,7 +188,7 @@ def index_records(path: Path, side: Side | None) -> FileIndex:
             f"{path}: {ignored} record(s) of the other side ignored: this file gives the "
             f"{side.value} side"
         )
-    return FileIndex(by_side, warnings)
+    return FileIndex(by_side, warnings, forced)
 
 
 def load_record(handle: IO[bytes], entry: IndexEntry) -> Record:
@@ -175,11 +198,15 @@ def load_record(handle: IO[bytes], entry: IndexEntry) -> Record:
     line = handle.read(location.length)
     record, _ = _parse(line, location, entry.topk_span)
     where = _where(location)
-    token_ids, token_texts = _tokens(record, where)
     span = entry.topk_span
     source = line[span[0] : span[1]] if span is not None else record["top_logprobs"]
     if not isinstance(source, bytes | list):
         raise ParityInputError(f"{where}: field 'top_logprobs' must be a list")
+    if record.get("event") == contract.FORCED:
+        forced_ids = _int_list(record, "forced_ids", where)
+        noise = _logit_noise(record, len(forced_ids), where)
+        return Record(where, location, forced_ids, None, False, source, noise)
+    token_ids, token_texts = _tokens(record, where)
     return Record(where, location, token_ids, token_texts, record["eos"] is True, source)
 
 
@@ -259,6 +286,51 @@ def _header(record: dict[str, object], where: str) -> tuple[str, Side] | None:
             raise ParityInputError(f"{where}: field {key!r} must be a string or null")
     _tokens(record, where)
     return case_id, Side(record["side"])
+
+
+_ROLE_SIDE = {"teacher": Side.NATIVE, "noise": Side.REFERENCE}
+"""The side whose file holds each forced view in two-file mode (the engine's, the reference's)."""
+
+
+def _forced_header(record: dict[str, object], where: str) -> tuple[str, str] | None:
+    """(case id, role) of a forced view after checking its fields; None for other lines."""
+    if record.get("event") != contract.FORCED:
+        return None
+    for key in ("case_id", "role", "forced_ids", "top_logprobs"):
+        if key not in record:
+            raise ParityInputError(f"{where}: field {key!r} is missing")
+    case_id, role = record["case_id"], record["role"]
+    if not isinstance(case_id, str) or not case_id:
+        raise ParityInputError(f"{where}: field 'case_id' must be a non-empty string")
+    if role not in contract.FORCED_ROLES:
+        raise ParityInputError(
+            f"{where}: field 'role' must be one of {', '.join(contract.FORCED_ROLES)}, not {role!r}"
+        )
+    forced_ids = _int_list(record, "forced_ids", where)
+    _logit_noise(record, len(forced_ids), where)
+    return case_id, str(role)
+
+
+def _int_list(record: dict[str, object], key: str, where: str) -> list[int]:
+    values = record.get(key)
+    # type() rather than isinstance(): a JSON true must not pass as the token id 1.
+    if not isinstance(values, list) or not set(map(type, values)) <= {int}:
+        raise ParityInputError(f"{where}: field {key!r} must be a list of integers")
+    return values
+
+
+def _logit_noise(record: dict[str, object], length: int, where: str) -> list[float] | None:
+    values = record.get("logit_noise")
+    if values is None:
+        return None
+    numbers = values if isinstance(values, list) else []
+    valid = isinstance(values, list) and len(numbers) == length
+    if not valid or not all(_is_number(value) and 0 <= value < math.inf for value in numbers):
+        raise ParityInputError(
+            f"{where}: field 'logit_noise' must be null or a list of {length} finite "
+            "numbers >= 0 (one per forced token)"
+        )
+    return [float(value) for value in numbers]
 
 
 def _tokens(record: dict[str, object], where: str) -> tuple[list[int], list[str] | None]:

@@ -5,10 +5,15 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from qualify.parity.failure_text import failure_text
-from qualify.parity.kinds import DivergenceKind
+from qualify.parity.kinds import Continuation, DivergenceKind
+from qualify.parity.noise_text import odds_text
 from qualify.plan.parity_gate import ParityGate
+
+if TYPE_CHECKING:
+    from qualify.parity.noise import NoiseFloor
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +60,37 @@ class SideSummary:
 
 
 @dataclasses.dataclass(frozen=True)
+class TeacherForced:
+    """The engine fed the reference's tokens after a case's first divergence."""
+
+    agree_after: int
+    """Positions after the divergence where the engine's top-1 is the reference's token."""
+    of: int
+    """Positions after the divergence (the reference's tokens after it)."""
+    allowed: int
+    """The most disagreements the noise floor explains there (odds ``noise.ALPHA``)."""
+    kind: Continuation
+
+    def describe(self) -> str:
+        """``single flip (28 of 29 agree after)``."""
+        name = self.kind.value.replace("_", " ")
+        if self.of == 0:
+            return f"{name} (at the last token: nothing after it to compare)"
+        return (
+            f"{name} ({self.agree_after} of {self.of} agree after; noise explains {self.allowed})"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        """The per-case ``teacher_forced`` entry of the audit."""
+        return {
+            "agree_after": self.agree_after,
+            "of": self.of,
+            "allowed_disagreements": self.allowed,
+            "kind": self.kind.value,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
 class CaseResult:
     """The comparison of one case id; small: no full token lists are kept."""
 
@@ -74,6 +110,11 @@ class CaseResult:
     """Up to a few tokens both sides generated just before the divergence."""
     native: SideSummary | None = None
     reference: SideSummary | None = None
+    teacher_forced: TeacherForced | None = None
+    """The forced continuation after the divergence; None without one (or a teacher view)."""
+    divergence_probability: float | None = None
+    """``p_i``: the chance an engine as noisy as the reference's low-precision run diverges in
+    this case (``qualify.parity.noise``); None without a noise floor."""
 
     @property
     def exact(self) -> bool:
@@ -128,6 +169,10 @@ class CaseResult:
             "context": [_token_dict(token) for token in self.context],
             "native": _side_dict(self.native),
             "reference": _side_dict(self.reference),
+            "teacher_forced": None
+            if self.teacher_forced is None
+            else self.teacher_forced.to_dict(),
+            "divergence_probability": self.divergence_probability,
         }
 
 
@@ -139,6 +184,13 @@ class ParityReport:
     per_case: tuple[CaseResult, ...]
     """Reference cases in the order first recorded, then native-only cases."""
     warnings: tuple[str, ...] = ()
+    noise: NoiseFloor | None = None
+    """The reference's own precision noise; None when no noise view was recorded."""
+    false_fail_probability: float | None = None
+    """The chance an engine as noisy as the reference's low-precision run fails this gate."""
+    suggestion: tuple[int, float] | None = None
+    """``(min_exact, its false-fail probability)``: the smallest gate change that brings the
+    false-fail probability to at most 1%, when it is above."""
 
     def __bool__(self) -> bool:
         return self.passed
@@ -167,6 +219,21 @@ class ParityReport:
         return self._count(DivergenceKind.TIE)
 
     @property
+    def within_noise(self) -> int:
+        """Cases that diverged within the reference's own precision noise (NOISE)."""
+        return self._count(DivergenceKind.NOISE)
+
+    @property
+    def drift(self) -> int:
+        """Diverging cases whose teacher-forced continuation drifts."""
+        return sum(
+            1
+            for result in self.per_case
+            if result.teacher_forced is not None
+            and result.teacher_forced.kind is Continuation.DRIFT
+        )
+
+    @property
     def near_tie(self) -> int:
         """Cases that diverged to a token the reference rated below near_tie_nats."""
         return self._count(DivergenceKind.NEAR_TIE)
@@ -188,9 +255,9 @@ class ParityReport:
 
     @property
     def acceptable(self) -> int:
-        """Exact cases, plus TIE and NEAR_TIE ones when the gate counts near ties."""
+        """Exact cases, plus TIE, NOISE and NEAR_TIE ones when the gate counts near ties."""
         if self.gate.count_near_ties:
-            return self.exact + self.tie + self.near_tie
+            return self.exact + self.tie + self.within_noise + self.near_tie
         return self.exact
 
     @property
@@ -217,33 +284,55 @@ class ParityReport:
             line += f": min_exact {self.required} exceeds the cases recorded"
         return line
 
+    @property
+    def odds_line(self) -> str | None:
+        """The noise floor and the gate's false-fail odds in one line; None without them."""
+        if self.noise is None:
+            return None
+        suggested = None if self.suggestion is None else self.suggestion[0]
+        return odds_text(self.noise.to_dict(), self.false_fail_probability, suggested)
+
     def to_dict(self) -> dict[str, object]:
         """The audit's ``parity`` section. Stable keys:
 
         ``cases`` (int, case ids on either side), ``reference_cases`` (int, n),
-        ``exact``, ``tie``, ``near_tie``, ``wrong``, ``length_or_eos``, ``missing`` (ints that
-        add up to ``cases``), ``acceptable`` and ``required`` (ints), ``gate`` (the
-        ``[parity]`` keys), ``passed`` (bool), ``reason`` (str), ``warnings`` (list of str),
-        ``per_case`` (list of dicts with ``case_id``, ``exact``, ``kind`` (a DivergenceKind
-        value), ``first_divergence`` (int or null), ``native_token`` and ``reference_token``
+        ``exact``, ``tie``, ``within_noise``, ``near_tie``, ``wrong``, ``length_or_eos``,
+        ``missing`` (ints that add up to ``cases``), ``drift`` (diverging cases whose forced
+        continuation drifts), ``acceptable`` and ``required`` (ints), ``gate`` (the
+        ``[parity]`` keys, plus ``false_fail_probability`` (null without a noise floor) and
+        ``suggested_min_exact`` (null unless it is above 1%)), ``noise`` (the noise floor:
+        ``qualify.parity.noise.NoiseFloor.to_dict``, or null), ``passed`` (bool), ``reason``
+        (str), ``warnings`` (list of str), ``per_case`` (list of dicts with ``case_id``,
+        ``exact``, ``kind`` (a DivergenceKind value), ``first_divergence`` (int or null),
+        ``native_token`` and ``reference_token``
         (``{"id", "text"}`` or null), ``native_in_ref_topk`` (bool or null), ``native_rank``
         (1-based or null), ``native_gap`` and ``top_gap`` (nats or null), ``reference_topk``
         (list of ``{"token_id", "logprob", "text", "gap"}``), ``context`` (list of
         ``{"id", "text"}``), and ``native`` / ``reference`` (``{"length", "eos", "record":
-        {"file", "line", "offset", "length"}}`` or null)). Non-finite numbers become null.
+        {"file", "line", "offset", "length"}}`` or null), ``teacher_forced``
+        (``{"agree_after", "of", "allowed_disagreements", "kind"}`` or null) and
+        ``divergence_probability`` (p_i or null)). Non-finite numbers become null.
         """
+        suggestion = None if self.suggestion is None else self.suggestion[0]
         return {
             "cases": self.cases,
             "reference_cases": self.reference_cases,
             "exact": self.exact,
             "tie": self.tie,
+            "within_noise": self.within_noise,
             "near_tie": self.near_tie,
             "wrong": self.wrong,
             "length_or_eos": self.length_or_eos,
             "missing": self.missing,
+            "drift": self.drift,
             "acceptable": self.acceptable,
             "required": self.required,
-            "gate": self.gate.to_dict(),
+            "gate": {
+                **self.gate.to_dict(),
+                "false_fail_probability": self.false_fail_probability,
+                "suggested_min_exact": suggestion,
+            },
+            "noise": None if self.noise is None else self.noise.to_dict(),
             "passed": self.passed,
             "reason": self.reason,
             "warnings": list(self.warnings),

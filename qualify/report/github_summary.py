@@ -8,9 +8,11 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from qualify.evidence.junit import counts_said
+from qualify.parity.noise_text import odds_text
 from qualify.report.base_run import changed_phases
 from qualify.report.run_diff import phase_totals
 from qualify.rundir import Audit
+from qualify.rundir.audit import ParityRecord
 from qualify.sizes import format_bytes, format_duration
 from qualify.untrusted import printable
 
@@ -70,6 +72,7 @@ def _header(audit: Audit, run_dir: str, clean: Clean) -> str:
         ("phase at the end", memory.phase_at_end),
         ("tests", _tests_said(audit)),
         ("parity", parity.reason if parity else None),
+        ("parity odds", _odds(parity)),
         ("run directory", run_dir),
     ]
     table = "\n".join(
@@ -82,6 +85,14 @@ def _header(audit: Audit, run_dir: str, clean: Clean) -> str:
         f"({_cell(audit.profile, clean)})\n\n{_cell(audit.reason, clean)}\n\n"
         f"| field | value |\n|---|---|\n{table}\n\n"
     )
+
+
+def _odds(parity: ParityRecord | None) -> str | None:
+    """The reference's noise floor and the gate's false-fail odds (None without them)."""
+    if parity is None or parity.noise is None:
+        return None
+    gate = parity.gate
+    return odds_text(parity.noise, gate.false_fail_probability, gate.suggested_min_exact)
 
 
 def _why(triage: Mapping[str, Any] | None, clean: Clean) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from qualify.parity.noise_text import forced_text, odds_text
 from qualify.rundir.audit import Audit
 from qualify.sizes import format_bytes
 
@@ -132,6 +133,7 @@ def _parity_row(case: dict[str, Any]) -> list[str]:
         _token(case.get("native_token"), "nat"),
         _cell(case.get("native_rank")),
         _cell(None if gap is None else f"{gap:.4f}"),
+        _cell(forced_text(case.get("teacher_forced"))),
     ]
 
 
@@ -146,11 +148,18 @@ def parity_section(audit: Audit) -> str:
     cases.sort(key=lambda c: bool(c.get("exact")))
     shown = cases[:PARITY_ROWS]
     headers = ["case", "kind", "at", "context", "reference", "engine", "rank", "gap nats"]
+    headers.append("fed the reference's tokens")
     summary = (
         f"<p>{escape(parity.reason)}: gate {'met' if parity.passed else 'NOT met'}; exact "
-        f"{parity.exact}, near-tie {parity.near_tie}, wrong {parity.wrong}, "
-        f"length/EOS {parity.length_or_eos}, missing {parity.missing}</p>"
+        f"{parity.exact}, noise {parity.within_noise}, near-tie {parity.near_tie}, wrong "
+        f"{parity.wrong}, length/EOS {parity.length_or_eos}, missing {parity.missing}; "
+        f"drift {parity.drift}</p>"
     )
+    if parity.noise is not None:
+        odds = odds_text(
+            parity.noise, parity.gate.false_fail_probability, parity.gate.suggested_min_exact
+        )
+        summary += f"<p>{escape(odds)}</p>"
     more = (
         f"<p>{len(cases) - len(shown)} more cases in the audit</p>" if cases[PARITY_ROWS:] else ""
     )

@@ -54,12 +54,22 @@ def _parity_line(result: RunResult) -> str | None:
     report = result.parity
     if report is None:
         return None
-    data = report.to_dict()
-    state = "met" if data["passed"] else "NOT met"
-    return (
-        f"parity: {data['exact']}/{data['cases']} exact, {data['near_tie']} near-tie, "
-        f"{data['wrong']} wrong; gate {state}"
+    state = "met" if report.passed else "NOT met"
+    line = (
+        f"parity: {report.exact}/{report.cases} exact, {report.within_noise} noise, "
+        f"{report.near_tie} near-tie, {report.wrong} wrong; gate {state}"
     )
+    flips = [result for result in report.per_case if result.teacher_forced is not None]
+    if flips:
+        line += "\nparity: fed the reference's tokens after the divergence: " + ", ".join(
+            f"{result.case_id} {result.teacher_forced.describe()}"
+            for result in flips
+            if result.teacher_forced is not None
+        )
+    odds = report.odds_line
+    if odds is not None:
+        line += f"\nparity: {odds}"
+    return line
 
 
 def render_summary(result: RunResult, *, color: bool = False, width: int = 100) -> str:

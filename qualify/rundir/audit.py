@@ -207,6 +207,23 @@ class ProcessesRecord:
 
 
 @dataclasses.dataclass(frozen=True)
+class ParityGateRecord(ParityGate):
+    """The gate's ``[parity]`` keys and its odds under the reference's own noise floor."""
+
+    false_fail_probability: float | None = None
+    """The chance an engine as noisy as the reference's low-precision run fails the gate."""
+    suggested_min_exact: int | None = None
+    """When that chance is over 1%: the ``min_exact`` that brings it to 1% or less."""
+
+    def gate(self) -> ParityGate:
+        """The gate itself, without its odds."""
+        return ParityGate(**{field.name: getattr(self, field.name) for field in _GATE_FIELDS})
+
+
+_GATE_FIELDS = dataclasses.fields(ParityGate)
+
+
+@dataclasses.dataclass(frozen=True)
 class ParityRecord:
     """The parity gate over the recorded cases (``qualify.parity.ParityReport.to_dict``)."""
 
@@ -214,13 +231,17 @@ class ParityRecord:
     reference_cases: int = 0
     exact: int = 0
     tie: int = 0
+    within_noise: int = 0
     near_tie: int = 0
     wrong: int = 0
     length_or_eos: int = 0
     missing: int = 0
+    drift: int = 0
     acceptable: int = 0
     required: int = 0
-    gate: ParityGate = dataclasses.field(default_factory=ParityGate)
+    gate: ParityGateRecord = dataclasses.field(default_factory=ParityGateRecord)
+    noise: dict[str, Any] | None = None
+    """The reference's own precision noise (``qualify.parity.noise.NoiseFloor.to_dict``)."""
     passed: bool = False
     reason: str = ""
     warnings: list[str] = dataclasses.field(default_factory=list)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tiny_engine.build import perturb
 from tiny_engine.network import NetworkShape
 from torch.export import Dim
 
@@ -64,6 +65,7 @@ def build_engine(
     engine: EngineChoice,
     retain_plans: bool = False,
     trust_remote_code: bool = False,
+    perturb_native: float = 0.0,
     on_staged: Callable[[StagedPlan], None] | None = None,
 ) -> Path:
     """Build every network's plan and publish the bundle at ``bundle_dir``.
@@ -74,7 +76,7 @@ def build_engine(
     if engine.name != TORCH:
         raise NotImplementedError(f"the {engine.name} builder is not part of this family")
     with harness.phase("build"):
-        inputs = load_plan_inputs(checkpoint_dir, trust_remote_code)
+        inputs = load_plan_inputs(checkpoint_dir, trust_remote_code, perturb_native)
         return stage_networks(
             bundle_dir,
             inputs.networks,
@@ -86,16 +88,23 @@ def build_engine(
                 "hidden_size": inputs.shape.hidden_size,
                 "stop_token_ids": stop_token_ids(checkpoint_dir),
                 "retain_plans": retain_plans,
+                "perturb_native": perturb_native,
             },
             retain_plans=retain_plans,
             on_staged=on_staged,
         )
 
 
-def load_plan_inputs(checkpoint_dir: Path, trust_remote_code: bool) -> PlanInputs:
-    """The checkpoint loaded in the plan dtype (no fp32 copy stays alive) and its numbers."""
+def load_plan_inputs(
+    checkpoint_dir: Path, trust_remote_code: bool, perturb_native: float = 0.0
+) -> PlanInputs:
+    """The checkpoint loaded in the plan dtype (no fp32 copy stays alive) and its numbers;
+    ``perturb_native`` adds seeded noise of that std to every weight (a broken engine, as
+    tiny's option of the same name)."""
     model = checkpoint.load_model(checkpoint_dir, PLAN_DTYPE, trust_remote_code=trust_remote_code)
     weights = {name: tensor.detach() for name, tensor in model.state_dict().items()}
+    if perturb_native:
+        perturb(weights, perturb_native)
     return PlanInputs(model.config, weights)
 
 

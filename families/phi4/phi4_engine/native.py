@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from tiny_engine.plant import Plant, apply_rows, decode_planted
 
 from harness.kit.generation import Generation
 from harness.kit.native import PlanRuntime
@@ -18,8 +19,9 @@ class NativeRuntime(PlanRuntime):
     """Loads each plan of a bundle; an image prompt runs vision first, then prefill once and
     decode per token."""
 
-    def __init__(self, bundle_dir: Path, checkpoint_dir: Path) -> None:
+    def __init__(self, bundle_dir: Path, checkpoint_dir: Path, plant: Plant | None = None) -> None:
         super().__init__(bundle_dir, checkpoint_dir)
+        self.plant = plant
         self.vision = self.plans.get("vision")
         self.engine = str(self.manifest["engine"])
         self.hidden_size = int(self.manifest["hidden_size"])
@@ -54,6 +56,18 @@ class NativeRuntime(PlanRuntime):
     @torch.inference_mode()
     def generate(self, prompt: Prompt, new_tokens: int) -> Generation:
         """Greedy continuation of ``prompt``: the cache grows by one position per token."""
+        return decode_planted(self, self.plant, prompt, self._prefill(prompt), new_tokens)
+
+    @torch.inference_mode()
+    def forced_rows(self, prompt: Prompt, forced_ids: list[int]) -> torch.Tensor:
+        """The engine's logits at each position of ``forced_ids`` (teacher forcing)."""
+        rows = torch.stack(self.decode_forced(self._prefill(prompt), forced_ids))
+        return apply_rows(self.plant, prompt.case_id, rows)
+
+    def _prefill(self, prompt: Prompt) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The prompt (its image through vision first) through the prefill plan."""
         features, mask = self.image_features(prompt, self.hidden_size)
-        prefilled = self.plans["prefill"](torch.tensor([prompt.input_ids]), features, mask)
-        return self.decode_greedily(prompt, prefilled, new_tokens)
+        prefilled: tuple[torch.Tensor, torch.Tensor, torch.Tensor] = self.plans["prefill"](
+            torch.tensor([prompt.input_ids]), features, mask
+        )
+        return prefilled

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tiny_engine.plant import Plant
+
 from harness.kit.options import E2EOptions, one_of
 from phi4_engine import prompts, sizes
 
@@ -24,6 +26,10 @@ class FamilyOptions(E2EOptions):
     """A local Phi-4-multimodal checkpoint directory instead of the synthesized one."""
     trust_remote_code: bool = False
     """Allow a checkpoint that ships its own modeling code (``auto_map``)."""
+    perturb_native: float = 0.0
+    """Std of Gaussian noise added to the plan weights (a broken engine, for parity)."""
+    plant_tie: str = ""
+    """``<case_id>:<position>``: a planted one-position tie-break (``tiny_engine.plant``)."""
 
     def max_prompts(self) -> int:
         """The parity prompts of the family's corpus."""
@@ -34,3 +40,10 @@ class FamilyOptions(E2EOptions):
         sizes.size_spec(self.size)
         one_of("engine", self.engine, ENGINES)
         super().validate()
+        if self.perturb_native < 0:
+            raise ValueError(f"perturb_native={self.perturb_native} must not be negative")
+        self.plant(engine=False)
+
+    def plant(self, *, engine: bool) -> Plant | None:
+        """The planted tie-break as the engine (``engine``) or the reference sees it."""
+        return Plant.parse(self.plant_tie, engine=engine)

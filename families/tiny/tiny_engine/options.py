@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from harness.kit.options import E2EOptions
 from tiny_engine import prompts, sizes
+from tiny_engine.plant import Plant
 
 
 @dataclass(frozen=True)
@@ -16,6 +17,8 @@ class FamilyOptions(E2EOptions):
     """Model size: ``tiny`` (plans of ~11 MB each), ``small`` (~204 MB) or ``medium`` (~397 MB)."""
     perturb_native: float = 0.0
     """Std of Gaussian noise added to the plan weights (0.01 reliably fails the parity gate)."""
+    plant_tie: str = ""
+    """``<case_id>:<position>``: a planted one-position tie-break (``tiny_engine.plant``)."""
 
     def max_prompts(self) -> int:
         """The prompts of the embedded corpus."""
@@ -27,3 +30,8 @@ class FamilyOptions(E2EOptions):
         super().validate()
         if self.perturb_native < 0:
             raise ValueError(f"perturb_native={self.perturb_native} must not be negative")
+        self.plant(engine=False)
+
+    def plant(self, *, engine: bool) -> Plant | None:
+        """The planted tie-break as the engine (``engine``) or the reference sees it."""
+        return Plant.parse(self.plant_tie, engine=engine)
