@@ -86,3 +86,26 @@ def test_top_level_help_speaks_to_users() -> None:
             assert first not in text, f"qualify.{name}'s docstring is in --help"
     for code_word in ("``", "dispatch", "parse and", "import"):
         assert code_word not in text, code_word
+
+
+def test_every_flag_has_help_that_gives_its_default() -> None:
+    """``--help`` answers what each flag does and what it is when not given."""
+    import argparse
+
+    from qualify.cli import build_parser
+
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    missing, silent = [], []
+    for name, command in commands.choices.items():
+        for action in command._actions:
+            if not action.option_strings or isinstance(action, argparse._HelpAction):
+                continue
+            flag = f"{name} {action.option_strings[0]}"
+            if not action.help:
+                missing.append(flag)
+            elif action.default not in (None, False, [], argparse.SUPPRESS) and (
+                "default" not in action.help
+            ):
+                silent.append(flag)
+    assert (missing, silent) == ([], [])

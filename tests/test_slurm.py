@@ -193,6 +193,10 @@ def test_matrix_cells_end_passed_oom_killed_and_killed_by_slurm(
         sampler.stop.set()
         sampler.join()
     assert matrix.returncode == 3, matrix.stdout + matrix.stderr
+    # While it waits: the tasks by state and the merge job's, as they change.
+    waited = [line for line in matrix.stderr.splitlines() if line.startswith("qualify submit: ")]
+    assert waited and all(" merge job " in line for line in waited), matrix.stderr
+    assert waited[0].startswith("qualify submit: array "), waited
     took["tiny,hog"] = time.monotonic() - started - sum(took.values())
     retry = submit(hog_repo, "--retry", "hog/standard", "--wait")
     assert retry.returncode == 3, retry.stdout + retry.stderr

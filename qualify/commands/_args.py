@@ -134,7 +134,13 @@ def github_option(parser: argparse.ArgumentParser) -> None:
 
 def family_search_options(parser: argparse.ArgumentParser) -> None:
     """``--families-dir`` and ``--repo``: where a command looks for families."""
-    parser.add_argument("--families-dir", action="append", type=Path, default=[])
+    parser.add_argument(
+        "--families-dir",
+        action="append",
+        type=Path,
+        default=[],
+        help="where families live (repeatable; default: the repo's families/ and qualify's)",
+    )
     parser.add_argument("--repo", type=Path, help="repo whose families/ is searched (default: .)")
 
 

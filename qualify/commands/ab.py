@@ -335,7 +335,12 @@ def add_parser(commands: Commands) -> None:
     parser.add_argument(
         "--sweep", metavar="mem=SIZE,... | NAME=V,...", help="levels, both arms each"
     )
-    parser.add_argument("--order", choices=("interleaved", "random"), default="interleaved")
+    parser.add_argument(
+        "--order",
+        choices=("interleaved", "random"),
+        default="interleaved",
+        help="run order: interleaved (a b, b a, ...; default) or random (shuffled, --seed)",
+    )
     parser.add_argument(
         "--seed", type=int, help="seed of --order random (default: drawn, recorded)"
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TextIO
 
 from harness import contract
-from qualify.commands._args import Commands, count, nats
+from qualify.commands._args import Commands, count, format_option, nats
 from qualify.parity import (
     CaseResult,
     ParityConfigError,
@@ -139,8 +139,13 @@ def add_parser(commands: Commands) -> None:
     )
     compare.add_argument("--near-tie-nats", type=nats, help="near-tie threshold in nats")
     compare.add_argument("--tie-nats", type=nats, help="tie threshold (float rounding) in nats")
-    compare.add_argument("--count-near-ties", action="store_true", default=None)
-    compare.add_argument("--format", dest="output_format", choices=("text", "json"), default="text")
+    compare.add_argument(
+        "--count-near-ties",
+        action="store_true",
+        default=None,
+        help="near-ties count as exact toward --min-exact (default: the family's, else no)",
+    )
+    format_option(compare, "the comparison")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO, TextIO
 
-from qualify.commands._args import Commands
+from qualify.commands._args import Commands, format_option
 from qualify.errors import UsageError
 from qualify.publish.errorline import error_line
 from qualify.sandbox import CHOICES as BACKENDS
@@ -155,8 +155,10 @@ def add_parser(commands: Commands) -> None:
     parser = commands.add_parser(
         "doctor", help="which backends can cap memory on this machine, and why the others cannot"
     )
-    parser.add_argument("--format", dest="output_format", choices=("text", "json"), default="text")
-    parser.add_argument("--backend", default="auto", choices=BACKENDS, help="what run would ask")
+    format_option(parser, "the backends and their checks")
+    parser.add_argument(
+        "--backend", default="auto", choices=BACKENDS, help="what run would ask (default auto)"
+    )
     parser.add_argument("--image", help="the docker image run would get (--image)")
     parser.add_argument(
         "--plan",

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from qualify.commands._args import Commands, family_search_options
+from qualify.commands._args import Commands, family_search_options, format_option
 from qualify.errors import UsageError
 from qualify.plan.commit import find_repo
 from qualify.plan.families import FAMILY_FILE, load_family, search_path
@@ -86,7 +86,7 @@ def add_parser(commands: Commands) -> None:
         "families", help="list the families qualify run can see and where each comes from"
     )
     family_search_options(parser)
-    parser.add_argument("--format", dest="output_format", choices=("text", "json"), default="text")
+    format_option(parser, "the families found")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -302,8 +302,12 @@ def add_parser(commands: Commands) -> None:
     experiment_options(parser)
     parser.add_argument("--lo", help="a cap expected to fail (default 64M)")
     parser.add_argument("--hi", help="a cap expected to pass (default: the family's memory)")
-    parser.add_argument("--resolution", default="2%", help="2%% of the cap, or a size (16M)")
-    parser.add_argument("--repeat", type=positive, default=3, help="runs at each boundary cap")
+    parser.add_argument(
+        "--resolution", default="2%", help="when to stop: 2%% of the cap (default), or a size (16M)"
+    )
+    parser.add_argument(
+        "--repeat", type=positive, default=3, help="runs at each boundary cap (default 3)"
+    )
 
 
 def main(args: argparse.Namespace) -> int:

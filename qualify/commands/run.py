@@ -485,7 +485,11 @@ def add_parser(commands: Commands) -> None:
         help="no progress on stderr while the E2E runs (default: a status line on a terminal, "
         "a line at each phase change and every 10 s otherwise)",
     )
-    run.add_argument("--base-ref", default="origin/main", help="ref for commit.base (merge-base)")
+    run.add_argument(
+        "--base-ref",
+        default="origin/main",
+        help="ref for commit.base (merge-base; default origin/main)",
+    )
     run.add_argument(
         "--base-run",
         type=Path,
@@ -505,7 +509,8 @@ def add_parser(commands: Commands) -> None:
         "--publish-level",
         choices=("public", "internal"),
         default="public",
-        help="sanitized bundle in public/: public (no raw logs) or internal (logs, no secrets)",
+        help="sanitized bundle in public/: public (no raw logs; default) or internal (logs, no "
+        "secrets)",
     )
     secret_options(run)
     pass_env_option(run)
@@ -513,7 +518,7 @@ def add_parser(commands: Commands) -> None:
         "--junit-flavour",
         choices=("xunit2", "xunit1"),
         default="xunit2",
-        help="xunit2 (junit-10 schema) or xunit1 (adds file/line on testcases)",
+        help="xunit2 (junit-10 schema; default) or xunit1 (adds file/line on testcases)",
     )
     run.add_argument(
         "--gpu-mem",

@@ -418,7 +418,13 @@ def _finish(
 ) -> int:
     """Wait for the merge job, then print the matrix of this submission's verdicts."""
     assert record.merge is not None and record.merge.job_id is not None
-    wait_for(slurm, record.merge.job_id, poll_s)
+    wait_for(
+        slurm,
+        record.merge.job_id,
+        poll_s,
+        arrays=[array.job_id for array in record.arrays],
+        say=lambda line: stderr.write(f"qualify submit: {line}\n"),
+    )
     head_dir = Path(record.out) / record.head
     index = _read_index(head_dir / "index.json")
     if index is None or record.id not in index.get("submissions", []):
@@ -568,7 +574,13 @@ def add_parser(commands: Commands) -> None:
     submit = commands.add_parser(
         "submit", help="hand a family x profile matrix to Slurm (or emit Kubernetes Jobs)"
     )
-    submit.add_argument("--engine", choices=("slurm", "kubernetes", "github"), default="slurm")
+    submit.add_argument(
+        "--engine",
+        choices=("slurm", "kubernetes", "github"),
+        default="slurm",
+        help="slurm (submit), kubernetes (emit Jobs) or github (print a workflow matrix); "
+        "default slurm",
+    )
     submit.add_argument("--families", help="comma-separated family names")
     submit.add_argument("--profiles", help="comma-separated profile names")
     submit.add_argument("--mem", help="the cap of every cell (default: each profile's)")
@@ -591,13 +603,24 @@ def add_parser(commands: Commands) -> None:
         help="slurm: one more sbatch option for the arrays, e.g. --sbatch-arg=--qos=ci",
     )
     submit.add_argument(
-        "--out", type=directory, default=Path("reports"), help="output root, shared with nodes"
+        "--out",
+        type=directory,
+        default=Path("reports"),
+        help="output root, shared with the nodes (default reports)",
     )
     submit.add_argument("--wait", action="store_true", help="slurm: wait, print the verdicts")
-    submit.add_argument("--poll", default="10s", help="slurm: --wait's polling interval")
+    submit.add_argument(
+        "--poll", default="10s", help="slurm: --wait's polling interval (default 10s)"
+    )
     submit.add_argument("--retry", metavar="CELL", help="slurm: submit family/profile again")
     submit.add_argument("--repo", type=Path, help="the repo whose head is qualified (default: .)")
-    submit.add_argument("--families-dir", action="append", type=Path, default=[])
+    submit.add_argument(
+        "--families-dir",
+        action="append",
+        type=Path,
+        default=[],
+        help="where families live (repeatable; default: the repo's families/ and qualify's)",
+    )
     submit.add_argument("--emit", type=directory, help="kubernetes: write the manifests here")
     submit.add_argument("--image", help="kubernetes: image holding qualify and the repository")
     submit.add_argument("--shm", help="kubernetes: memory-backed /dev/shm size (default 64M)")

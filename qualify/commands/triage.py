@@ -162,10 +162,28 @@ def add_parser(commands: Commands) -> None:
         help="run directory, console log, kernel log, docker inspect, JUnit... (kind read from "
         "the content; - is standard input)",
     )
-    for flag in ("log", "inspect", "kernel", "junit", "report-log"):
-        parser.add_argument(f"--{flag}", action="append", type=Path, default=[])
+    kinds = {
+        "log": "a console log",
+        "inspect": "docker inspect output",
+        "kernel": "a kernel log (dmesg, journalctl -k)",
+        "junit": "a JUnit file",
+        "report-log": "a pytest-reportlog file",
+    }
+    for flag, what in kinds.items():
+        parser.add_argument(
+            f"--{flag}",
+            action="append",
+            type=Path,
+            default=[],
+            metavar="PATH",
+            help=f"{what}, its kind given rather than read from the content (repeatable)",
+        )
     parser.add_argument(
-        "--format", dest="output_format", choices=("text", "markdown", "json"), default="text"
+        "--format",
+        dest="output_format",
+        choices=("text", "markdown", "json"),
+        default="text",
+        help="text (default), markdown (a PR comment) or json (stable keys)",
     )
     secret_options(parser)
 

@@ -223,6 +223,17 @@ class Slurm:
         states = said.split()
         return states[0] if states else None
 
+    def states(self, job_id: str) -> list[str]:
+        """The state of each of the job's entries slurmctld still lists (an array's pending
+        tasks as one entry, each running task as its own); [] once none is listed."""
+        try:
+            said = self._run(["squeue", "--noheader", "--jobs", job_id, "--format", "%T"])
+        except SchedulerError as exc:
+            if "Invalid job id" in str(exc):
+                return []
+            raise
+        return said.split()
+
     def sacct(self, job_ids: Sequence[str]) -> str:
         """Every job, array task and step of ``job_ids`` (``--parsable2``, no header)."""
         return self._run(
@@ -240,9 +251,39 @@ class Slurm:
             raise
 
 
-def wait_for(slurm: Slurm, job_id: str, poll_s: float, sleep: Any = time.sleep) -> None:
-    """Until ``job_id`` has left the queue."""
-    while slurm.active(job_id) is not None:
+SAID_EVERY_S = 60.0
+"""``wait_for``'s progress: a line when the states change, and at least this often."""
+
+
+def wait_for(
+    slurm: Slurm,
+    job_id: str,
+    poll_s: float,
+    sleep: Any = time.sleep,
+    arrays: Sequence[str] = (),
+    say: Any = None,
+) -> None:
+    """Until ``job_id`` has left the queue; with ``say``, a line as the states of ``arrays``
+    (their tasks, counted by state) and of the job change, and at least every
+    ``SAID_EVERY_S``."""
+    said, said_at = "", 0.0
+    while True:
+        state = slurm.active(job_id)
+        if state is None:
+            return
+        if say is not None:
+            parts = []
+            for array in arrays:
+                counts: dict[str, int] = {}
+                for task in slurm.states(array):
+                    counts[task] = counts.get(task, 0) + 1
+                done = ", ".join(f"{n} {name}" for name, n in sorted(counts.items()))
+                parts.append(f"array {array}: {done or 'over'}")
+            line = "; ".join([*parts, f"merge job {job_id} {state}"])
+            now = time.monotonic()
+            if line != said or now - said_at >= SAID_EVERY_S:
+                say(line)
+                said, said_at = line, now
         sleep(poll_s)
 
 
