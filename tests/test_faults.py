@@ -659,7 +659,8 @@ def test_a_pytest_out_of_the_plugins_reach_is_named(
     pytest runs without the plugin, the run has one testcase for the whole command, and a
     failing one says why; the printed summary says it, failing or not. A command that is not
     pytest gets no such hint, nor does a pytest that ran with the plugin and collected nothing
-    (its JUnit writer off, an import error)."""
+    (its JUnit writer off, an import error): its module that failed to collect is its
+    testcase, as in pytest's own JUnit."""
     scrub = ["env"] + [
         f"--unset={name}"
         for name in ("PYTHONPATH", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "QUALIFY_EVENTS")
@@ -685,6 +686,12 @@ def test_a_pytest_out_of_the_plugins_reach_is_named(
     audit, junit = assert_reports(completed)
     assert audit["verdict"] == ("PASSED" if passing else "FAILED")
     names = [(case.get("classname"), case.get("name")) for case in junit.iter("testcase")]
+    if runner == "pytest, nothing collected":  # the module that failed to, as pytest writes it
+        assert names == [("", "test_s")]
+        error = _case(junit, "test_s").find("error")
+        assert error.get("message") == "collection failure" and "a_module_nowhere" in error.text
+        assert "note: pytest ran without" not in completed.stdout
+        return
     assert names == [("scrubbed", "e2e")]
     hinted = "environment scrubbed" in runner
     assert ("note: pytest ran without qualify's plugin" in completed.stdout) == hinted
