@@ -456,7 +456,8 @@ class Sanitizer:
         self.pseudonyms: dict[str, str] = dict(pseudonyms or {})
         """value -> pseudonym; private: written to the run's pseudonym map, never published."""
         self.counts: collections.Counter[str] = collections.Counter()
-        self._memo: dict[str, tuple[str, collections.Counter[str]]] = {}
+        self._memo: dict[str, tuple[str, collections.Counter[str] | None]] = {}
+        self._secret_keys: dict[str, bool] = {}
 
     # --- known secrets
 
@@ -669,11 +670,13 @@ class Sanitizer:
             return self.pseudonymize(self.redact(text))
         remembered = self._memo.get(text)
         if remembered is None:
-            before = collections.Counter(self.counts)
+            before = dict(self.counts)
             cleaned = self.pseudonymize(self.redact(text))
-            remembered = (cleaned, self.counts - before)
+            # (most texts change no count: nothing to copy, nothing to add on each reuse)
+            done = self.counts - collections.Counter(before) if self.counts != before else None
+            remembered = (cleaned, done)
             self._memo[text] = remembered
-        else:
+        elif remembered[1]:
             self.counts.update(remembered[1])
         return remembered[0]
 
@@ -684,21 +687,45 @@ class Sanitizer:
     def clean_json(self, document: Any) -> Any:
         """A parsed JSON document with every string cleaned; the value of a key whose name says
         secret (``"api_key": "..."``) is redacted whole."""
-        if isinstance(document, str):
+        kind = type(document)  # (json.loads makes exact types: a large file's many values)
+        if kind is str or isinstance(document, str):
             return self.clean(document)
-        if isinstance(document, list):
+        if kind is dict or isinstance(document, dict):
+            return self._clean_object(document)
+        if kind is list or isinstance(document, list):
             return [self.clean_json(item) for item in document]
-        if isinstance(document, dict):
-            cleaned = {}
-            for key, value in document.items():
-                name = self.clean(str(key))
-                if isinstance(value, str) and len(value) >= 4 and _secret_key(str(key)):
-                    self.counts["secret-assignment"] += 1
-                    cleaned[name] = "[REDACTED:secret-assignment]"
-                else:
-                    cleaned[name] = self.clean_json(value)
-            return cleaned
         return document
+
+    def _clean_object(self, document: dict[Any, Any]) -> dict[str, Any]:
+        """A JSON object's keys and values cleaned; the value of a key that names a secret
+        redacted whole (whether a key does is decided once per key name)."""
+        cleaned = {}
+        secret_keys = self._secret_keys
+        for key, value in document.items():
+            text = key if type(key) is str else str(key)
+            name = self.clean(text)
+            if type(value) is str or isinstance(value, str):
+                if len(value) >= 4:
+                    secret = secret_keys.get(text)
+                    if secret is None:
+                        secret = _secret_key(text)
+                        if len(secret_keys) < _MEMO_KEYS:
+                            secret_keys[text] = secret
+                    if secret:
+                        self.counts["secret-assignment"] += 1
+                        cleaned[name] = "[REDACTED:secret-assignment]"
+                        continue
+                cleaned[name] = self.clean(value)
+            elif value is None or type(value) in _SCALARS:
+                cleaned[name] = value
+            else:
+                cleaned[name] = self.clean_json(value)
+        return cleaned
+
+
+_SCALARS = (int, float, bool)
+_MEMO_KEYS = 4096
+"""Key names whose secrecy is remembered, at most."""
 
 
 def _secret_key(key: str) -> bool:
