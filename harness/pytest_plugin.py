@@ -4,7 +4,9 @@ Loaded in the sandbox through ``PYTEST_PLUGINS=harness.pytest_plugin`` (qualify 
 installed there) or through the ``pytest11`` entry point where it is. Inert outside a qualify
 run. A line as each phase of a test (setup, call, teardown) starts, one when the test ends, and
 one at once for a phase that did not pass (``harness.contract`` describes them); the host reads
-the last start without an end as "what was running when the process died".
+the last start without an end as "what was running when the process died". The lines are
+also the run's JUnit (qualify asks pytest for no ``--junitxml``): an end line carries what
+pytest's JUnit writer would write for the test, in its words.
 
 The cost per test is that of four small ``write()`` calls: the lines are not fsynced (a write
 survives the SIGKILL of its writer; only the session's first and last lines are durable), and a
