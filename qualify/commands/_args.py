@@ -134,13 +134,7 @@ def github_option(parser: argparse.ArgumentParser) -> None:
 
 def family_search_options(parser: argparse.ArgumentParser) -> None:
     """``--families-dir`` and ``--repo``: where a command looks for families."""
-    parser.add_argument(
-        "--families-dir",
-        action="append",
-        type=Path,
-        default=[],
-        help="where families live (repeatable; default: the repo's families/ and qualify's)",
-    )
+    families_dir_option(parser)
     parser.add_argument("--repo", type=Path, help="repo whose families/ is searched (default: .)")
 
 
@@ -157,13 +151,7 @@ def experiment_options(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="a family option given to every run (repeatable)",
     )
-    parser.add_argument(
-        "--families-dir",
-        action="append",
-        type=Path,
-        default=[],
-        help="where families live (repeatable; default: the repo's families/ and qualify's)",
-    )
+    families_dir_option(parser)
     parser.add_argument("--repo", type=Path, help="the repo whose head is qualified (default: .)")
     parser.add_argument(
         "--out", type=directory, default=Path("reports"), help="output root (default reports)"
@@ -177,6 +165,17 @@ def experiment_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--image", help="docker image every run uses (default: none)")
     format_option(parser, "the record (the file written beside the runs)")
+
+
+def families_dir_option(parser: argparse.ArgumentParser) -> None:
+    """``--families-dir DIR`` (repeatable): where a command looks for families."""
+    parser.add_argument(
+        "--families-dir",
+        action="append",
+        type=Path,
+        default=[],
+        help="where families live (repeatable; default: the repo's families/ and qualify's)",
+    )
 
 
 def format_option(parser: argparse.ArgumentParser, what: str) -> None:

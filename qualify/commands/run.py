@@ -26,6 +26,7 @@ from qualify.commands._args import (
     Commands,
     command_line,
     directory,
+    families_dir_option,
     pass_env_option,
     secret_options,
 )
@@ -450,13 +451,7 @@ def add_parser(commands: Commands) -> None:
     run.add_argument("--family", required=True, help="family name (a directory with family.toml)")
     run.add_argument("--mem", help="memory cap: 512M, 48G (binary), 48GB (decimal)")
     run.add_argument("--profile", help="resource profile from cgroup_profiles/ (--mem overrides)")
-    run.add_argument(
-        "--families-dir",
-        action="append",
-        type=Path,
-        default=[],
-        help="where families live (repeatable; default: the repo's families/ and qualify's)",
-    )
+    families_dir_option(run)
     run.add_argument(
         "--out", type=directory, default=Path("reports"), help="output root (default reports)"
     )

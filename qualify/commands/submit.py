@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from qualify.atomic import write_json_atomic
-from qualify.commands._args import Commands, command_line, count, directory
+from qualify.commands._args import Commands, command_line, count, directory, families_dir_option
 from qualify.commands.matrix import build_matrix, matrix, split_names
 from qualify.commands.merge import merge
 from qualify.errors import UsageError
@@ -614,13 +614,7 @@ def add_parser(commands: Commands) -> None:
     )
     submit.add_argument("--retry", metavar="CELL", help="slurm: submit family/profile again")
     submit.add_argument("--repo", type=Path, help="the repo whose head is qualified (default: .)")
-    submit.add_argument(
-        "--families-dir",
-        action="append",
-        type=Path,
-        default=[],
-        help="where families live (repeatable; default: the repo's families/ and qualify's)",
-    )
+    families_dir_option(submit)
     submit.add_argument("--emit", type=directory, help="kubernetes: write the manifests here")
     submit.add_argument("--image", help="kubernetes: image holding qualify and the repository")
     submit.add_argument("--shm", help="kubernetes: memory-backed /dev/shm size (default 64M)")
