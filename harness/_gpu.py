@@ -15,8 +15,9 @@ Events (one JSON line each in the run's events file, stamped with t, mono and pi
   mode (``QUALIFY_GPU_BUDGET_MODE=mps``) the driver enforces ``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``
   itself: the event records the limit this process's environment gives the device
   (``mps_limit_bytes``) and what ``cudaMemGetInfo`` reports under it (``mem_get_info``).
-- ``gpu_allocator``: the allocator variables the process saw, the settings string torch parsed,
-  the backend, and whether ``expandable_segments`` is on in that string.
+- ``gpu_allocator``: the allocator variables the process saw, the settings string torch parsed
+  (``settings_source`` "torch"; before torch 2.12, which has no getter, the variable torch reads:
+  "environment"), the backend, and whether ``expandable_segments`` is on in that string.
 - ``cuda_oom``: ``source`` ("observer": torch's out-of-memory observer, exact numbers; or
   "exception": a raised ``torch.OutOfMemoryError`` with its message), the allocator counters of
   the device, and ``snapshot`` when ``QUALIFY_CUDA_HISTORY=1`` dumped one.
@@ -124,12 +125,26 @@ def _on_cuda_init(torch: Any) -> None:
 
 
 def _allocator_settings(torch: Any) -> str | None:
-    getter = getattr(torch._C, "_accelerator_getAllocatorSettings", None)
-    return str(getter()) if getter is not None else None
+    return _allocator_settings_and_source(torch)[0]
+
+
+def _allocator_settings_and_source(torch: Any) -> tuple[str | None, str]:
+    """The settings string the caching allocator parsed, and where it was read: "torch" (its
+    own getter, torch 2.12 and later) or "environment" (older torch has no getter: the variable
+    torch reads, in its order: ``PYTORCH_ALLOC_CONF``, then the backend's own)."""
+    getter = getattr(getattr(torch, "_C", None), "_accelerator_getAllocatorSettings", None)
+    if getter is not None:
+        return str(getter()), "torch"
+    hip = bool(getattr(getattr(torch, "version", None), "hip", None))
+    names = ("PYTORCH_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF" if hip else "PYTORCH_CUDA_ALLOC_CONF")
+    for name in (*names, "PYTORCH_CUDA_ALLOC_CONF") if hip else names:
+        if os.environ.get(name):
+            return os.environ[name], "environment"
+    return None, "environment"
 
 
 def _record_allocator(torch: Any) -> None:
-    settings = _allocator_settings(torch)
+    settings, source = _allocator_settings_and_source(torch)
     backend = None
     with contextlib.suppress(Exception):
         backend = str(torch.cuda.get_allocator_backend())
@@ -138,6 +153,7 @@ def _record_allocator(torch: Any) -> None:
             "event": contract.GPU_ALLOCATOR,
             "variables": {name: os.environ.get(name) for name in ALLOC_VARIABLES},
             "settings": settings,
+            "settings_source": source,
             "backend": backend,
             "expandable_segments": expandable_in(settings),
             "torch_version": str(torch.__version__),

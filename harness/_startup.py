@@ -93,6 +93,7 @@ def _allocator_state(signum: int, frame: object) -> None:
         stats = torch.cuda.memory_stats()
         keys = ("allocated_bytes.all.current", "reserved_bytes.all.current",
                 "allocated_bytes.all.peak", "num_alloc_retries", "num_ooms")  # fmt: skip
+        # pid first: qualify finds the line by its start (qualify.run.last_gasp)
         state = {"pid": os.getpid(), "cuda": {key: stats.get(key) for key in keys}}
         os.write(_stacks_fd[0], (TORCH_STATE + json.dumps(state) + "\n").encode())
     except Exception:

@@ -12,6 +12,7 @@ import dataclasses
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -461,11 +462,13 @@ def test_a_privileged_job_container_is_still_not_a_delegated_cgroup() -> None:
 
 
 def test_the_runs_cgroup_lives_inside_the_delegated_scope(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     """What qualify does once systemd-run put it in run-r1.scope (Delegate=yes): the scope's
     cgroup.controllers and empty subtree_control are a real systemd scope's (elastic docker2
-    capture); the kernel's EBUSY for "+memory" while qualify is in the scope is simulated."""
+    capture); the kernel's EBUSY for "+memory" while a process is in the scope is simulated.
+    qualify is not alone there: its watchdog (a child it starts before any cgroup exists) is
+    too, as a real cgroup v2 machine showed (EBUSY until the watchdog moved as well)."""
     from qualify.sandbox.cgroup import common
     from qualify.sandbox.cgroup.v2 import SUPERVISOR_LEAF, CgroupV2Sandbox
 
@@ -483,7 +486,9 @@ def test_the_runs_cgroup_lives_inside_the_delegated_scope(
         ("memory.swap.max", "elastic-docker2-memory.swap.max-max.txt"),
     ):
         shutil.copy(v2 / sample, scope / name)
-    (scope / "cgroup.procs").write_text(f"{os.getpid()}\n")
+    watchdog = subprocess.Popen(["sleep", "60"])
+    request.addfinalizer(lambda: (watchdog.kill(), watchdog.wait()))
+    (scope / "cgroup.procs").write_text(f"{os.getpid()}\n{watchdog.pid}\n")
 
     real_write = common.write_file
     refused: list[str] = []
@@ -495,9 +500,14 @@ def test_the_runs_cgroup_lives_inside_the_delegated_scope(
             raise common.SandboxError(
                 f"cannot write {value!r} to {path.name}: Device or resource busy"
             )
-        real_write(path, value)
         if path.name == "cgroup.procs" and path.parent.name == SUPERVISOR_LEAF:
-            (scope / "cgroup.procs").write_text("")  # the process moved out of the scope
+            # the process moves out of the scope into the leaf
+            left = (scope / "cgroup.procs").read_text().split()
+            (scope / "cgroup.procs").write_text("".join(f"{p}\n" for p in left if p != value))
+            moved = path.read_text().split() if path.exists() else []
+            path.write_text("".join(f"{p}\n" for p in [*moved, value]))
+            return
+        real_write(path, value)
 
     monkeypatch.setattr(common, "write_file", kernel)
     why = (
@@ -508,7 +518,10 @@ def test_the_runs_cgroup_lives_inside_the_delegated_scope(
     info = sandbox.prepare(requested)
     run = scope / "qualify-r1"
     assert refused == ["+memory +pids"]
-    assert (scope / SUPERVISOR_LEAF / "cgroup.procs").read_text() == str(os.getpid())
+    assert (scope / SUPERVISOR_LEAF / "cgroup.procs").read_text().split() == [
+        str(os.getpid()),
+        str(watchdog.pid),
+    ]
     assert (scope / "cgroup.subtree_control").read_text() == "+memory +pids"
     assert (run / "memory.max").read_text() == str(512 * MIB)
     assert (run / "memory.swap.max").read_text() == "0"
@@ -517,7 +530,8 @@ def test_the_runs_cgroup_lives_inside_the_delegated_scope(
     assert info.in_effect == requested and limit_mismatches(requested, info.in_effect) == []
     assert info.notes[0] == why
     assert info.notes[1] == (
-        "qualify moved itself into /system.slice/run-r1.scope/qualify-supervisor so that "
+        "qualify moved itself and its own child processes into "
+        "/system.slice/run-r1.scope/qualify-supervisor so that "
         "/system.slice/run-r1.scope could enable memory and pids for the run's cgroup"
     )
     # Read back up the tree: a slice capped below the ask (as the kernel shows a number written
@@ -570,3 +584,36 @@ def test_doctor_reads_the_hosted_runner_out_loud() -> None:
     refused = as_json(diagnose(_job_container()), "auto", None)
     assert refused["capped"] is False and refused["choice"]["backend"] is None
     assert refused["choice"]["decision"].startswith("--backend auto cannot cap memory here (")
+
+
+def test_a_cgroup_whose_parent_hands_down_memory_alone_is_named_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A VM's per-command cgroup (captured on a Firecracker GPU machine, Linux 6.18) may use
+    memory but not pids: the kernel answers "+memory +pids" with ENOENT, which said nothing of
+    why. The error names what is missing and what the cgroup has."""
+    from qualify.sandbox.cgroup import common
+    from qualify.sandbox.cgroup.v2 import CgroupV2Sandbox
+
+    capture = (SAMPLES / "cgroup_v2" / "firecracker-k6.18-process-api-cgroup-files.txt").read_text()
+    sections = dict(re.findall(r"== (\S+)\n(.*?)(?=\n==|\Z)", capture, re.S))
+    path = next(p for p in sections if p.endswith("/cgroup.controllers") and p.count("/") > 2)
+    own = path.rsplit("/", 1)[0]
+    assert sections[path].split() == ["memory"]
+    mount = tmp_path / "cgroup2"
+    directory = mount / own.lstrip("/")
+    directory.mkdir(parents=True)
+    (directory / "cgroup.controllers").write_text(sections[path] + "\n")
+    (directory / "cgroup.subtree_control").write_text("")
+    (directory / "cgroup.procs").write_text("4242\n")  # not qualify alone: no leaf move
+
+    def kernel(target: Path, value: str) -> None:
+        raise common.SandboxError(
+            f"cannot write {value!r} to {target.name}: No such file or directory"
+        )
+
+    monkeypatch.setattr(common, "write_file", kernel)
+    sandbox = CgroupV2Sandbox(directory, own, "r1", mount)
+    with pytest.raises(common.SandboxError) as raised:
+        sandbox.prepare(Limits(512 * MIB, 0, 4096))
+    assert f"pids not delegated to {own} (its cgroup.controllers: memory)" in str(raised.value)

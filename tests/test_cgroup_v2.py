@@ -112,3 +112,6 @@ def test_self_delegation_only_when_alone() -> None:
     assert can_self_delegate([4242], 4242)
     assert not can_self_delegate([17, 4242], 4242)
     assert not can_self_delegate([], 4242)
+    assert can_self_delegate([4242, 4250], 4242, [4250, 4251])  # its watchdog beside it
+    assert not can_self_delegate([4242, 4250, 17], 4242, [4250])
+    assert not can_self_delegate([4250], 4242, [4250])

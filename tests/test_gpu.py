@@ -372,3 +372,27 @@ def test_fragmentation_starts_where_the_free_cache_covers_the_request(
         reserved_unallocated_bytes=unallocated,
     )
     assert oom.kind == kind
+
+
+def test_allocator_settings_without_torchs_getter_are_the_variable_torch_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """torch 2.11 (seen on an H200 with 2.11.0+cu130) has ``_accelerator_setAllocatorSettings``
+    but no getter: the settings are then the variable torch reads, PYTORCH_ALLOC_CONF first."""
+    from types import SimpleNamespace
+
+    old = SimpleNamespace(_C=SimpleNamespace(_accelerator_setAllocatorSettings=None),
+                          version=SimpleNamespace(hip=None))  # fmt: skip
+    for name in _gpu.ALLOC_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    assert _gpu._allocator_settings_and_source(old) == (None, "environment")
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    assert _gpu._allocator_settings_and_source(old) == ("expandable_segments:True", "environment")
+    monkeypatch.setenv("PYTORCH_HIP_ALLOC_CONF", "expandable_segments:False")
+    assert _gpu._allocator_settings(old) == "expandable_segments:True"  # a CUDA build
+    hip = SimpleNamespace(_C=SimpleNamespace(), version=SimpleNamespace(hip="6.2"))
+    assert _gpu._allocator_settings(hip) == "expandable_segments:False"
+    monkeypatch.setenv("PYTORCH_ALLOC_CONF", "max_split_size_mb:64")
+    assert _gpu._allocator_settings(old) == "max_split_size_mb:64"
+    new = SimpleNamespace(_C=SimpleNamespace(_accelerator_getAllocatorSettings=lambda: "x:1"))
+    assert _gpu._allocator_settings_and_source(new) == ("x:1", "torch")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -327,3 +328,41 @@ def test_parse_dump_reads_a_real_faulthandler_dump(tmp_path: Path) -> None:
     frames, allocator = parse_dump(out.read_text())
     assert [f.function for f in frames[:2]] == ["inner", "<module>"] and frames[0].line == 6
     assert allocator == {}
+
+
+def test_a_gpu_holders_allocator_line_is_waited_for_after_its_stack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """faulthandler's stack comes at once; the allocator line comes from a Python handler when
+    the allocation in progress returns (seen on an H200: too late for the stack's wait). For a
+    process holding a GPU device file open the line is waited for, bounded."""
+    import threading
+
+    with open("/dev/zero", "rb") as device:
+        monkeypatch.setattr(last_gasp, "GPU_DEVICE_FILES", ("/dev/zero",))
+        assert last_gasp.holds_gpu(os.getpid())
+        assert not last_gasp.holds_gpu(2**22 + 7)  # no such process
+        device.close()
+        assert not last_gasp.holds_gpu(os.getpid())
+
+    stacks = tmp_path / contract.STACKS
+    stacks.write_bytes(b"earlier capture\n")
+    start = stacks.stat().st_size
+    line = contract.TORCH_STATE + json.dumps(
+        {"pid": 4242, "cuda": {"allocated_bytes.all.current": 536870912}}
+    )
+
+    def late_handler() -> None:
+        time.sleep(0.01)
+        with stacks.open("a") as out:
+            out.write(f'{contract.TORCH_STATE}{{"pid": 17, "cuda": {{}}}}\n{line}\n')
+
+    gasp = last_gasp.LastGasp(tmp_path, lambda: [], 1 << 30)
+    writer = threading.Thread(target=late_handler)
+    writer.start()
+    found = gasp._allocator_line(stacks, start, 4242)
+    writer.join()
+    assert found == {"allocated_bytes.all.current": 536870912}
+    began = time.monotonic()
+    assert gasp._allocator_line(stacks, start, 99) == {}
+    assert time.monotonic() - began < last_gasp.ALLOCATOR_WAIT_S + 0.5  # bounded

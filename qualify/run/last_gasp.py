@@ -50,6 +50,14 @@ DUMP_WAIT_S = 0.02
 faulthandler writes it from the signal handler in one burst."""
 QUIET_S = 0.001
 POLL_S = 0.0002
+ALLOCATOR_WAIT_S = 0.05
+"""How long the allocator state line of a process that holds a GPU open is waited for after
+its stack: faulthandler writes the stack from C at once, while the Python handler that reads
+torch's allocator runs only when the allocation in progress returns to the interpreter (a
+32 MiB host allocation on an H200 machine returned too late for ``DUMP_WAIT_S``)."""
+GPU_DEVICE_FILES = ("/dev/nvidia", "/dev/kfd", "/dev/dri/renderD", "/dev/accel")
+"""Open device files of a process with a GPU context (NVIDIA, ROCm, Intel, other accelerators)."""
+MAX_FDS = 1024
 MAX_PROCESSES = 32
 """Processes read per capture."""
 MAX_STACKS = 6
@@ -212,6 +220,22 @@ def _allocator(text: str) -> dict[str, int | None]:
     return {str(k)[:64]: v if isinstance(v, int) else None for k, v in list(cuda.items())[:8]}
 
 
+def holds_gpu(pid: int) -> bool:
+    """Whether ``pid`` has a GPU device file open (its first ``MAX_FDS`` descriptors)."""
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for name in names[:MAX_FDS]:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{name}")
+        except OSError:
+            continue
+        if target.startswith(GPU_DEVICE_FILES):
+            return True
+    return False
+
+
 class LastGasp:
     """Captures of one run (thread-safe: the notification thread and the monitor both call
     ``capture``)."""
@@ -362,6 +386,10 @@ class LastGasp:
         thread that was allocating among them (``_allocating_thread``)."""
         path = self.run_dir / contract.STACKS
         texts = []
+        try:
+            first = path.stat().st_size
+        except OSError:
+            first = None
         for tid in _threads_to_ask(pid):
             header = f"{contract.STACKS_HEADER} {self.taken} pid {pid} tid {tid} ===\n"
             text = self._ask(path, header, pid, tid)
@@ -373,7 +401,34 @@ class LastGasp:
             frames, state = parse_dump(text)
             threads.append((True, frames))
             allocator = allocator or state
+        if not allocator and texts and first is not None and holds_gpu(pid):
+            allocator = self._allocator_line(path, first, pid)
         return _allocating_thread(threads), allocator
+
+    def _allocator_line(self, path: Path, start: int, pid: int) -> dict[str, int | None]:
+        """``pid``'s allocator state line written after ``start`` in the stacks file, waited
+        for up to ``ALLOCATOR_WAIT_S``; empty when it does not come."""
+        marker = f'{contract.TORCH_STATE}{{"pid": {pid},'.encode()
+        try:
+            descriptor = open_regular_fd(path)
+        except OSError:
+            return {}
+        try:
+            deadline = time.monotonic() + ALLOCATOR_WAIT_S
+            while True:
+                size = os.fstat(descriptor).st_size
+                data = os.pread(descriptor, min(max(size - start, 0), MAX_DUMP_BYTES), start)
+                at = data.find(marker)
+                if at >= 0 and data.find(b"\n", at) >= 0:
+                    line = data[at : data.index(b"\n", at)].decode("utf-8", "replace")
+                    return _allocator(line[len(contract.TORCH_STATE) :])
+                if time.monotonic() >= deadline:
+                    return {}
+                time.sleep(POLL_S * 5)
+        except OSError:
+            return {}
+        finally:
+            os.close(descriptor)
 
     def _ask(self, path: Path, header: str, pid: int, tid: int) -> str | None:
         """What thread ``tid`` of ``pid`` wrote after our header within DUMP_WAIT_S; None when

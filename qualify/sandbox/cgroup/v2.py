@@ -30,9 +30,20 @@ _CONTROLLERS = ("memory", "pids")
 SUPERVISOR_LEAF = "qualify-supervisor"
 
 
-def can_self_delegate(procs: Sequence[int], own_pid: int) -> bool:
-    """True when qualify is the only process of its cgroup and may move into a leaf."""
-    return list(procs) == [own_pid]
+def can_self_delegate(procs: Sequence[int], own_pid: int, own_children: Sequence[int] = ()) -> bool:
+    """True when every process of the cgroup is qualify or one of its own children (the
+    watchdog it starts before any cgroup exists, a git prefetch), so that all of them may
+    move into a leaf; never when a process of someone else's is there."""
+    return own_pid in procs and set(procs) <= {own_pid, *own_children}
+
+
+def _own_children() -> list[int]:
+    try:
+        import psutil
+
+        return [child.pid for child in psutil.Process().children(recursive=True)]
+    except Exception:  # psutil failing leaves qualify alone in its own count
+        return []
 
 
 class V2Probe:
@@ -132,16 +143,34 @@ class CgroupV2Sandbox:
         # "No internal processes" (cgroup-v2.rst): a cgroup that holds processes cannot hand
         # memory to children (EBUSY). When the only process here is qualify itself, it moves
         # into a leaf of its own first, as container runtimes do in a delegated subtree.
-        if can_self_delegate(common.procs_of([self.parent]), os.getpid()):
+        own = os.getpid()
+        if can_self_delegate(common.procs_of([self.parent]), own, _own_children()):
             leaf = self.parent / SUPERVISOR_LEAF
             leaf.mkdir(exist_ok=True)
-            common.write_file(leaf / "cgroup.procs", str(os.getpid()))
+            common.write_file(leaf / "cgroup.procs", str(own))  # its children forked from now on
+            for _ in range(3):  # are born in the leaf; those forked before follow it there
+                left = common.procs_of([self.parent])
+                if not left or not can_self_delegate([own, *left], own, _own_children()):
+                    break
+                for pid in left:
+                    with contextlib.suppress(SandboxError):  # a child that ended meanwhile
+                        common.write_file(leaf / "cgroup.procs", str(pid))
             try:
                 common.write_file(control, request)
                 self.moved_to_leaf = True
                 return
             except SandboxError as exc:
                 first_error = exc
+        available: list[str] = []
+        with contextlib.suppress(OSError):
+            available = read_bytes(self.parent / "cgroup.controllers").decode().split()
+        absent = [c for c in missing if c not in available]
+        # the kernel's ENOENT: the parent's own parent hands these down to no one
+        if absent and (self.parent / "cgroup.controllers").exists():
+            first_error = SandboxError(
+                f"{' and '.join(absent)} not delegated to {self.parent_path} (its "
+                f"cgroup.controllers: {' '.join(available) or 'none'})"
+            )
         raise SandboxError(
             f"cannot enable {'+'.join(missing)} for children of {self.parent_path}: "
             f"{first_error} (run qualify in a delegated cgroup of its own, e.g. "
@@ -168,7 +197,8 @@ class CgroupV2Sandbox:
         notes = [self.reason] if self.reason else []
         if self.moved_to_leaf:
             notes.append(
-                f"qualify moved itself into {self.parent_path.rstrip('/')}/{SUPERVISOR_LEAF} "
+                f"qualify moved itself and its own child processes into "
+                f"{self.parent_path.rstrip('/')}/{SUPERVISOR_LEAF} "
                 f"so that {self.parent_path} could enable memory and pids for the run's cgroup"
             )
         notes += [f"reclaimed orphaned cgroup {name}" for name in reclaimed]
