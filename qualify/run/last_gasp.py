@@ -263,6 +263,7 @@ class LastGasp:
         self._eventfd: int | None = None
         self._usage_fd: int | None = None
         self._thread: threading.Thread | None = None
+        self._armed = threading.Event()
         self._closed = False
         self._find_cgroup = find_cgroup
         """Where the memory cgroup is known only once the E2E runs (a container's): armed at
@@ -272,12 +273,21 @@ class LastGasp:
             self._arm(memory_cgroup)
 
     def _arm(self, cgroup: Path) -> None:
-        """Kernel notifications at each threshold (cgroup v1); the monitor's samples stand in
-        where they cannot be had."""
+        """Kernel notifications at each threshold (cgroup v1), registered by the thread that
+        waits for them: each registration waits for an RCU grace period of the kernel (about
+        10 ms of wall time, no CPU), which the run's start does not wait for. The monitor's
+        samples stand in where they cannot be had."""
         control = cgroup / "cgroup.event_control"
         usage = cgroup / "memory.usage_in_bytes"
         if not (control.exists() and usage.exists()):
             return
+        self._thread = threading.Thread(
+            target=self._arm_and_wait, args=(control, usage), name="qualify-last-gasp",
+            daemon=True,
+        )  # fmt: skip
+        self._thread.start()
+
+    def _arm_and_wait(self, control: Path, usage: Path) -> None:
         try:
             self._eventfd = os.eventfd(0, os.EFD_CLOEXEC)
             self._usage_fd = os.open(usage, os.O_RDONLY | os.O_CLOEXEC)
@@ -290,8 +300,8 @@ class LastGasp:
             self.problems.append(f"last-gasp thresholds not armed ({exc}): samples stand in")
             self._close_fds()
             return
-        self._thread = threading.Thread(target=self._wait, name="qualify-last-gasp", daemon=True)
-        self._thread.start()
+        self._armed.set()
+        self._wait()
 
     def _wait(self) -> None:
         while not self._closed:
@@ -310,7 +320,7 @@ class LastGasp:
     @property
     def armed(self) -> bool:
         """True when the kernel notifies the thresholds."""
-        return self._thread is not None
+        return self._armed.is_set()
 
     def observe(self, usage: int | None, trigger: str = "sample") -> None:
         """A capture when ``usage`` has crossed a threshold not yet captured (on the way up)."""
