@@ -581,7 +581,7 @@ def test_the_last_gasp_of_a_host_climb_beside_cuda_names_the_line_and_the_alloca
     """A real run on the H200 (cgroup v2, --mem 3G): 512 MiB held on the GPU, then host memory
     grown 32 MiB at a time until the kill. The allocating line and torch's allocator state
     (waited for after the stack: its handler runs when the allocation returns) are both there."""
-    from qualify.run.last_gasp import LastGaspRecord, allocation_point
+    from qualify.run.last_gasp import LastGaspRecord, allocation_point, allocation_words
     from qualify.rundir.typed_json import from_json
 
     audit = _capture("audit-last-gasp-host-climb-beside-cuda-h200.json")
@@ -595,3 +595,10 @@ def test_the_last_gasp_of_a_host_climb_beside_cuda_names_the_line_and_the_alloca
         "test_host_climb_beside_the_gpu",
     )
     assert site["allocator"]["allocated_bytes.all.current"] == 512 << 20
+    assert allocation_words(site).startswith(
+        "while `grow_host_cache` (test_hosthog.py:8) was allocating, called from "
+        "test_host_climb_beside_the_gpu, at "
+    )
+    assert allocation_words(site).endswith(
+        "; its CUDA caching allocator held 512 MiB allocated (512 MiB reserved) on the device"
+    )

@@ -562,11 +562,19 @@ def allocation_words(site: dict[str, Any]) -> str:
         words += f", called from {site['test']}"
     if site.get("phase"):
         words += f", in phase {site['phase']}"
+    from qualify.sizes import format_bytes
+
     usage, limit = site.get("usage_bytes"), site.get("limit_bytes")
     if usage and limit:
-        from qualify.sizes import format_bytes
-
         words += f", at {format_bytes(usage)} of the {format_bytes(limit)} cap"
+    allocator = site.get("allocator") or {}
+    allocated = allocator.get("allocated_bytes.all.current")
+    reserved = allocator.get("reserved_bytes.all.current")
+    if isinstance(allocated, int) and isinstance(reserved, int):
+        words += (
+            f"; its CUDA caching allocator held {format_bytes(allocated)} allocated "
+            f"({format_bytes(reserved)} reserved) on the device"
+        )
     return words
 
 
