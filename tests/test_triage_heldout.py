@@ -20,7 +20,11 @@ from tests.test_triage_corpus import CORPUS, ROWS, rows, verdict
 CLASSES = {triage_class.value for triage_class in TriageClass}
 
 HELD_OUT = Path(__file__).parent / "data" / "triage-heldout"
-HELD_OUT_TABLES = {"b": "orchestrators, schedulers, CI systems and language runtimes"}
+HELD_OUT_TABLES = {
+    "b": "orchestrators, schedulers, CI systems and language runtimes",
+    "c1": "part C's build half: schedulers, serverless, CI runners, runtimes, look-alikes",
+    "c2": "part C's held-out half, never read while the rules were written",
+}
 """Part A (ML serving and accelerator ecosystems, 42 artifacts) was promoted to the build half
 after its misses were read; its held-out figure, taken before, is in the build table's notes."""
 HELD_OUT_ROWS = [row for part in HELD_OUT_TABLES for row in rows(HELD_OUT / f"SOURCES-{part}.md")]
@@ -46,6 +50,18 @@ def test_no_held_out_artifact_shares_a_thread_with_the_build_half() -> None:
     """An excerpt of a thread the rules were fitted to is not held out."""
     build = {_thread(source) for _, source, _, _ in ROWS}
     shared = sorted(name for name, source, _, _ in HELD_OUT_ROWS if _thread(source) in build)
+    assert shared == []
+
+
+def test_no_two_held_out_parts_share_a_thread() -> None:
+    """Part C was gathered after part B: an excerpt of a thread B cites would not be new."""
+    seen: dict[str, str] = {}
+    shared = []
+    for part in HELD_OUT_TABLES:
+        for name, source, _, _ in rows(HELD_OUT / f"SOURCES-{part}.md"):
+            thread = _thread(source)
+            if seen.setdefault(thread, part) != part:
+                shared.append(name)
     assert shared == []
 
 
