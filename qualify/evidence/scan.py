@@ -100,6 +100,9 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     b" passed": (b" passed in", b" passed,", b" passed\x1b"),  # a pytest summary (coloured)
     b"e   ": (b"e   ",),  # pytest's "E   " lines
     b"oom": (b"oom",),  # OOMKilled, oom-kill, docker "container oom", systemd-oomd
+    # An allocation refused whose words name no memory next to the verb: the BEAM's
+    # "eheap_alloc: Cannot allocate N bytes of memory", "unable to allocate 4 GiB".
+    b"allocate": (b"not allocate", b"can't allocate", b"couldn't allocate", b"unable to allocate"),
     b"canceled": (b"canceled",),  # "The operation was canceled."
 }
 NEEDLES: tuple[bytes, ...] = tuple(n for needles in GROUPS.values() for n in needles)
