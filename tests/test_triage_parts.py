@@ -190,6 +190,18 @@ def test_a_docker_inspect_limit_is_the_remedys_limit(tmp_path: Path) -> None:
     assert "sacct" not in remedy and "no limit" not in remedy
 
 
+def test_a_docker_state_without_its_limit_sends_the_reader_to_docker_not_slurm() -> None:
+    """A real ``docker inspect`` State fragment (``"OOMKilled": true``, no HostConfig): the
+    figures it lacks are read with docker's tools; a docker run has no sacct."""
+    samples = Path(__file__).parent / "data" / "samples" / "docker_inspect"
+    sample = samples / "state-fragment-oomkilled-true-exit137-java-2017-blademainer-blog.txt"
+    result = triage(Sources(paths=(sample,)))
+    assert result.triage_class is TriageClass.CGROUP_OOM
+    remedy = " ".join(result.remedies)
+    assert "docker inspect" in remedy and "--memory" in remedy
+    assert "sacct" not in remedy and "seff" not in remedy
+
+
 def test_a_pod_descriptions_limit_is_the_remedys_limit(tmp_path: Path) -> None:
     describe = tmp_path / "pod.txt"
     describe.write_text(
