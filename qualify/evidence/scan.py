@@ -80,6 +80,8 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"of device memory",  # "out of device memory" (OpenCL, Vulkan, SYCL)
         b"of video memory",  # "out of video memory" (Direct3D, Vulkan)
         b"of host memory",  # "out of host memory" (Vulkan, OpenCL)
+        b"of jvm memory",  # Gradle: "Daemon will be stopped ... after running out of JVM memory"
+        b"bytes of memory",  # a refusal apart from its verb: "Cannot allocate N bytes of memory"
     ),
     b"k": (b"kill", b"stack of", b"kv cache", b"kvcache"),
     b"x": (b"exit", b"execution time", b"execution took", b"exhausted"),
@@ -100,9 +102,6 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     b" passed": (b" passed in", b" passed,", b" passed\x1b"),  # a pytest summary (coloured)
     b"e   ": (b"e   ",),  # pytest's "E   " lines
     b"oom": (b"oom",),  # OOMKilled, oom-kill, docker "container oom", systemd-oomd
-    # An allocation refused whose words name no memory next to the verb: the BEAM's
-    # "eheap_alloc: Cannot allocate N bytes of memory", "unable to allocate 4 GiB".
-    b"allocate": (b"not allocate", b"can't allocate", b"couldn't allocate", b"unable to allocate"),
     b"canceled": (b"canceled",),  # "The operation was canceled."
 }
 NEEDLES: tuple[bytes, ...] = tuple(n for needles in GROUPS.values() for n in needles)
