@@ -20,9 +20,16 @@ from tests.test_triage_corpus import CORPUS, ROWS, rows, verdict
 CLASSES = {triage_class.value for triage_class in TriageClass}
 
 HELD_OUT = Path(__file__).parent / "data" / "triage-heldout"
-HELD_OUT_TABLES = {"b": "orchestrators, schedulers, CI systems and language runtimes"}
-"""Part A (ML serving and accelerator ecosystems, 42 artifacts) was promoted to the build half
-after its misses were read; its held-out figure, taken before, is in the build table's notes."""
+HELD_OUT_TABLES = {
+    "b": "orchestrators, schedulers, CI systems and language runtimes",
+    "c2": "part C's held-out half: schedulers, serverless, CI runners, runtimes, look-alikes",
+}
+"""Part A (ML serving and accelerator ecosystems, 42 artifacts) and part C1 (part C's build
+half, 27 artifacts) were promoted to the build half after their misses were read; their
+held-out figures, taken before, are in the build table's notes."""
+UNLISTED = frozenset({"c2"})
+"""Parts whose misses are counted, never listed: a listed miss is read, and a part whose
+misses were read while rules were written is no longer held out."""
 HELD_OUT_ROWS = [row for part in HELD_OUT_TABLES for row in rows(HELD_OUT / f"SOURCES-{part}.md")]
 
 
@@ -49,6 +56,18 @@ def test_no_held_out_artifact_shares_a_thread_with_the_build_half() -> None:
     assert shared == []
 
 
+def test_no_two_held_out_parts_share_a_thread() -> None:
+    """Part C was gathered after part B: an excerpt of a thread B cites would not be new."""
+    seen: dict[str, str] = {}
+    shared = []
+    for part in HELD_OUT_TABLES:
+        for name, source, _, _ in rows(HELD_OUT / f"SOURCES-{part}.md"):
+            thread = _thread(source)
+            if seen.setdefault(thread, part) != part:
+                shared.append(name)
+    assert shared == []
+
+
 def test_both_halves_are_measured(capsys: pytest.CaptureFixture[str]) -> None:
     """Accuracy on the build half and on the held-out half, printed together."""
     lines = []
@@ -69,7 +88,7 @@ def test_both_halves_are_measured(capsys: pytest.CaptureFixture[str]) -> None:
             f"({100 * right / max(1, len(table)):.1f}%), {classes}/{len(table)} on the class; "
             + ", ".join(f"{name} {count}" for name, count in by_class.most_common())
         )
-        if half.startswith("held-out"):
+        if half.startswith("held-out") and half.split()[1] not in UNLISTED:
             lines += [f"  miss: {why}" for ok, why in results if not ok]
     with capsys.disabled():
         print("\ntriage corpus\n" + "\n".join(lines))

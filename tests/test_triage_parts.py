@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from qualify.evidence.lines import parse_line
 from qualify.evidence.oom_parts import parse_oom_parts
 from qualify.triage import Sources, TriageClass, triage
 
@@ -85,6 +86,39 @@ CASES = [
         "allocated by PyTorch",
         TriageClass.CUDA_OOM_BUDGET,
     ),
+    # Part C1 of the corpus (schedulers, serverless platforms, runtimes): a refusal whose verb
+    # stands apart from the word memory, a limit stated with its size, an exit code whose
+    # message names the OOM, a kill quoted mid-line, gcc's killed compiler.
+    (
+        'Slogan: sys_alloc: Cannot allocate 71302344 bytes of memory (of type "heap").',
+        TriageClass.HOST_ALLOC_FAILED,
+    ),
+    (
+        'eheap_alloc: Cannot allocate 976733209832459912 bytes of memory (of type "heap_frag").',
+        TriageClass.HOST_ALLOC_FAILED,
+    ),
+    (
+        "Memory limit of 256 MiB exceeded with 264 MiB used. Consider increasing the memory "
+        "limit, see https://cloud.google.com/functions/docs/configuring/memory ",
+        TriageClass.CGROUP_OOM,
+    ),
+    (
+        "We have a problem with all our services killed without much taffic. Our Spring Boot "
+        'Backend services exit with the message ` Exit Code: 137, Exit Message: "OOM Killed"`. '
+        "We limited the memory of the containers to 300mb.",
+        TriageClass.CGROUP_OOM,
+    ),
+    (
+        "The failure reason of the task that caused the workflow execution to fail was: "
+        ".command.sh: line 20: 118 Killed diann `cat diann_config.cfg` --fasta x.fasta",
+        TriageClass.EXTERNAL_KILL,
+    ),
+    (
+        'I saw many "g++: internal compiler error: Killed (program cc1plus)" errors while '
+        "building apache/thrift on Travis. As far as I know this normally indicates not enough "
+        "memory.",
+        TriageClass.EXTERNAL_KILL,
+    ),
 ]
 
 
@@ -156,6 +190,18 @@ def test_a_docker_inspect_limit_is_the_remedys_limit(tmp_path: Path) -> None:
     assert "sacct" not in remedy and "no limit" not in remedy
 
 
+def test_a_docker_state_without_its_limit_sends_the_reader_to_docker_not_slurm() -> None:
+    """A real ``docker inspect`` State fragment (``"OOMKilled": true``, no HostConfig): the
+    figures it lacks are read with docker's tools; a docker run has no sacct."""
+    samples = Path(__file__).parent / "data" / "samples" / "docker_inspect"
+    sample = samples / "state-fragment-oomkilled-true-exit137-java-2017-blademainer-blog.txt"
+    result = triage(Sources(paths=(sample,)))
+    assert result.triage_class is TriageClass.CGROUP_OOM
+    remedy = " ".join(result.remedies)
+    assert "docker inspect" in remedy and "--memory" in remedy
+    assert "sacct" not in remedy and "seff" not in remedy
+
+
 def test_a_pod_descriptions_limit_is_the_remedys_limit(tmp_path: Path) -> None:
     describe = tmp_path / "pod.txt"
     describe.write_text(
@@ -197,3 +243,21 @@ def test_a_passing_run_of_tests_named_for_memory_is_passed(tmp_path: Path) -> No
     log.write_text(completed.stdout)
     result = triage(Sources(paths=(log,)))
     assert result.triage_class is TriageClass.PASSED, (result.summary, completed.stdout)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # warnings and explanations that name memory (part C1's look-alikes)
+        "job 3264830 exceeded MEM usage soft limit",
+        "2018-02-27T06:21:53.411393+00:00 heroku[web.1]: Error R14 (Memory quota exceeded)",
+        # explanations scripts and READMEs print next to an exit code
+        "`137` usually means the process was killed by the container runtime due to memory "
+        "pressure.",
+        "Exit code 137 usually means the process was killed by the operating system, often "
+        "because the container ran out of RAM.",
+    ],
+)
+def test_a_warning_or_an_explanation_is_not_a_kill(line: str) -> None:
+    signal = parse_line(line)
+    assert signal is None or signal.kind in {"memory_noted", "exit_code"}, signal

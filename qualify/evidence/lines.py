@@ -95,7 +95,15 @@ _TERMINATE = re.compile(
 an error's: the line then holds a needle of the scan, "error" or "bad_alloc", and costs the
 scan no pass of its own.)"""
 _AGENT_LOST = re.compile(r"(?i)exited with status -1 \(agent lost\)")
-_SHELL_KILLED = re.compile(r"(?:^|\s|Z\s|line \d+:\s+(\d+) )Killed(?:\s{2,}(\S.*)|\s*)$")
+_SHELL_KILLED = re.compile(
+    r"(?:^|\s|Z\s)Killed(?:\s{2,}(\S.*)|\s*)$"
+    r"|\bline \d+:\s+(\d+) Killed(?:\s+(\S.*)|\s*)$"
+)
+"""The shell's job status for a command killed by a signal: alone, or after the script's
+``line N: PID`` (then wherever the line quotes it, one space or many before the command)."""
+_GCC_KILLED = re.compile(r"internal compiler error: Killed \(program (\S+?)\)")
+"""gcc's driver reporting its compiler killed by a signal (older than "Killed signal
+terminated program")."""
 _SHELL_CRASH = re.compile(
     r"(?:^|\s|line \d+:\s+(\d+) )(Segmentation fault|Aborted|Bus error)"
     r"(?: \(core dumped\))?(?:\s{2,}(\S.*)|\s*)$"
@@ -293,8 +301,10 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
     if "killed" in low and "killed process" not in low:
         if "killed signal terminated program" in low:
             return LineSignal("shell_killed", {"command": line.rsplit("program", 1)[-1].strip()})
+        if "compiler error" in low and (match := _GCC_KILLED.search(line)):
+            return LineSignal("shell_killed", {"command": match[1]})
         if match := _SHELL_KILLED.search(line):
-            fields = {"pid": int(match[1]) if match[1] else None, "command": match[2]}
+            fields = {"pid": int(match[2]) if match[2] else None, "command": match[1] or match[3]}
             return LineSignal("shell_killed", {k: v for k, v in fields.items() if v})
     if ("core dumped" in low or "segmentation fault" in low or "aborted" in low) and (
         match := _SHELL_CRASH.search(line)
@@ -412,10 +422,20 @@ PARSERS = (
 )
 
 
+_BARE_ENDS = frozenset({"exit_code", "shell_killed"})
+"""How a process ended, without why: a line that also states the cause is read for it."""
+
+
 def parse_line(line: str) -> LineSignal | None:
-    """The first parser that recognises ``line`` (the line is lowercased once for all)."""
+    """The first parser that recognises ``line`` (the line is lowercased once for all); a bare
+    exit or kill on a line that also says memory ran out (``Exit Code: 137, Exit Message: "OOM
+    Killed"``) is read by the line's parts, which name the cause."""
     low = line.lower()
     for parser in PARSERS:
         if (found := parser(line, low)) is not None:
+            if found.kind in _BARE_ENDS:
+                cause = parse_oom_parts(line, low)
+                if cause is not None and cause.kind in _MEMORY_CAUSES:
+                    return cause
             return found
     return None

@@ -38,7 +38,8 @@ _SAID = re.compile(
     r" exceed)|bad_alloc|memoryerror|nomemoryerror|not enough (?:\w+ )?memory"
     r"|insufficient (?:\w+ )?memory|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching)"
     r" (?:the |its |their |your )?(?:\w+ ){0,2}memory (?:usage )?(?:limit|quota)"
-    r"|memory (?:limit|quota)(?: of [\w.]+)? (?:was |has been |is )?(?:exceeded|reached)"
+    r"|memory (?:limit|quota)(?: of [\w.]+(?: ?[kmgt]i?b)?)? (?:was |has been |is )?"
+    r"(?:exceeded|reached)"
     r"|memlimit|low on memory|low memory|memory ?pressure|oom[- _]?kill|running low on memory"
     r"|low on resource: memory|alloc\w* failed|failed to alloc\b|enough memory resources"
     r"|outofdevicememory|(?:attempting|trying|tried) to (?:reserve|allocate) .{0,80}not possible"
@@ -68,9 +69,11 @@ _EVENT = re.compile(
 _HEDGE = re.compile(
     r"\b(?:possible (?:\w+ )?causes?|possibly|potential(?:ly)? (?:\w+ )?(?:causes?|reasons?)"
     r"|may have been|might be"
-    r"|might have|could be|can be caused|one of the following|if you see|to avoid|to prevent)\b"
+    r"|might have|could be|can be caused|one of the following|if you see|to avoid|to prevent"
+    r"|\w+ly (?:means|indicates)|(?:usually|often) (?:means|indicates|caused by))\b"
 )
-"""A cause offered as one of several, or advice: a mention, not a report."""
+"""A cause offered as one of several, a generic explanation ("exit code 137 typically means"),
+or advice: a mention, not a report."""
 _INTRO = re.compile(
     r"^\W*(?:this is|here is|here's|below is|the following|i (?:get|got|see|saw|am getting"
     r"|keep getting|have|had)|we (?:get|got|see|saw))\b"
@@ -122,7 +125,8 @@ _BUDGET = re.compile(
 )
 _LIMIT_CROSSED = re.compile(
     r"(?:exceed\w*|over|above|reached) (?:the |its |their |your )?(?:\w+ ){0,2}memory (?:usage )?"
-    r"limit|memory limit(?: of [\w.]+)? (?:was |has been |is )?(?:exceeded|reached)|memlimit"
+    r"limit|memory limit(?: of [\w.]+(?: ?[kmgt]i?b)?)? (?:was |has been |is )?(?:exceeded|reached)"
+    r"|memlimit"
 )
 """A memory limit crossed (not a quota: a quota may be soft, as Heroku's R14 is)."""
 _BUDGET_WORDS = re.compile(

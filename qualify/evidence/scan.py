@@ -80,6 +80,8 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"of device memory",  # "out of device memory" (OpenCL, Vulkan, SYCL)
         b"of video memory",  # "out of video memory" (Direct3D, Vulkan)
         b"of host memory",  # "out of host memory" (Vulkan, OpenCL)
+        b"of jvm memory",  # Gradle: "Daemon will be stopped ... after running out of JVM memory"
+        b"bytes of memory",  # a refusal apart from its verb: "Cannot allocate N bytes of memory"
     ),
     b"k": (b"kill", b"stack of", b"kv cache", b"kvcache"),
     b"x": (b"exit", b"execution time", b"execution took", b"exhausted"),

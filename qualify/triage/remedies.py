@@ -108,27 +108,49 @@ def _staging(section: dict[str, Any]) -> list[str]:
     return remedies
 
 
-def _limit_knob(bag: Bag) -> str:
-    """Where the memory limit of the job that was killed is set, as its evidence shows it."""
+_KNOBS = {
+    "pod": (
+        "the pod's resources.limits.memory",
+        "kubectl describe pod shows the limit; the node's kernel log shows usage",
+    ),
+    "slurm": (
+        "the job's --mem / --mem-per-cpu",
+        "sacct or seff shows the requested memory and MaxRSS",
+    ),
+    "docker": (
+        "the container's --memory",
+        "docker inspect shows the limit as HostConfig.Memory; docker stats shows usage",
+    ),
+    "other": (
+        "the job's or container's memory limit",
+        'the kernel log\'s "memory: usage ..., limit ..." line shows both',
+    ),
+}
+"""Per kind of job: where its memory limit is set, and where its limit and usage are read."""
+
+
+def _job_kind(bag: Bag) -> str:
+    """The kind of job that was killed, as its evidence shows it (a key of ``_KNOBS``)."""
     kinds = {e.kind for e in bag.orchestrator_oom}
     texts = " ".join(e.text for e in bag.memcg_oom + bag.memcg_partial + bag.orchestrator_oom)
     if "k8s_oomkilled" in kinds or "kubepods" in texts:
-        return "the pod's resources.limits.memory"
+        return "pod"
     if "slurm_oom" in kinds or "slurm" in texts:
-        return "the job's --mem / --mem-per-cpu"
+        return "slurm"
     if bag.docker_oom or "docker_event_oom" in kinds or "docker" in texts:
-        return "the container's --memory"
-    return "the job's or container's memory limit"
+        return "docker"
+    return "other"
+
+
+def _limit_knob(bag: Bag) -> str:
+    """Where the memory limit of the job that was killed is set, as its evidence shows it."""
+    return _KNOBS[_job_kind(bag)][0]
 
 
 def _where_figures(bag: Bag) -> str:
-    """Where the missing limit and usage figures can be read, for this kind of job."""
-    knob = _limit_knob(bag)
-    if "pod" in knob:
-        return "kubectl describe pod shows the limit; the node's kernel log shows usage"
-    if "--mem" in knob:
-        return "sacct or seff shows the requested memory and MaxRSS"
-    return 'the kernel log\'s "memory: usage ..., limit ..." line shows both'
+    """Where the missing limit and usage figures can be read, for this kind of job (a docker
+    container's are docker's, never a scheduler's)."""
+    return _KNOBS[_job_kind(bag)][1]
 
 
 def _round_up(size: float, step: int = 256 << 20) -> int:
