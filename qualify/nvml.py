@@ -13,7 +13,6 @@ are reported side by side for that reason.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import importlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,9 +20,10 @@ from typing import Any
 
 from harness import contract
 from qualify.atomic import write_json_atomic
+from qualify.records import frozen_record
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class DeviceReading:
     """One device at one sample, in bytes (pynvml's c_nvmlMemory_t: total, free, used)."""
 

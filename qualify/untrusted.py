@@ -10,7 +10,6 @@ size. What is refused, and why, is a ``Refusal``; ``survey`` lists them for the 
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import os
 import re
@@ -18,6 +17,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
+
+from qualify.records import frozen_record
 
 CHUNK_BYTES = 1 << 20
 """What one read of ``iter_chunks`` asks for."""
@@ -36,7 +37,7 @@ _KINDS = (
 )
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Refusal:
     """A file of the run directory that qualify did not read (whole), and why."""
 

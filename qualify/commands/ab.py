@@ -37,6 +37,7 @@ from qualify.experiment.worktrees import add_worktree, remove_worktree, resolve_
 from qualify.plan.commit import repo_root
 from qualify.plan.families import default_family_dirs, find_family
 from qualify.publish.errorline import error_line
+from qualify.records import frozen_record
 from qualify.sizes import format_bytes
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE
 
@@ -47,7 +48,7 @@ WORKTREES = "worktrees"
 experiment gives up on it."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class AbRequest:
     """``qualify ab`` as typed."""
 

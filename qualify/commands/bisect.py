@@ -11,7 +11,6 @@ the range, every probe with its runs and the answer; it is rewritten after each 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from collections.abc import Sequence
@@ -40,6 +39,7 @@ from qualify.experiment.worktrees import (
 from qualify.plan.commit import repo_root
 from qualify.plan.families import default_family_dirs, find_family
 from qualify.publish.errorline import error_line
+from qualify.records import frozen_record
 from qualify.sizes import format_bytes, parse_size
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE
 
@@ -48,7 +48,7 @@ WORKTREES = "worktrees"
 RUNS = "runs"
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class BisectRequest:
     """``qualify bisect`` as typed."""
 

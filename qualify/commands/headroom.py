@@ -9,7 +9,6 @@ verdict and peak, ``headroom.md`` and ``headroom.html`` the tables a reviewer re
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import re
 import sys
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ from qualify.plan.families import Family, default_family_dirs, find_family
 from qualify.plan.profiles import available_profiles, find_profile
 from qualify.plan.spec import MIN_MEMORY, merge_options
 from qualify.publish.errorline import error_line
+from qualify.records import frozen_record
 from qualify.sizes import format_bytes, parse_size
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE
 
@@ -47,7 +47,7 @@ DEFAULT_LO = "64M"
 DEFAULT_HI = "4G"
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class HeadroomRequest:
     """``qualify headroom`` as typed."""
 

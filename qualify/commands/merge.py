@@ -32,6 +32,7 @@ from qualify.errors import UsageError
 from qualify.evidence.junit import JUnitCase, read_junit
 from qualify.plan.output import check_output_dir
 from qualify.publish.errorline import error_line
+from qualify.records import frozen_record
 from qualify.report.junit import render, testcase, testsuite
 from qualify.rundir import Audit, RunDir
 from qualify.schedule.slurm import Slurm, TaskEvidence, gather, iso_to_epoch
@@ -49,7 +50,7 @@ DEFAULT_OUT = Path("reports") / "merged"
 """Where merged records go without ``--out``: one directory per head below it."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Shard:
     """One run found in the inputs (or an expected one that is missing: ``run_dir`` None)."""
 

@@ -28,6 +28,7 @@ from qualify.publish.errorline import error_line
 from qualify.publish.final_scan import TERMINAL, describe, final_scan
 from qualify.publish.sanitize import Sanitizer
 from qualify.publish.sources import SecretSources
+from qualify.records import frozen_record
 from qualify.report.html import write_html_report
 from qualify.rundir import RunDir
 from qualify.verdict import EXIT_ERROR, EXIT_PASSED, EXIT_USAGE
@@ -91,7 +92,7 @@ def record_problem(run_dir: RunDir, problem: str) -> None:
             run_dir.write_audit(dataclasses.replace(audit, problems=[*audit.problems, problem]))
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Publication:
     """How every public channel of a run went: public/, and the GitHub channels when written."""
 

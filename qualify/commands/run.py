@@ -36,6 +36,7 @@ from qualify.errors import UsageError
 from qualify.plan.request import RunRequest, build_spec
 from qualify.plan.spec import RunSpec, harness_root
 from qualify.publish.errorline import error_line
+from qualify.records import frozen_record
 from qualify.report.junit import provisional_junit
 from qualify.run.execute import Interrupts, execute
 from qualify.run.registry import RunGuard, guard_run, take_over_dead_runs
@@ -246,7 +247,7 @@ def _execute_and_judge(
     return _judge_or_error(spec, execution)
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Planned:
     """The run decided: its spec and the sandbox it runs in (nothing written yet)."""
 
@@ -254,7 +255,7 @@ class Planned:
     sandbox: Sandbox
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Opened:
     """The run directory made, with its provisional JUnit file."""
 
@@ -262,7 +263,7 @@ class Opened:
     started_wall: float
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Published:
     """The run's reports written and published."""
 

@@ -28,6 +28,7 @@ from qualify.plan.commit import CommitInfo, commit_info, record_sha, repo_root
 from qualify.plan.families import default_family_dirs
 from qualify.plan.output import check_output_dir
 from qualify.publish.errorline import error_line
+from qualify.records import frozen_record
 from qualify.schedule import kubernetes
 from qualify.schedule.cells import Cell, parse_cell, parse_overhead, plan_cells
 from qualify.schedule.slurm import (
@@ -56,7 +57,7 @@ ENGINES = ("slurm", "kubernetes", "github")
 DEFAULT_SHM = "64M"
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class SubmitRequest:
     """``qualify submit`` as typed."""
 
@@ -204,7 +205,7 @@ def _groups(cells: Sequence[Cell], overhead: int) -> list[tuple[int, int, list[C
     return [(mem, gpus, group) for (mem, gpus), group in grouped.items()]
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class _Head:
     """The commit a submission qualifies."""
 
@@ -219,7 +220,7 @@ def _head(request: SubmitRequest) -> _Head:
     return _Head(root, commit, record_sha(commit))
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class _Cells:
     """The matrix's cells as every scheduler is handed them."""
 

@@ -32,6 +32,8 @@ import dataclasses
 import re
 from typing import Any
 
+from qualify.records import frozen_record
+
 _SIZE = r"(\d+(?:\.\d+)?) (bytes|KiB|MiB|GiB|TiB)"
 _UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 _HEAD = re.compile(rf"\b(CUDA|HIP|XPU) out of memory\. Tried to allocate {_SIZE}")
@@ -93,7 +95,7 @@ SLACK_BYTES = 64 << 20
 """Reserved-but-unallocated memory the caching allocator leaves as a matter of course."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class CudaOom:
     """One CUDA (or HIP, or XPU) out-of-memory message, in bytes."""
 

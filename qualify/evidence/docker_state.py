@@ -8,12 +8,12 @@ line numbers.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 from typing import Any
 
 from qualify.evidence.evidence_line import Evidence
+from qualify.records import frozen_record
 from qualify.untrusted import open_regular
 
 MAX_INSPECT_BYTES = 4 << 20
@@ -27,7 +27,7 @@ _MEMORY = re.compile(r'"Memory"\s*:\s*(\d+)')
 """``HostConfig.Memory``: the container's memory limit in bytes (0: none)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class DockerState:
     """What docker recorded about a container's end."""
 

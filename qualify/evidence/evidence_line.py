@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from qualify.records import frozen_record
+
 MAX_EVIDENCE_TEXT = 400
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Evidence:
     """One line that a decision rests on."""
 
@@ -39,7 +41,7 @@ class Evidence:
         return dataclasses.asdict(self)
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class LineSignal:
     """What one line says: a kind and its parsed fields (the kinds are listed in
     ``qualify.evidence.lines``)."""

@@ -9,11 +9,12 @@ with ``JUnitCase``: a run needs the type before its E2E starts and the readers o
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from qualify.records import frozen_record
 
 if TYPE_CHECKING:
     from junitparser import JUnitXml
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 OUTCOMES = ("passed", "failed", "error", "skipped")
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class JUnitCase:
     """One JUnit testcase."""
 

@@ -33,6 +33,7 @@ from qualify.evidence.evidence_line import Evidence
 from qualify.evidence.gpu_lines import EXECUTOR_HIT, parse_trtllm_executor
 from qualify.evidence.lines import LineSignal, parse_line
 from qualify.evidence.oom_parts import CONTEXT_AFTER, CONTEXT_BEFORE, CONTEXT_KINDS, in_context
+from qualify.records import frozen_record
 from qualify.untrusted import open_regular
 
 BLOCK_BYTES = 2 << 20
@@ -137,7 +138,7 @@ _REACH = {
 """Per anchor: how far a needle reaches before and after it."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Signal:
     """A recognised line and where it was."""
 

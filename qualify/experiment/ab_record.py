@@ -19,6 +19,7 @@ from qualify.experiment.plan import ARMS
 from qualify.experiment.repetition import Repetition
 from qualify.experiment.summary import LevelSummary, summarise_level
 from qualify.experiment.tables import Table, level_tables, to_html, to_markdown
+from qualify.records import frozen_record
 
 AB_JSON = "ab.json"
 AB_MARKDOWN = "ab.md"
@@ -29,7 +30,7 @@ KIND = "qualify-ab"
 SCHEMA_VERSION = 1
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class AbRecord:
     """An A/B experiment as run on one host."""
 

@@ -9,17 +9,17 @@ a flaky boundary shows as such, and the reported caps are those whose every run 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 from qualify.experiment.repetition import Repetition
+from qualify.records import frozen_record
 from qualify.verdict import Verdict
 
 MIB = 1 << 20
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Resolution:
     """How close the two boundary caps must be: a fraction of the passing cap, or bytes."""
 
@@ -33,7 +33,7 @@ class Resolution:
         return self.bytes or 0
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Search:
     """The probes made and what they show."""
 

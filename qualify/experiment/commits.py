@@ -15,14 +15,14 @@ shows as k of n in its row, and the commit is flagged).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from qualify.experiment.repetition import Repetition
+from qualify.records import frozen_record
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Commit:
     """One commit of the range: its full id and subject line."""
 
@@ -35,7 +35,7 @@ class Commit:
         return self.sha[:12]
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class CommitProbe:
     """The runs of one commit and what they make it."""
 
@@ -65,7 +65,7 @@ class CommitProbe:
         }
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class CommitSearch:
     """The probes made, in the order made, and what they show."""
 

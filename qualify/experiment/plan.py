@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from qualify.errors import UsageError
 from qualify.plan.families import Family, OptionValue
 from qualify.plan.spec import merge_options
+from qualify.records import frozen_record
 from qualify.sizes import parse_size
 
 ARMS = ("a", "b")
@@ -22,7 +23,7 @@ MEM = "mem"
 """The sweep key that varies the cap itself."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Level:
     """One sweep level: the cap (``--mem``) or a family option given to both arms."""
 
@@ -32,7 +33,7 @@ class Level:
     sets: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Slot:
     """One run to make: which level, which arm, its repetition number within the arm."""
 
@@ -41,7 +42,7 @@ class Slot:
     repetition: int
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class AbPlan:
     """The validated experiment."""
 

@@ -19,11 +19,12 @@ from typing import Any
 from harness import contract
 from qualify.errors import UsageError
 from qualify.plan.families import Family
+from qualify.records import frozen_record
 from qualify.rundir import Audit, RunDir
 from qualify.verdict import EXIT_USAGE
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Metric:
     """The samples one run recorded under one name with ``harness.metric``."""
 
@@ -35,7 +36,7 @@ class Metric:
         return {"unit": self.unit, "values": list(self.values)}
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Repetition:
     """One run of the experiment, as its audit and events tell it."""
 
@@ -154,7 +155,7 @@ MARGIN_S = 120.0
 start, judging and reports)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Experiment:
     """Where an experiment of many runs lives and how long each of its runs may take."""
 

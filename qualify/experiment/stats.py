@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from qualify.records import frozen_record
 
-@dataclasses.dataclass(frozen=True)
+
+@frozen_record
 class Spread:
     """A sample of repetitions: its size and how it is spread."""
 

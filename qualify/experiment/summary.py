@@ -5,7 +5,6 @@ coupled metrics judged together (a gain in one half bought with the other is a t
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,6 +16,7 @@ from qualify.experiment.stats import (
     spread,
     too_few_to_call,
 )
+from qualify.records import frozen_record
 
 PEAK = "peak_bytes"
 """The name the cgroup peak is compared under, beside the family's own metrics."""
@@ -27,7 +27,7 @@ def higher_is_better(name: str, unit: str) -> bool:
     return unit.endswith("/s") or name.endswith("_per_s")
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class ArmSummary:
     """One arm at one level."""
 
@@ -69,7 +69,7 @@ def _spread(value: Spread | None) -> dict[str, Any] | None:
     return value.to_dict() if value is not None else None
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Comparison:
     """One metric, arm a against arm b."""
 
@@ -131,7 +131,7 @@ def judge_group(group: Sequence[Comparison]) -> str:
     return f"{winner} better in {', '.join(c.name for c in group if c.real)}{tail}"
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class LevelSummary:
     """Both arms at one sweep level and their comparisons."""
 

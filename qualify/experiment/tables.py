@@ -10,11 +10,12 @@ from html import escape
 
 from qualify.experiment.stats import Spread, too_few_to_call
 from qualify.experiment.summary import PEAK, ArmSummary, Comparison, LevelSummary
+from qualify.records import frozen_record
 from qualify.report.html_sections import table as html_table
 from qualify.sizes import format_bytes
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Table:
     """A titled table of text cells, with notes under it."""
 

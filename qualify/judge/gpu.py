@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
 from harness import contract
 from qualify.evidence.cuda_oom import CudaOom, parse_cuda_oom
+from qualify.records import frozen_record
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class GpuEvidence:
     """What the harness's GPU events say about a run (for the verdict and the audit)."""
 

@@ -18,6 +18,7 @@ from qualify.judge.result import RunResult
 from qualify.plan.fingerprint import fingerprint
 from qualify.plan.limits import Limits, limit_mismatches
 from qualify.plan.spec import RunSpec
+from qualify.records import frozen_record
 from qualify.run.execution import Execution
 from qualify.run.monitor import MonitorResult
 from qualify.rundir import RunDir
@@ -146,7 +147,7 @@ def _streamed(progress: RunProgress) -> bool:
     return bool(progress.collected or progress.cases or progress.running)
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class PytestJUnitRead:
     """pytest's JUnit file as read, and where it disagrees with the events' progress."""
 

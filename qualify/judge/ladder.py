@@ -8,10 +8,10 @@ evidence proves each rung; neither orders the rungs on its own).
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from collections.abc import Callable
 
+from qualify.records import frozen_record
 from qualify.verdict import Verdict
 
 
@@ -53,7 +53,7 @@ _VERDICTS = {
 LADDER: tuple[Cause, ...] = tuple(Cause)
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Signals:
     """Everything the verdict depends on, gathered after the run."""
 

@@ -13,10 +13,11 @@ from typing import Any
 
 from harness import contract
 from qualify.evidence.junit import NOT_RUN, JUnitCase, split_nodeid
+from qualify.records import frozen_record
 from qualify.verdict import Verdict
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class RunProgress:
     """What the events say about the tests."""
 

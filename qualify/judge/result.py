@@ -9,11 +9,12 @@ from qualify.evidence.junit import JUnitCase
 from qualify.judge.gpu import GpuEvidence
 from qualify.judge.progress import RunProgress
 from qualify.plan.spec import RunSpec
+from qualify.records import frozen_record
 from qualify.run.execution import Execution
 from qualify.verdict import Verdict
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class RunResult:
     """A finished run, judged."""
 

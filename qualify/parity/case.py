@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from qualify.parity import noise
 from qualify.parity.kinds import Continuation, DivergenceKind
 from qualify.parity.noise import NoiseFloor
 from qualify.parity.records import ParityInputError, Record, all_topk
 from qualify.parity.results import CaseResult, SideSummary, TeacherForced, TokenRef, TopKEntry
 from qualify.plan.parity_gate import ParityGate
+from qualify.records import frozen_record
 
 CONTEXT_TOKENS = 5
 """Tokens shown before the divergence in a failure message."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class ForcedViews:
     """What the noise floor and the forced views give one case's comparison."""
 
@@ -26,12 +25,16 @@ class ForcedViews:
     """The engine fed this case's reference tokens."""
 
 
+NO_VIEWS = ForcedViews()
+"""The empty views (frozen: one shared value is safe)."""
+
+
 def compare_case(
     case_id: str,
     native: Record | None,
     reference: Record | None,
     gate: ParityGate,
-    views: ForcedViews = ForcedViews(),  # frozen: one shared empty value is safe
+    views: ForcedViews = NO_VIEWS,
 ) -> CaseResult:
     """The result of one case; either record may be None (a MISSING case)."""
     native_side, reference_side = _summary(native), _summary(reference)

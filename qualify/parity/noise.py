@@ -29,6 +29,7 @@ from statistics import NormalDist
 
 from qualify.parity.records import ParityInputError, Record, all_topk
 from qualify.parity.results import TopKEntry
+from qualify.records import frozen_record
 
 ALPHA = 0.01
 """The odds a numbers-only decision may be wrong: a NOISE call, a drift call, the gate."""
@@ -37,7 +38,7 @@ SELF_FLIPS_SHOWN = 20
 _NORMAL = NormalDist()
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class NoiseFloor:
     """The low-precision reference against the FP32 reference, over every noise view."""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,12 +10,13 @@ from qualify.parity.failure_text import failure_text
 from qualify.parity.kinds import Continuation, DivergenceKind
 from qualify.parity.noise_text import odds_text
 from qualify.plan.parity_gate import ParityGate
+from qualify.records import frozen_record
 
 if TYPE_CHECKING:
     from qualify.parity.noise import NoiseFloor
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class TokenRef:
     """One generated token: its id and, when recorded, its decoded text."""
 
@@ -24,7 +24,7 @@ class TokenRef:
     text: str | None
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class TopKEntry:
     """One candidate of the reference's top-k at the divergence step."""
 
@@ -35,7 +35,7 @@ class TopKEntry:
     """Nats below the reference's top-1 at that step (0 for the top-1 itself)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class RecordLocation:
     """Where a record lies, so that a later (teacher-forced) view can read it again whole."""
 
@@ -48,7 +48,7 @@ class RecordLocation:
     """Bytes in the line, newline included."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class SideSummary:
     """What one side generated for a case, without its tokens."""
 
@@ -59,7 +59,7 @@ class SideSummary:
     record: RecordLocation
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class TeacherForced:
     """The engine fed the reference's tokens after a case's first divergence."""
 
@@ -90,7 +90,7 @@ class TeacherForced:
         }
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class CaseResult:
     """The comparison of one case id; small: no full token lists are kept."""
 
@@ -176,7 +176,7 @@ class CaseResult:
         }
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class ParityReport:
     """Every case's result and the corpus gate's decision."""
 

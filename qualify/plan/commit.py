@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from qualify.errors import UsageError
+from qualify.records import frozen_record
 from qualify.subproc import run_capture
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class CommitInfo:
     """What was tested, keyed by the head commit (never by a dirty tree)."""
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 import glob
 from typing import Any
 
 from qualify.errors import UsageError
+from qualify.records import frozen_record
 
 DEFAULT_SHM = 64 << 20
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class DockerOptions:
     """What ``qualify run --backend docker`` was asked for (validated by ``build_spec``)."""
 

@@ -18,6 +18,7 @@ from qualify.errors import UsageError
 from qualify.plan.data import FAMILIES_DIR as BUNDLED_FAMILIES
 from qualify.plan.option_schema import OptionRule, load_rules
 from qualify.plan.tomlfile import check_keys, get_table, get_typed, load_toml
+from qualify.records import frozen_record
 from qualify.sizes import parse_duration, parse_size
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -42,7 +43,7 @@ FAMILY_FILE = "family.toml"
 OptionValue = bool | int | float | str
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Family:
     """A family adapter as read from its family.toml."""
 
@@ -244,7 +245,7 @@ def _check_parity(table: Any, where: str) -> dict[str, Any]:
     return table
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class FamilyDir:
     """A directory families are searched in, and why it is searched."""
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 
+from qualify.records import frozen_record
+
 # Kernels keep memory limits in pages: a limit written in bytes reads back rounded down.
 PAGE_SIZE = 4096
 DEFAULT_PIDS = 4096
 """The pids limit of a run (and of a profile) that names none."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Limits:
     """Resource limits in exact units; None means unlimited (or not applicable)."""
 

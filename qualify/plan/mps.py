@@ -16,13 +16,13 @@ UNIX domain sockets; current daemons log "using socket .../control", so both are
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import stat
 from collections.abc import Mapping
 from pathlib import Path
 
 from qualify.errors import UsageError
+from qualify.records import frozen_record
 
 ENV_LIMIT = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
 ENV_PIPE_DIRECTORY = "CUDA_MPS_PIPE_DIRECTORY"
@@ -32,7 +32,7 @@ MODES = ("torch", "mps", "auto")
 MIB = 1 << 20
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class MpsDaemon:
     """An MPS control daemon this host's CUDA clients would connect to."""
 
@@ -105,7 +105,7 @@ def limit_value(budget_bytes: int, devices: int) -> str:
     return ",".join(f"{ordinal}={mib}M" for ordinal in range(devices))
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class GpuBudgetPlan:
     """How the run's GPU budget is enforced, decided on the host before the run."""
 

@@ -9,18 +9,18 @@ dies inside the E2E.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
 
 from qualify.errors import UsageError
+from qualify.records import frozen_record
 
 OptionValue = bool | int | float | str
 _RANGE_KEYS = ("min", "max")
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class OptionRule:
     """What one option may be: one of ``values``, or a number within ``minimum``..``maximum``."""
 

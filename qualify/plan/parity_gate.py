@@ -11,13 +11,14 @@ import math
 from collections.abc import Mapping
 
 from qualify.errors import UsageError
+from qualify.records import frozen_record
 
 
 class ParityConfigError(UsageError, ValueError):
     """A bad ``[parity]`` table or gate setting: one line naming the key and what is valid."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class ParityGate:
     """The corpus gate over the reference's recorded cases."""
 

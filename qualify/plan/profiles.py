@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from qualify.errors import UsageError
 from qualify.plan.data import PROFILES_DIR
 from qualify.plan.limits import DEFAULT_PIDS
 from qualify.plan.tomlfile import check_keys, get_table, get_typed, load_toml
+from qualify.records import frozen_record
 from qualify.sizes import parse_size
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class GpuSpec:
     """The GPU a profile stands for."""
 
@@ -26,7 +26,7 @@ class GpuSpec:
     """PyTorch memory budget that emulates this GPU on a larger one (None: not emulated)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Profile:
     """A CI host: its RAM, the cap of the job's container, swap and GPU."""
 

@@ -37,6 +37,7 @@ from qualify.plan.spec import (
     resolve_argv,
     sandbox_env,
 )
+from qualify.records import frozen_record
 from qualify.sizes import parse_duration, parse_size
 
 if TYPE_CHECKING:  # loaded when a run asks for a profile, a container, a GPU budget
@@ -58,7 +59,7 @@ class CommitSource(Protocol):
     def get(self, root: Path, base_ref: str | None, environ: Mapping[str, str]) -> CommitInfo: ...
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class RunRequest:
     """``qualify run`` as typed: the flags, unvalidated (``build_spec`` validates them)."""
 

@@ -18,12 +18,12 @@ sanitizer can undo. So the E2E never sees a secret unless a family (``pass_env``
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 from qualify.errors import UsageError
+from qualify.records import frozen_record
 
 MIN_SECRET_LENGTH = 6
 """Shorter values (``SESSION=1``) would redact ordinary text everywhere."""
@@ -87,7 +87,7 @@ def refusal(value: str) -> str | None:
     return None
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class KnownSecret:
     """A value to redact wherever it appears, and where it came from (no value in ``origin``)."""
 
@@ -136,7 +136,7 @@ def read_secrets_file(path: Path) -> list[KnownSecret]:
     return found
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class ScreenedEnv:
     """The E2E's environment without the secrets it was not given, and what was decided."""
 

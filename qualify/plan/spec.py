@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import shutil
@@ -20,6 +19,7 @@ from qualify.plan.commit import CommitInfo
 from qualify.plan.families import Family, OptionValue
 from qualify.plan.limits import Limits
 from qualify.plan.option_schema import check_value
+from qualify.records import frozen_record
 
 if TYPE_CHECKING:  # loaded when a run asks for a container, a GPU budget
     from qualify.plan.docker import DockerOptions
@@ -38,7 +38,7 @@ MIN_MEMORY = 1 << 20
 ALLOC_VARIABLES = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class AllocatorPolicy:
     """The PyTorch allocator setting the sandbox gets, and why."""
 
@@ -48,7 +48,7 @@ class AllocatorPolicy:
     """True when the caller had set one of the variables (then qualify changes nothing)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class RunSpec:
     """A validated run: frozen before the sandbox starts."""
 

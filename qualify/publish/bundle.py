@@ -40,6 +40,7 @@ from qualify.plan.request import PUBLISH_LEVELS
 from qualify.publish.final_scan import TEXT, Leak, describe, file_channel, final_scan
 from qualify.publish.sanitize import Identities, Sanitizer
 from qualify.publish.sources import SecretSources, record_sources, recorded_sources
+from qualify.records import frozen_record
 from qualify.rundir.audit import PublicationRecord, parse_audit
 from qualify.rundir.events import JsonlContent, read_all
 from qualify.untrusted import UntrustedFile, describe_size, open_regular, printable, read_bounded
@@ -57,7 +58,7 @@ curve, the processes at the peak): triage of a downloaded ``public/`` finds what
 the run directory finds."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class PublishResult:
     """How the publication of one run directory went."""
 

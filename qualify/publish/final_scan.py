@@ -10,13 +10,13 @@ encoding still carries is found. A channel with a finding is withheld, never rep
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import re
 from collections.abc import Callable
 
 from qualify.publish import views
 from qualify.publish.secrets import SecretIndex
+from qualify.records import frozen_record
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _COMMAND = re.compile(r"%(0D|0A|3A|2C|25)", re.IGNORECASE)
@@ -34,7 +34,7 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Channel:
     """A way out: its name (for reasons) and how to undo its escaping."""
 
@@ -58,7 +58,7 @@ def file_channel(name: str) -> Channel:
     return TEXT
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Leak:
     """A known secret found in a channel's bytes (its origin and place; never its value)."""
 

@@ -26,13 +26,14 @@ from qualify.publish.final_scan import (
     final_scan,
 )
 from qualify.publish.sanitize import Sanitizer
+from qualify.records import frozen_record
 from qualify.report.github import Failure, annotation, annotation_lines, output_lines, read_failures
 from qualify.report.github_summary import SUMMARY_LIMIT, render_summary
 from qualify.rundir import Audit, RunDir
 from qualify.untrusted import printable
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class GithubResult:
     """What was written; the channels withheld and why (rule and place, never a value)."""
 

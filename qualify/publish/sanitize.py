@@ -32,7 +32,6 @@ from __future__ import annotations
 import bisect
 import collections
 import contextlib
-import dataclasses
 import ipaddress
 import itertools
 import os
@@ -51,6 +50,7 @@ from qualify.publish.secrets import (
     SecretIndex,
     from_environment,
 )
+from qualify.records import frozen_record
 
 GENERIC_USERS = frozenset(
     {
@@ -65,7 +65,7 @@ GENERIC_HOSTS = frozenset(
 _NOT_MARKER = r"(?!\[?REDACTED)"
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Rule:
     """A secret shape: the match (its ``secret`` group when it has one) is the secret."""
 
@@ -325,7 +325,7 @@ def fully_qualified(hostname: str) -> str:
     return _FQDN[hostname]
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Identities:
     """Values replaced by pseudonyms: this machine's names, its users and their homes."""
 

@@ -14,7 +14,6 @@ a form contains one whole chunk, so a hit on a chunk extended both ways decides.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import html
 import json
 import re
@@ -28,6 +27,7 @@ from qualify.plan.secret_sources import (
     is_secret_name,
     read_secrets_file,
 )
+from qualify.records import frozen_record
 
 __all__ = [
     "FRAGMENT",
@@ -107,7 +107,7 @@ def _trie_node(node: _Trie) -> str:
     return "".join(out)
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Hit:
     """A known form (or a fragment of one) found in a text."""
 

@@ -11,7 +11,6 @@ environment or the file at each publication. A recorded secrets file that is gon
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,12 +20,13 @@ from harness import contract
 from qualify.atomic import write_bytes_atomic
 from qualify.errors import UsageError
 from qualify.plan.secret_sources import KnownSecret, read_secrets_file
+from qualify.records import frozen_record
 
 _MAX_RECORD_BYTES = 1 << 20
 """A record is a few hundred bytes; a bigger file is not one qualify wrote."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class SecretSources:
     """Where a run's known secrets come from beyond the secret-named variables."""
 

@@ -13,7 +13,6 @@ The formats are GitHub's, with their limits:
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
@@ -22,12 +21,13 @@ from junitparser import Failure as JUnitFailure
 
 from harness import contract
 from qualify.evidence.junit import read_junit, split_nodeid
+from qualify.records import frozen_record
 from qualify.rundir import Audit, RunDir
 
 MAX_ANNOTATIONS = 10
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Failure:
     """A failed or errored testcase of the run's JUnit, located in the source when known."""
 

@@ -8,13 +8,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from qualify.evidence.junit import JUnitCase, family_counts, parse_pytest_junit
+from qualify.records import frozen_record
 from qualify.rundir import Audit, RunDir
 from qualify.sizes import format_bytes, format_duration
 
 _MIB = 1 << 20
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class PhaseChange:
     """One phase in either run: its highest peak and summed duration in each (None: absent)."""
 
@@ -34,7 +35,7 @@ class PhaseChange:
         return {**dataclasses.asdict(self), "peak_delta": self.peak_delta}
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class RunDiff:
     """The change from run A to run B."""
 

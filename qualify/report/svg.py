@@ -11,11 +11,11 @@ browser's own tooltip, no script), highlighted by the page's CSS.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
+from qualify.records import frozen_record
 from qualify.run.timeline import TimelineSample
 from qualify.sizes import format_bytes
 
@@ -24,7 +24,7 @@ LEFT, RIGHT, TOP, BOTTOM = 78, 20, 48, 36
 DEFAULT_BUCKETS = 400
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Point:
     """One plotted sample: seconds since the run started, bytes."""
 
@@ -32,7 +32,7 @@ class Point:
     value: int
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Band:
     """A phase window in seconds since the run started."""
 
@@ -42,7 +42,7 @@ class Band:
     error: str | None = None
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Marker:
     """A vertical event line (OOM kill, CUDA OOM) at ``t`` seconds."""
 
@@ -51,7 +51,7 @@ class Marker:
     css: str
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Timeline:
     """Everything the chart draws."""
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from qualify.records import frozen_record
 from qualify.run.logs import LogStats
 from qualify.run.monitor import MonitorResult
 from qualify.sandbox.base import SandboxInfo
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Execution:
     """What happened while the E2E ran (before any judgement)."""
 

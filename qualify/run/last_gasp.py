@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import contract
+from qualify.records import frozen_record
 from qualify.untrusted import append_regular, open_regular_fd
 
 THRESHOLDS = (0.85, 0.95, 0.99)
@@ -69,7 +70,7 @@ MAX_DUMP_BYTES = 64 << 10
 _FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.+?)\s*$')
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Frame:
     """One frame of a Python stack: innermost first."""
 
@@ -78,7 +79,7 @@ class Frame:
     function: str = ""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class GaspProcess:
     """One process of the run at the capture."""
 
@@ -96,7 +97,7 @@ class GaspProcess:
     """The CUDA caching allocator's totals, where torch had CUDA up and answered in time."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class LastGaspRecord:
     """One capture."""
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import dataclasses
 import os
 import select
 import threading
 from pathlib import Path
 from typing import IO
+
+from qualify.records import frozen_record
 
 HEAD_BYTES = 1 << 20
 TAIL_BYTES = 1 << 20
@@ -31,7 +32,7 @@ back to back; the pipe holds 64 KiB, so a writer waits for the pump only when it
 than that within the pause."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class LogStats:
     """What happened to one stream."""
 

@@ -8,7 +8,6 @@ the processes at the highest sample are kept.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import threading
 import time
@@ -17,6 +16,7 @@ from typing import IO, Any
 
 from harness import contract
 from qualify.nvml import NvmlSampler
+from qualify.records import frozen_record
 from qualify.run.last_gasp import LastGasp, LastGaspRecord
 from qualify.run.phases import PhaseTracker, PhaseWindow
 from qualify.run.processes import Escape, ProcessReader, ProcessSample
@@ -47,7 +47,7 @@ _BOUNDARY_MARKERS = tuple(
 _TEST_MARKER = contract.marker(contract.TEST_PHASE)
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class MonitorResult:
     """What the monitor saw over the whole run."""
 

@@ -15,18 +15,19 @@ against the sandbox each round. One found alive outside it has escaped the cap.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import threading
 import time
 from collections.abc import Callable
+
+from qualify.records import frozen_record
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TOP_PROCESSES = 5
 CMDLINE_BYTES = 200
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class ProcessSample:
     """One process of the sandbox at a sample."""
 
@@ -36,7 +37,7 @@ class ProcessSample:
     cmdline: str = ""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Escape:
     """A process of the run found alive outside the run's confinement."""
 

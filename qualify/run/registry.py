@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from qualify.records import frozen_record
 from qualify.run.children import Watchdog
 from qualify.sandbox.cgroup.common import kill_until_empty, remove_dir
 
@@ -49,7 +50,7 @@ def registry_dir() -> Path:
     return base
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Entry:
     """A registered run."""
 

@@ -3,16 +3,17 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
+
+from qualify.records import frozen_record
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"))
 _json_str = json.encoder.encode_basestring_ascii
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class TimelineSample:
     """One monitor sample (bytes; ``None`` when the sandbox cannot tell)."""
 

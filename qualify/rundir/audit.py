@@ -22,6 +22,7 @@ from qualify.plan.commit import CommitInfo, record_sha
 from qualify.plan.limits import Limits
 from qualify.plan.parity_gate import ParityGate
 from qualify.plan.spec import AllocatorPolicy
+from qualify.records import frozen_record
 from qualify.run.last_gasp import LastGaspRecord
 from qualify.run.logs import LogStats
 from qualify.run.processes import ProcessSample
@@ -36,7 +37,7 @@ MAX_AUDIT_BYTES = 16 << 20
 """Readers refuse bigger files (an audit is tens of KiB; a bigger one is not ours)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class FamilyRecord:
     """The family as run: its name, description, E2E command and the options in effect."""
 
@@ -53,7 +54,7 @@ class FamilyRecord:
     """sha256 over the family directory's files, when it is outside the repository."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class SandboxRecord:
     """How the run was confined, as read back after setup."""
 
@@ -71,7 +72,7 @@ class SandboxRecord:
     """Secret variables given to the E2E by name (``pass_env``, ``--pass-env``)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class LimitsRecord:
     """The limits asked for and those the kernel or engine reported in effect."""
 
@@ -83,7 +84,7 @@ class LimitsRecord:
     """False when the cap is larger than the host's memory."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class PhaseRecord:
     """One execution of a ``harness.phase`` (times in seconds from the run's start)."""
 
@@ -98,7 +99,7 @@ class PhaseRecord:
     """The exception type that left the phase, or "unfinished"."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class MemoryRecord:
     """What memory did: the run's peak, each phase's peak, the processes at the peak."""
 
@@ -117,14 +118,14 @@ class MemoryRecord:
     process's stack (innermost frame first) and allocator state, each other's wait channel."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class OomRecord:
     """OOM kills counted by the run's cgroup over the run."""
 
     kills: int | None = None
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class ExitRecord:
     """How the E2E's root process ended."""
 
@@ -134,7 +135,7 @@ class ExitRecord:
     timed_out: bool = False
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class TestsRecord:
     """The tests of the run (parity cases not included)."""
 
@@ -176,7 +177,7 @@ def rerun_words(
     return said
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class ProcessRecord:
     """A process of the run, by pid and name."""
 
@@ -184,7 +185,7 @@ class ProcessRecord:
     name: str = ""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class EscapeRecord:
     """A process of the run found alive outside its confinement (then killed)."""
 
@@ -194,7 +195,7 @@ class EscapeRecord:
     """Where it went (its /proc/<pid>/cgroup)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class ProcessesRecord:
     """The run's processes beyond its root: what outlived it, what left, what was refused."""
 
@@ -206,7 +207,7 @@ class ProcessesRecord:
     """Forks the pids limit refused over the run (None: no pids controller)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class ParityGateRecord(ParityGate):
     """The gate's ``[parity]`` keys and its odds under the reference's own noise floor."""
 
@@ -223,7 +224,7 @@ class ParityGateRecord(ParityGate):
 _GATE_FIELDS = dataclasses.fields(ParityGate)
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class ParityRecord:
     """The parity gate over the recorded cases (``qualify.parity.ParityReport.to_dict``)."""
 
@@ -248,7 +249,7 @@ class ParityRecord:
     per_case: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class CudaOomRecord:
     """CUDA out-of-memory errors seen by the harness or found in the E2E's stderr."""
 
@@ -260,7 +261,7 @@ class CudaOomRecord:
     from_log: bool = False
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class GpuRecord:
     """The GPU budget, the allocator each process saw, CUDA OOMs and NVML's peaks."""
 
@@ -276,7 +277,7 @@ class GpuRecord:
     nvml: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class TimingsRecord:
     """Wall-clock times (UTC ISO-8601) and the timeout the E2E ran under."""
 
@@ -287,7 +288,7 @@ class TimingsRecord:
     timeout_s: float | None = None
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class MonitorRecord:
     """The host monitor's own figures."""
 
@@ -297,7 +298,7 @@ class MonitorRecord:
     cpu_s: float | None = None
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class PublicationRecord:
     """Only in the public bundle's audit: what the sanitizer did to it (counts, no values)."""
 
@@ -309,7 +310,7 @@ class PublicationRecord:
     """Files not read at all (not a regular file, over the size limit), by name: why."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class RefusedFile:
     """A file of the run directory qualify did not read whole (``qualify.untrusted``): the run
     directory is written by the family under test, so a pipe, a link or a huge file there is
@@ -331,7 +332,7 @@ class RefusedFile:
 _VERDICTS = {"enum": [verdict.value for verdict in Verdict]}
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class BasePhaseRecord:
     """A phase of this run or of its base run: its peak and time in each (None: absent)."""
 
@@ -343,7 +344,7 @@ class BasePhaseRecord:
     seconds: float | None = None
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class BaseRunRecord:
     """This run against its base run (``--base-run``; ``qualify.report.base_run``)."""
 
@@ -369,7 +370,7 @@ class BaseRunRecord:
     """The one line the terminal and the step summary print."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class CompletedByRecord:
     """Who completed the reports of a run whose qualify died: the next run on the machine
     that took it over (``qualify.report.abandoned``)."""
@@ -386,7 +387,7 @@ class CompletedByRecord:
     """The pid of this run's own qualify, found dead: no process held its registry lock."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Audit:
     """The record of one qualify run."""
 
@@ -451,7 +452,7 @@ def _json_escaped(match: re.Match[str]) -> str:
     return "\\" + escape_char(match.group())  # (\xNN in the string: \\xNN in JSON)
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class AuditRead:
     """An audit as read from disk: the document, or why there is none, and what did not fit."""
 

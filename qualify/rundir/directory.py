@@ -7,7 +7,6 @@ reports, merge, triage, publication) goes through this class rather than opening
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import contract
 from qualify.atomic import fsync_directory, write_bytes_atomic
+from qualify.records import frozen_record
 from qualify.rundir.pause import JUNIT_FINAL, pause_at
 from qualify.untrusted import read_bounded, read_tail
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 LOG_TAIL_BYTES = 64 * 1024
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class RunDir:
     """A run directory (``reports/<head-sha>/<family>/<profile>/<run-id>``)."""
 

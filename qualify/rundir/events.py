@@ -6,20 +6,20 @@ last line is expected and skipped; the readers never raise on content.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from qualify.records import frozen_record
 from qualify.run.timeline import TimelineSample
 from qualify.untrusted import READ_LIMIT_BYTES, iter_chunks, open_regular
 
 _CHUNK_LINES = 4096
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class JsonlContent:
     """A JSON-lines file read whole: the value of every line that decodes, in file order (not
     only objects), and the lines that do not (a cut last line, garbage), as they stand."""

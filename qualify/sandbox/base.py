@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from qualify.plan.limits import Limits
+from qualify.records import frozen_record
 
 if TYPE_CHECKING:  # loaded when a run asks for a container
     from qualify.plan.docker import DockerOptions
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class SandboxInfo:
     """How the run is confined, as read back from the kernel after setup."""
 
@@ -30,7 +30,7 @@ class SandboxInfo:
     backend, cgroup file systems remounted read-only in the E2E's mount namespace)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class StopReport:
     """What stopping a sandbox found and did."""
 
@@ -41,7 +41,7 @@ class StopReport:
     problems: tuple[str, ...] = ()
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class SandboxRequest:
     """What a backend's ``create`` needs to build its sandbox for one run."""
 

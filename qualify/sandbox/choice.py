@@ -20,10 +20,10 @@ The routes, in the order ``--backend auto`` tries them (docker first when an ima
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 
 from qualify.errors import UsageError
+from qualify.records import frozen_record
 from qualify.sandbox import CHOICES, REASON_ENV
 from qualify.sandbox.cgroup.fs import Mount, parse_mountinfo, parse_proc_cgroup
 from qualify.sandbox.cgroup.layout import CgroupLayout, detect_layout
@@ -44,7 +44,7 @@ class NoBackend(UsageError):
     """No route can run the backend asked for here; the message names every reason."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Route:
     """One way to run ``qualify run`` here, and whether it works."""
 
@@ -64,7 +64,7 @@ class Route:
         }.get(self.via, self.backend)
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Diagnosis:
     """What works on a machine and why the rest does not."""
 

@@ -10,7 +10,6 @@ captured on machines that are not here (tests/data/samples/ci_runners/).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import pwd
 import shutil
@@ -20,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from qualify.records import frozen_record
 from qualify.sandbox.cgroup.fs import parse_procs, read_bytes
 from qualify.sandbox.cgroup.layout import (
     detect_layout,
@@ -32,7 +32,7 @@ PROBE_TIMEOUT_S = 5.0
 """Each probe (sudo, systemctl, the engine) gets this long; a hung one is reported as such."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class CgroupFacts:
     """This process's place in the cgroup hierarchy, as the kernel shows it."""
 
@@ -50,7 +50,7 @@ class CgroupFacts:
     """Processes in its own v2 cgroup besides itself (None: not read, or cgroup v1)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class SystemdFacts:
     """Whether systemd manages this machine and can create a delegated transient scope."""
 
@@ -62,7 +62,7 @@ class SystemdFacts:
     """Path of systemd-run (None: not installed)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class DockerFacts:
     """The engine ``DOCKER_HOST`` names, as it answered (or why it did not)."""
 
@@ -82,7 +82,7 @@ class DockerFacts:
     runtimes: tuple[str, ...] = ()
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class GpuFacts:
     """NVIDIA devices as NVML reads them, and the MPS control daemon."""
 
@@ -94,7 +94,7 @@ class GpuFacts:
     mps_reason: str = ""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class HostFacts:
     """Everything the backend decision looks at."""
 

@@ -9,7 +9,6 @@ cap stays the limit that decides the verdict.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +17,7 @@ from qualify.errors import UsageError
 from qualify.plan.families import find_family, validate_name
 from qualify.plan.profiles import find_profile
 from qualify.plan.spec import check_memory
+from qualify.records import frozen_record
 from qualify.sizes import parse_duration, parse_size
 
 MIB = 1 << 20
@@ -32,7 +32,7 @@ reports and the teardown after it. With ``--time`` shorter than a family's timeo
 this, the E2E's timeout is shortened so that qualify's TIMEOUT verdict comes before Slurm's."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Cell:
     """One (family, profile) of the matrix, decided."""
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from qualify import __version__
+from qualify.records import frozen_record
 from qualify.schedule.submission import SLURM_DIR, ArrayJob, RecordCell, SubmitRecord
 from qualify.sizes import format_bytes
 from qualify.subproc import run_capture
@@ -322,7 +323,7 @@ def _signal(exit_code: str | None) -> int | None:
         return None
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class StepState:
     """One job step as Slurm recorded it."""
 
@@ -334,7 +335,7 @@ class StepState:
     """``sacct`` or ``output`` (a line Slurm wrote into the job's output)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class JobState:
     """The array task's own job record."""
 
@@ -422,7 +423,7 @@ def jobs_from_key_values(lines: Iterable[str], array_id: str, source: str) -> di
     return jobs
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class OutputWords:
     """What a task's output file says: Slurm's own lines, and the script's and qualify's."""
 
@@ -501,7 +502,7 @@ def read_tail(path: Path, limit: int = MAX_OUTPUT_BYTES) -> str | None:
 # ---- one task's evidence and its verdict ---------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class TaskEvidence:
     """Everything Slurm says about one array task."""
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from qualify.atomic import write_json_atomic
 from qualify.errors import UsageError
+from qualify.records import frozen_record
 
 RECORD_SCHEMA_VERSION = 1
 RECORD_GLOB = "submit-*.json"
@@ -22,7 +23,7 @@ SLURM_DIR = "slurm"
 """Below ``reports/<head>/``: the job output files (``<array>_<index>.out``, ``merge-<id>.out``)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class RecordCell:
     """One array task: the cell it runs."""
 
@@ -38,7 +39,7 @@ class RecordCell:
         return f"{self.family}/{self.profile}"
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class ArrayJob:
     """One ``sbatch --array``: the cells that share one memory request and GPU count."""
 
@@ -57,7 +58,7 @@ class ArrayJob:
         return f"{self.job_id}_{cell.index}"
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class MergeJob:
     """The job that merges the head's run directories once every array is over."""
 
@@ -67,7 +68,7 @@ class MergeJob:
     script: str
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class SubmitRecord:
     """One ``qualify submit --engine slurm``."""
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from qualify.records import frozen_record
 
-@dataclass(frozen=True)
+
+@frozen_record
 class Check:
     """One identity check and its outcome."""
 
@@ -32,7 +33,7 @@ class Check:
         }
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Probes:
     """What both sides tokenize: probe texts and chats, with their names."""
 

@@ -18,10 +18,10 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from qualify.errors import UsageError
+from qualify.records import frozen_record
 
 CLIENTS = {"aiperf": "0.13.0", "transformers": "4.57.6"}
 """Supported clients and the version a bare ``--client NAME`` means."""
@@ -32,7 +32,7 @@ ENV_CACHE_DIR = "QUALIFY_CACHE_DIR"
 READY_MARKER = ".qualify-ready"
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Client:
     """A benchmark client pinned to one version."""
 

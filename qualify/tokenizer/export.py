@@ -22,12 +22,13 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from harness import contract
 from qualify.errors import UsageError
+from qualify.records import frozen_record
 from qualify.tokenizer import checks, observe, probes
 from qualify.tokenizer.checks import Check, Probes
 from qualify.tokenizer.source import CONFIG_FILE, FAST_FILE
@@ -39,7 +40,7 @@ PORTABLE_CLASSES = {"TokenizersBackend": "PreTrainedTokenizerFast"}
 AUDIT_VERSION = 1
 
 
-@dataclass(frozen=True)
+@frozen_record
 class ExportResult:
     """What an export did: every check, and the directory when all passed."""
 

@@ -18,12 +18,13 @@ import json
 import os
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from harness import contract
 from qualify.errors import UsageError
+from qualify.records import frozen_record
 from qualify.tokenizer import checks
 from qualify.tokenizer.checks import Check, Probes
 from qualify.tokenizer.clientenv import Client
@@ -33,7 +34,7 @@ OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 OBSERVE_SCRIPT = Path(__file__).resolve().parent / "observe.py"
 
 
-@dataclass(frozen=True)
+@frozen_record
 class VerifyResult:
     """Every check run in the client's environment, and what the offline trap did."""
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import contract
+from qualify.records import frozen_record
 from qualify.run.last_gasp import allocation_point, phase_at
 from qualify.run.phases import PhaseTracker, PhaseWindow
 from qualify.rundir import Audit, RunDir
@@ -32,7 +33,7 @@ KEPT_EVENTS = (
 )
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Sample:
     """One timeline sample."""
 
@@ -121,7 +122,7 @@ def usage_at(samples: list[Sample], mono: float, resident: bool = False) -> int 
     return sample.resident if resident else sample.usage
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Retention:
     """Memory a phase added and still held when the next phase started."""
 

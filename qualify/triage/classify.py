@@ -8,7 +8,6 @@ gate, a pass. Disagreements between sources are kept as conflicts, never dropped
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +15,7 @@ from qualify.evidence.cuda_oom import CudaOom
 from qualify.evidence.evidence_line import Evidence
 from qualify.judge.gpu import GpuEvidence
 from qualify.judge.ladder import LADDER, Cause
+from qualify.records import frozen_record
 from qualify.sizes import format_bytes
 from qualify.triage.model import Finding, TriageClass
 from qualify.triage.signals import Bag, GpuHit
@@ -25,7 +25,7 @@ HIGH, MEDIUM, LOW = "high", "medium", "low"
 figures / the evidence is indirect (a report cut short, failure lines without a summary)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Decision:
     """The class, a one-line summary, the lines that decided it, and how sure it is."""
 

@@ -14,6 +14,7 @@ from qualify.evidence.docker_state import read_docker_state
 from qualify.evidence.pod import pod_memory_limit
 from qualify.evidence.pytest_reports import read_junit_outcomes, read_report_log
 from qualify.evidence.scan import MAX_LINE_BYTES, scan_log
+from qualify.records import frozen_record
 from qualify.run.last_gasp import allocation_words
 from qualify.rundir import RunDir
 from qualify.sizes import format_bytes
@@ -33,7 +34,7 @@ from qualify.untrusted import READ_LIMIT_BYTES, describe_size, kind_of
 RUN_LOGS = (contract.STDERR, contract.STDOUT)
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Sources:
     """What the user pointed triage at (any combination).
 

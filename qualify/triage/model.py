@@ -7,6 +7,7 @@ import enum
 from typing import Any
 
 from qualify.evidence.evidence_line import Evidence
+from qualify.records import frozen_record
 from qualify.verdict import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, EXIT_RESOURCE
 
 
@@ -40,7 +41,7 @@ class TriageClass(enum.Enum):
         return EXIT_RESOURCE
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Finding:
     """One statement of the triage with the evidence that supports it."""
 
@@ -52,7 +53,7 @@ class Finding:
         return {"title": self.title, "evidence": [e.to_dict() for e in self.evidence]}
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Triage:
     """The whole answer: class, why, evidence, attribution, remedies, what was missing."""
 

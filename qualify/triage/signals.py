@@ -14,6 +14,7 @@ from qualify.evidence.evidence_line import Evidence
 from qualify.evidence.pytest_reports import TestOutcomes
 from qualify.evidence.scan import ScanResult
 from qualify.judge.ladder import CRASH_SIGNALS
+from qualify.records import frozen_record
 from qualify.rundir import Audit
 from qualify.triage.analysis import RunData
 
@@ -34,7 +35,7 @@ class Inputs:
     """Memory limits the inputs state (a pod's ``limits.memory``)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class GpuHit:
     """One line saying a GPU ran out of memory (or that an engine's memory budget did).
 

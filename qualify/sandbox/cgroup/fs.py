@@ -6,20 +6,20 @@ Tested on real captured files (tests/data/samples/) from cgroup v1 and v2 kernel
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from qualify.plan.limits import Limits
+from qualify.records import frozen_record
 
 # cgroup v1 reports "no limit" as PAGE_COUNTER_MAX in bytes: LONG_MAX rounded down to the
 # page size, 9223372036854771712 with 4 KiB pages (mm/page_counter.c).
 V1_UNLIMITED_THRESHOLD = 2**62
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class ProcCgroup:
     """One line of /proc/<pid>/cgroup."""
 
@@ -42,7 +42,7 @@ def parse_proc_cgroup(data: bytes) -> list[ProcCgroup]:
     return entries
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Mount:
     """A cgroup mount from /proc/self/mountinfo."""
 
@@ -238,7 +238,7 @@ def limit_files(directories: Sequence[Path]) -> list[Path]:
     return found
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class LimitChange:
     """A limit file whose value changed while the run was watched."""
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
+from qualify.records import frozen_record
 from qualify.sandbox.cgroup.fs import Mount, ProcCgroup, parse_mountinfo, parse_proc_cgroup
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class CgroupLayout:
     """The cgroup directories a run is nested under (host paths, never written to reports)."""
 

@@ -1,0 +1,75 @@
+"""What a frozen record costs to define: ``@dataclasses.dataclass(frozen=True)`` against
+``qualify.records.frozen_record``, side by side in one run (nothing is asserted).
+
+A run of qualify defines about a hundred record classes at import (audit, evidence, parity,
+triage, reports); dataclasses generates each method's source and compiles it, class by class.
+This defines the same 100 classes of 8 fields, like the audit's, in a fresh interpreter per
+round (each way first in turn), and prints the CPU time per class of each way and their ratio.
+
+    .venv/bin/python benchmarks/bench_records.py [--rounds 20] [--classes 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+DEFINE = """
+import dataclasses, sys, time
+sys.path.insert(0, {root!r})
+from qualify.records import frozen_record
+way = {way!r}
+decorate = dataclasses.dataclass(frozen=True) if way == "dataclass" else frozen_record
+source = "\\n".join(
+    f"class R{{i}}:\\n" + "".join(f"    f{{j}}: int | None = None\\n" for j in range(8))
+    for i in range({classes})
+)
+namespace = {{}}
+exec(compile(source, "records", "exec"), namespace)
+started = time.process_time()
+for i in range({classes}):
+    decorate(namespace[f"R{{i}}"])
+print(time.process_time() - started)
+"""
+
+
+def one(way: str, classes: int) -> float:
+    code = DEFINE.format(root=str(ROOT), way=way, classes=classes)
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout
+    return float(out) * 1000 / classes
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--classes", type=int, default=100)
+    args = parser.parse_args()
+    times: dict[str, list[float]] = {"dataclass": [], "frozen_record": []}
+    for number in range(args.rounds):
+        ways = list(times) if number % 2 == 0 else list(reversed(times))
+        for way in ways:
+            times[way].append(one(way, args.classes))
+    for way, values in times.items():
+        print(
+            f"{way:>14}: {statistics.median(values):.3f} ms a class (median of {args.rounds}; "
+            f"min {min(values):.3f}, max {max(values):.3f})"
+        )
+    ratios = [a / b for a, b in zip(times["frozen_record"], times["dataclass"], strict=True)]
+    print(
+        f"frozen_record / dataclass: median {statistics.median(ratios):.2f} "
+        f"(min {min(ratios):.2f}, max {max(ratios):.2f}); for {args.classes} classes "
+        f"{statistics.median(times['dataclass']) * args.classes:.1f} ms -> "
+        f"{statistics.median(times['frozen_record']) * args.classes:.1f} ms"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
