@@ -17,7 +17,8 @@ cache (``warm``), and each round prints what its runs still read from the disk. 
 qualify over `--junitxml` at most 1.00 (median, wall and CPU), over bare at most 1.03, fixed
 cost at most 0.15 s. Nothing is asserted: the figures are printed. `--only instructions` (a
 few minutes, needs valgrind) counts the instructions of one module's run instead: bare, with
-`--junitxml` and under qualify, figures that the machine's other users do not move.
+`--junitxml` and under qualify, figures that the machine's other users do not move; `--only own`
+counts those of qualify's own process around a one-test E2E (its fixed cost in instructions).
 
     .venv/bin/python benchmarks/bench_suite.py [--rounds 5] [--fixed-rounds 10]
         [--storm-runs 3] [--startup-rounds 40] [--venv DIR]
@@ -526,6 +527,50 @@ def instructions(args: argparse.Namespace, command: list[str], repo: Path, out: 
     print("  (ratios and k a test: of the medians)")
 
 
+def own_instructions(args: argparse.Namespace, repo: Path, out: Path) -> None:
+    """qualify's own process for a one-test E2E, counted by callgrind with the E2E left out
+    (``--trace-children=no``: the E2E and every helper run at full speed, so qualify's monitor
+    samples as often as it does without valgrind): the instructions of qualify's start and end,
+    which the machine's other users do not move, side by side with ``--baseline``'s."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--only own: valgrind not found (Debian: apt-get install valgrind)")
+    env = dict(bare_env(), PYTHONHASHSEED="0")
+    installs = {"qualify": QUALIFY}
+    if BASELINE:
+        installs[f"qualify at {args.baseline}"] = BASELINE
+    counts: dict[str, list[int]] = {name: [] for name in installs}
+    scratch = out.parent / "own"
+    scratch.mkdir(exist_ok=True)
+    for index in range(args.count_rounds):
+        names = list(installs)
+        for name in names[index % len(names) :] + names[: index % len(names)]:
+            python = str(Path(installs[name][0]).with_name("python"))
+            target = scratch / f"{index}-{len(counts[name])}-{name.replace(' ', '-')}"
+            completed = subprocess.run(
+                ["valgrind", "--tool=callgrind", "--trace-children=no",
+                 f"--callgrind-out-file={target}", python, "-m", "qualify", "run",
+                 "--family", "one", "--repo", str(repo), "--mem", args.mem, "--out", str(out)],
+                cwd=out.parent, env=env, capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if completed.returncode != 0:
+                raise SystemExit(f"{name} under callgrind: exit {completed.returncode}:\n"
+                                 f"{completed.stderr[-2000:]}")  # fmt: skip
+            summary = [
+                line for line in target.read_text().splitlines() if line.startswith("summary:")
+            ]
+            counts[name].append(int(summary[0].split()[1]))
+        row = " | ".join(f"{name} {values[-1] / 1e6:.1f} M" for name, values in counts.items())
+        print(f"  round {index + 1}: {row}", file=sys.stderr)
+    print(f"qualify's own process, one-test E2E (callgrind, E2E not traced, PYTHONHASHSEED=0), "
+          f"{args.count_rounds} rounds, millions of instructions, min / median / max:")  # fmt: skip
+    for name, values in counts.items():
+        print(f"  {name:<24} {spread([v / 1e6 for v in values], '.1f')}")
+    if BASELINE:
+        ours, theirs = counts["qualify"], counts[f"qualify at {args.baseline}"]
+        ratio = statistics.median(ours) / statistics.median(theirs)
+        print(f"  qualify / qualify at {args.baseline}: {ratio:.3f} (of the medians)")
+
+
 def _tests_in(junit: Path) -> int:
     import xml.etree.ElementTree as ET
 
@@ -594,9 +639,9 @@ def main() -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("suite", "fixed", "storm", "startup", "instructions"),
+        choices=("suite", "fixed", "storm", "startup", "instructions", "own"),
         default=None,
-        help="one part; instructions (callgrind, a few minutes) runs only when named",
+        help="one part; instructions and own (callgrind, minutes) run only when named",
     )
     parser.add_argument(
         "--baseline",
@@ -647,6 +692,8 @@ def main() -> int:
             startup(args, python, Path(scratch))
         if args.only == "instructions":
             instructions(args, commands["counted"], repo, out)
+        if args.only == "own":
+            own_instructions(args, repo, out)
     return 0
 
 
