@@ -89,3 +89,36 @@ def test_shipped_families_load() -> None:
     for path in BUNDLED_FAMILIES.glob("*/family.toml"):
         family = load_family(path.parent)
         assert family.name == path.parent.name
+
+
+def test_package_versions_are_those_importlib_metadata_gives(tmp_path: Path) -> None:
+    """The fingerprint reads each distribution's metadata itself (the importlib machinery
+    costs more than the reading); the answer must be importlib.metadata's, first on the path
+    first, spellings alike, an egg-info file or directory too, absent as None."""
+    import importlib.metadata
+    import sys
+
+    from qualify.plan.fingerprint import PACKAGES, installed_versions
+
+    names = (*PACKAGES, "qualify", "junitparser", "Typing-Extensions", "no-such-package")
+    mine = installed_versions(names, sys.path)
+    for name in names:
+        try:
+            expected: str | None = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            expected = None
+        assert mine[name] == expected, name
+    first, second = tmp_path / "first", tmp_path / "second"
+    for where, version in ((first, "1.0"), (second, "2.0")):
+        (where / f"demo_pkg-{version}.dist-info").mkdir(parents=True)
+        (where / f"demo_pkg-{version}.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: demo-pkg\nVersion: {version}\n\nVersion: 9\n"
+        )
+    (second / "old_egg-0.3-py3.11.egg-info").write_text("Name: old-egg\nVersion: 0.3\n")
+    path = [str(tmp_path / "missing"), str(first), str(second)]
+    assert installed_versions(["Demo.Pkg", "old-egg", "gone"], path) == {
+        "Demo.Pkg": "1.0", "old-egg": "0.3", "gone": None,
+    }  # fmt: skip
+    for name, version in (("demo-pkg", "1.0"), ("old-egg", "0.3")):  # importlib's own answer
+        found = list(importlib.metadata.distributions(name=name, path=path))
+        assert found[0].version == version

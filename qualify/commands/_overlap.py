@@ -127,7 +127,6 @@ def exit_now(code: int) -> NoReturn:
 
 END_OF_RUN_MODULES = (
     "qualify.judge.judgement",
-    "qualify.evidence.xmltree",  # junitparser: its readers and writers import it when used
     "qualify.commands.publish",
     "qualify.report.terminal",
     "rich.console",
