@@ -115,6 +115,26 @@ def from_environment(
     return found
 
 
+def refuse_unredactable_passed(
+    environ: Mapping[str, str], *, by_caller: Collection[str], by_family: Collection[str]
+) -> None:
+    """A secret-named variable passed into the E2E (``--pass-env``, the family's
+    ``pass_env``) whose value cannot be redacted is refused (UsageError naming the variable and
+    why, never its value): the E2E could print it, and it would be published in clear. Not
+    passed, such a variable is withheld from the E2E and needs no refusal."""
+    for name in sorted({*by_caller, *by_family}):
+        value = environ.get(name)
+        if value is None or not is_secret_name(name, value):
+            continue
+        reason = refusal(value)
+        if reason is not None:
+            given = "--pass-env" if name in by_caller else "the family's pass_env"
+            raise UsageError(
+                f"{given} {name}: its name says secret and its value cannot be redacted, so "
+                f"the E2E could publish it in clear: {reason}"
+            )
+
+
 def read_secrets_file(path: Path) -> list[KnownSecret]:
     """One value per line (the line break removed; blank lines skipped); a line that cannot be
     a secret is refused (UsageError naming the line, never its value)."""
