@@ -97,14 +97,53 @@ def _split_writes_no_break(v: str) -> str:  # a progress line redrawn with a car
     return f"loading {v[:11]}\r{v[11:]} done"
 
 
-BUILD_FORMS = {"raw": _raw, "ansi": _ansi, "split": _split_lines, "box": _box}
+# A 22-character value split 11/11 by a character that shows nothing: each half is under the
+# 12-character bar, only the two together say what it is.
+def _cr_11(v: str) -> str:  # a progress line redrawn
+    return f"loading {v[:11]}\r{v[11:]} done"
+
+
+def _tab_11(v: str) -> str:  # two columns of a tab-separated row
+    return f"row {v[:11]}\t{v[11:]} end"
+
+
+def _backspace_11(v: str) -> str:  # a spinner's backspace between two writes
+    return f"wait {v[:11]}\b{v[11:]} ok"
+
+
+def _cr_padded_11(v: str) -> str:  # a redraw that clears with spaces first
+    return f"step {v[:11]}  \r {v[11:]} next"
+
+
+def _tabs_11(v: str) -> str:  # columns padded with several tabs
+    return f"key\t{v[:11]}\t\t{v[11:]}\tend"
+
+
+def _erase_11(v: str) -> str:  # a spinner's erase idiom: backspace, space, backspace
+    return f"spin {v[:11]}\b \b{v[11:]} done"
+
+
+BUILD_FORMS = {
+    "raw": _raw,
+    "ansi": _ansi,
+    "split": _split_lines,
+    "box": _box,
+    "cr11": _cr_11,
+    "tab11": _tab_11,
+    "bs11": _backspace_11,
+}
 HELD_OUT_FORMS = {
     "wrap": _indent_wrap,
     "styles": _ansi_bold_pieces,
     "repr": _dict_repr,
     "jsonlog": _json_line,
     "cr": _split_writes_no_break,
+    "cr11pad": _cr_padded_11,
+    "tabs11": _tabs_11,
+    "erase11": _erase_11,
 }
+SPLIT_11 = frozenset({"cr11", "tab11", "bs11", "cr11pad", "tabs11", "erase11"})
+"""Forms whose value is 22 characters (two halves of 11)."""
 CHANNELS = ("out", "err", "msg", "exc", "log", "warn", "cmp", "session")
 
 
@@ -210,7 +249,7 @@ def corpus(half: str) -> tuple[list[Planting], list[str]]:
     plantings, known = [], []
     for form_name, form in forms.items():
         for channel in CHANNELS:
-            value = _value(rng)
+            value = _value(rng, 22 if form_name in SPLIT_11 else 26)
             known.append(value)
             plantings.append(Planting(f"{form_name}-{channel}", channel, form(value), value))
     for kind, make in connections.items():
