@@ -8,7 +8,9 @@ line, for CI systems that mask their own secrets and can write them out).
 A value given explicitly (``--secret-env``, ``--secrets-file``) that reads as ordinary text is
 refused before anything runs (:func:`refusal`): redacting ``failed`` or ``python`` everywhere
 would make every report unreadable, or withhold it. A secret-named variable whose value reads
-so (``XDG_SESSION_TYPE=wayland``) is still kept from the E2E, but not redacted everywhere.
+so (``XDG_SESSION_TYPE=wayland``) is still kept from the E2E, but not redacted everywhere;
+one passed to the E2E by name is refused like an explicit value
+(:func:`refuse_unredactable_passed`): the E2E could print it, and nothing would redact it.
 
 The E2E is untrusted code: a secret it was given can leave in any encoding it likes, which no
 sanitizer can undo. So the E2E never sees a secret unless a family (``pass_env`` in its
