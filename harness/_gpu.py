@@ -35,7 +35,7 @@ import types
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from harness import contract
+from harness import contract, cuts
 from harness._events import emit
 from harness.contract import ENV_EVENTS, ENV_RUN_DIR
 
@@ -325,7 +325,7 @@ def record_exception(exc: BaseException) -> None:
     with contextlib.suppress(Exception):
         exc._qualify_recorded = True  # type: ignore[attr-defined]
     try:
-        record_oom(sys.modules["torch"], source="exception", message=str(exc)[:4000])
+        record_oom(sys.modules["torch"], source="exception", message=cuts.head(str(exc), 4000))
     except Exception as hook_exc:
         _hook_error("record_exception", hook_exc)
 

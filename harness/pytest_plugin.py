@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from harness import contract
+from harness import contract, cuts
 from harness._events import emit_test_end, emit_test_start, emit_to
 from harness.contract import ENV_EVENTS
 
@@ -181,7 +181,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         message, text = _account(report, xfailed)
         if xfailed:
             record["outcome"] = "xfailed"
-        record["message"] = message[:_MESSAGE_LIMIT]
+        record["message"] = cuts.head(message, _MESSAGE_LIMIT)
         record["longrepr"] = _bounded(text)
     record.update(extra)
     emit_to(path, record)
@@ -237,7 +237,7 @@ def _bounded(text: str) -> str:
     """``text`` whole up to ``TEXT_LIMIT`` characters; past it, its first and last halves."""
     if len(text) <= TEXT_LIMIT:
         return text
-    return text[: TEXT_LIMIT // 2] + TRUNCATED + text[-TEXT_LIMIT // 2 :]
+    return cuts.head(text, TEXT_LIMIT // 2) + TRUNCATED + cuts.tail(text, TEXT_LIMIT // 2)
 
 
 def _account(report: pytest.TestReport, xfailed: bool) -> tuple[str, str]:

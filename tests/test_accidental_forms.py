@@ -97,14 +97,53 @@ def _split_writes_no_break(v: str) -> str:  # a progress line redrawn with a car
     return f"loading {v[:11]}\r{v[11:]} done"
 
 
-BUILD_FORMS = {"raw": _raw, "ansi": _ansi, "split": _split_lines, "box": _box}
+# A 22-character value split 11/11 by a character that shows nothing: each half is under the
+# 12-character bar, only the two together say what it is.
+def _cr_11(v: str) -> str:  # a progress line redrawn
+    return f"loading {v[:11]}\r{v[11:]} done"
+
+
+def _tab_11(v: str) -> str:  # two columns of a tab-separated row
+    return f"row {v[:11]}\t{v[11:]} end"
+
+
+def _backspace_11(v: str) -> str:  # a spinner's backspace between two writes
+    return f"wait {v[:11]}\b{v[11:]} ok"
+
+
+def _cr_padded_11(v: str) -> str:  # a redraw that clears with spaces first
+    return f"step {v[:11]}  \r {v[11:]} next"
+
+
+def _tabs_11(v: str) -> str:  # columns padded with several tabs
+    return f"key\t{v[:11]}\t\t{v[11:]}\tend"
+
+
+def _erase_11(v: str) -> str:  # a spinner's erase idiom: backspace, space, backspace
+    return f"spin {v[:11]}\b \b{v[11:]} done"
+
+
+BUILD_FORMS = {
+    "raw": _raw,
+    "ansi": _ansi,
+    "split": _split_lines,
+    "box": _box,
+    "cr11": _cr_11,
+    "tab11": _tab_11,
+    "bs11": _backspace_11,
+}
 HELD_OUT_FORMS = {
     "wrap": _indent_wrap,
     "styles": _ansi_bold_pieces,
     "repr": _dict_repr,
     "jsonlog": _json_line,
     "cr": _split_writes_no_break,
+    "cr11pad": _cr_padded_11,
+    "tabs11": _tabs_11,
+    "erase11": _erase_11,
 }
+SPLIT_11 = frozenset({"cr11", "tab11", "bs11", "cr11pad", "tabs11", "erase11"})
+"""Forms whose value is 22 characters (two halves of 11)."""
 CHANNELS = ("out", "err", "msg", "exc", "log", "warn", "cmp", "session")
 
 
@@ -210,7 +249,7 @@ def corpus(half: str) -> tuple[list[Planting], list[str]]:
     plantings, known = [], []
     for form_name, form in forms.items():
         for channel in CHANNELS:
-            value = _value(rng)
+            value = _value(rng, 22 if form_name in SPLIT_11 else 26)
             known.append(value)
             plantings.append(Planting(f"{form_name}-{channel}", channel, form(value), value))
     for kind, make in connections.items():
@@ -314,17 +353,28 @@ def _family(root: Path, plantings: list[Planting]) -> Path:
 
 
 _ANSI = re.compile(r"(?:\x1b|#x1B|\\x1b|\\u001b|\\033)\[[0-9;?]*[ -/]*[@-~]", re.IGNORECASE)
-_GLUE = re.compile(r"[\s│┃|'\"E+\-\\]+|\\n|\\r|&#1[03];|&#x[aAdD];")
+# What may stand between the pieces of a value: white space and control characters, written
+# or escaped (JSON, XML references, pytest's ``#x08`` for a character XML cannot hold), box
+# drawing, quotes and wrap markers. The escapes come first: ``\\r`` is one piece of glue.
+_GLUE = re.compile(
+    r"(?:\\[nrtbfv]|\\u00[01][0-9a-fA-F]|\\x[01][0-9a-fA-F]|&#x?[0-9a-fA-F]{1,2};"
+    r"|#x[01][0-9a-fA-F]|[\s\x00-\x1f\x7f│┃|'\"E+\-\\])+"
+)
 
 
 def _texts(data: str) -> list[str]:
     """``data`` undone of every layer a channel may add."""
     found = [data, html.unescape(data)]
+    documents: list[object] = []
     try:
-        document = json.loads(data)
-    except ValueError:
-        document = None
-    if document is not None:
+        documents.append(json.loads(data))
+    except ValueError:  # JSON lines: each line a document
+        for line in data.splitlines():
+            try:
+                documents.append(json.loads(line))
+            except ValueError:
+                continue
+    if documents:
         strings: list[str] = []
 
         def walk(node: object) -> None:
@@ -338,7 +388,8 @@ def _texts(data: str) -> list[str]:
                     strings.append(str(key))
                     walk(item)
 
-        walk(document)
+        for document in documents:
+            walk(document)
         found.append("\n".join(strings))
     more = []
     for text in found:
@@ -437,3 +488,82 @@ def test_no_accidental_form_is_recovered_from_what_is_published(
         if any(_recovered(text, planting.secret) for text in texts)
     )
     assert not recovered, f"{len(recovered)} recovered:\n" + "\n".join(recovered)
+
+
+# --- the stderr tail: qualify's own quote of the end of the E2E's stderr (a JUnit case's text)
+
+QUOTED = 4000
+"""How much of the end of stderr qualify quotes in a testcase."""
+STDERR_TAIL = """\
+import sys
+value = sys.argv[1]
+lines = "".join(f"line {n:04d} of what the suite said last\\n" for n in range(200))
+rest = "\\n" + lines[: {rest} - 1]
+sys.stderr.write("the suite began\\n" + "the value was " + value + rest)
+sys.stderr.flush()
+sys.exit(1)
+"""
+CONFTEST_EXIT = """\
+import os, subprocess, sys
+
+def pytest_unconfigure(config):
+    subprocess.run([sys.executable, "quote.py", {value!r}])
+    os._exit(3)
+"""
+
+
+def _stderr_tail_family(root: Path, kind: str, value: str) -> Path:
+    # The quote of the last 4000 characters would start 10 characters before the value's end.
+    script = STDERR_TAIL.replace("{rest}", str(QUOTED - 10))
+    files = {"quote.py": script}
+    if kind == "command":  # not pytest: one testcase for the command, quoting stderr
+        toml = f'[e2e]\ncommand = ["python", "quote.py", "{value}"]\n'
+    else:  # pytest passed, then its process failed: qualify's own case quotes stderr
+        toml = '[e2e]\ncommand = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]\n'
+        files |= {
+            "conftest.py": CONFTEST_EXIT.format(value=value),
+            "test_ok.py": "def test_ok():\n    pass\n",
+        }
+    return family_repo(root / "repo", "tail", toml, files)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("level", ["public", "internal"])
+@pytest.mark.parametrize("kind", ["command", "pytest-then-exit"])
+def test_the_stderr_tail_quote_never_cuts_a_known_value(
+    tmp_path: Path, kind: str, level: str
+) -> None:
+    """The "stderr tail" channel: a known value written where qualify's quote of the end of
+    stderr begins would be cut, its last 10 characters quoted (under the 12-character bar,
+    so never redacted); the quote must start at a line or word boundary instead."""
+    value = _value(random.Random(f"stderr-tail-{kind}"))
+    repo = _stderr_tail_family(tmp_path, kind, value)
+    secrets_file = tmp_path / "masked.txt"
+    secrets_file.write_text(value + "\n")
+    process = subprocess.run(
+        qualify_argv(
+            *("run", "--family", "tail", "--repo", str(repo), "--mem", "512M"),
+            *("--secrets-file", str(secrets_file), "--publish", level),
+        ),
+        cwd=tmp_path,
+        env={**os.environ, "GITHUB_ACTIONS": "true"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    run_dir = tmp_path / process.stdout.strip().splitlines()[-1]
+    assert run_dir.is_dir(), process.stdout + process.stderr
+    stderr = (run_dir / "stderr.log").read_text()
+    assert value in stderr[-QUOTED - 16 :]  # the value stood where the quote begins
+    where = _published(tmp_path, run_dir, process)
+    junit = where["public/junit.xml"]
+    assert any("line 0000 of what the suite said" in text for text in junit)  # stderr quoted
+    piece = value[-10:]
+    recovered = sorted(
+        place
+        for place, texts in where.items()
+        if any(_recovered(text, value) or piece in text for text in texts)
+    )
+    assert not recovered, f"the value's last 10 characters in: {recovered}"

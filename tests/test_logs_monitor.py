@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from harness import contract
+from qualify import cuts
 from qualify.run.logs import BoundedLog
 from qualify.run.monitor import Monitor
 from qualify.run.processes import ProcessReader
@@ -361,3 +362,20 @@ def test_the_sampler_stays_within_its_share_of_a_core(tmp_path: Path, share: flo
         assert result.cpu_seconds - monitor.processes.cpu_s < 0.015 * wall
     else:
         assert usage_reads >= 30, usage_reads
+
+
+@pytest.mark.parametrize("separator", ["\n", " ", "\t", "\r", ""])
+def test_a_quote_of_a_text_never_leaves_a_word_in_pieces(separator: str) -> None:
+    """qualify's own quotes of a log (the end of stderr a testcase quotes, a message it
+    shortens) cut like the log itself: at a boundary, or 256 characters further."""
+    word = "Qx7" + "k" * 22 + "Z"
+    text = (word + separator) * 400
+    for limit in (4000, 3001, 500, 300):
+        tail, head = cuts.tail(text, limit), cuts.head(text, limit)
+        assert len(tail) <= limit and len(head) <= limit
+        if separator:
+            assert tail.startswith(word) and head.endswith(separator)
+            assert set(tail.split(separator)[:-1]) == {word}
+            assert set(head.split(separator)[:-1]) == {word}
+        else:
+            assert len(tail) == limit - 256 and len(head) == limit - 256

@@ -522,3 +522,57 @@ def test_boundaries_asserted_after_the_first_character_find_what_lookbehinds_fin
         for text in texts:
             expected = [(m.span(), m.groups()) for m in pattern.finditer(text)]
             assert [(m.span(), m.groups()) for m in candidate.finditer(text)] == expected, text
+
+
+SPLIT_VALUE = "Kq7wZp2mXr9" + "Tb4nVc8sLd1"
+"""22 characters: each half of 11 is under the 12-character fragment the index finds."""
+
+
+@pytest.mark.parametrize(
+    "between",
+    [
+        "\r",  # a progress line redrawn
+        "\t",  # a column
+        "\b",  # a spinner
+        "  \r ",  # a redraw after clearing with spaces
+        "\b \b",  # the erase idiom
+        "\x0c",
+        "\\r",  # JSON-escaped
+        "\\t",
+        "\\b",
+        "\\u0008",
+        "\\u000d",
+        "&#13;",  # XML character references
+        "&#xD;",
+        "&#9;",
+        "&#x9;",
+        "&#8;",
+        "#x08",  # pytest's JUnit spelling of a character XML cannot hold
+    ],
+)
+def test_a_value_split_by_a_character_that_shows_nothing_is_redacted(between: str) -> None:
+    first, second = SPLIT_VALUE[:11], SPLIT_VALUE[11:]
+    text = f"loading {first}{between}{second} done"
+    sanitizer = Sanitizer({"DEPLOY_TOKEN": SPLIT_VALUE}, Identities())
+    cleaned = sanitizer.clean(text)
+    assert first not in cleaned and second not in cleaned, cleaned
+    assert cleaned.startswith("loading [REDACTED:known-secret]") and cleaned.endswith(" done")
+    # The final scan reads the same views: it finds what a redaction would have missed.
+    leaks = final_scan(text.encode(), sanitizer.index, TEXT, "log")
+    assert leaks and leaks[0].whole
+
+
+def test_text_with_tabs_and_carriage_returns_but_no_secret_is_kept() -> None:
+    text = "col\tvalue\r\nprogress 10%\rprogress 100%\b\n#x08 &#13;"
+    assert Sanitizer({"DEPLOY_TOKEN": SPLIT_VALUE}, Identities()).clean(text) == text
+
+
+def test_a_table_printed_in_a_repr_is_read_down_its_columns() -> None:
+    """pytest shows a parameter as its repr: a table's rows joined by escaped line breaks."""
+    value = "Kq7wZp2mXr9Tb4nVc8sLd1Abcd"
+    rows = [f"│ token   │ {value[:10]:<10} │", f"│         │ {value[10:20]:<10} │"]
+    rows.append(f"│         │ {value[20:]:<10} │")
+    text = "text = " + repr("\n".join(rows)) + "\n\n    def test_out(text):"
+    cleaned = Sanitizer({"DEPLOY_TOKEN": value}, Identities()).clean(text)
+    assert not any(value[i : i + 6] in cleaned for i in range(0, 24, 6)), cleaned
+    assert cleaned.endswith("def test_out(text):")

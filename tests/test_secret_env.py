@@ -137,3 +137,53 @@ def test_a_secret_passed_by_name_is_given_and_listed() -> None:
     assert screened.env == {"HF_TOKEN": "hf-value-1234"}
     assert screened.withheld == ("GH_TOKEN", "NOTE")
     assert screened.passed == ("HF_TOKEN",)
+
+
+SHORT_FAMILY = """\
+import os
+print("given", os.environ.get("MY_TOKEN", "nothing"))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [("zq9x7", "too short"), ("abcdefgh", "ordinary word")],
+)
+@pytest.mark.parametrize("passed_by", ["--pass-env", "family pass_env", "not passed"])
+def test_a_passed_secret_named_variable_that_cannot_be_redacted_is_refused(
+    tmp_path: Path, value: str, why: str, passed_by: str
+) -> None:
+    """``MY_TOKEN`` is secret by name; a value qualify cannot redact (under 6 characters, or
+    letters only under 12) given to the E2E would be published in clear: the run is refused
+    with one line naming the variable and why, exit 2, nothing run. Not passed, it is withheld
+    from the E2E and the run goes on."""
+    toml = '[e2e]\ncommand = ["python", "show.py"]\n'
+    if passed_by == "family pass_env":
+        toml += 'pass_env = ["MY_TOKEN"]\n'
+    repo = family_repo(tmp_path / "repo", "short", toml, {"show.py": SHORT_FAMILY})
+    extra = ("--pass-env", "MY_TOKEN") if passed_by == "--pass-env" else ()
+    process = subprocess.run(
+        qualify_argv(
+            *("run", "--family", "short", "--repo", str(repo), "--mem", "256M", *extra),
+            *("--backend", "none", "--publish", "internal"),
+        ),
+        cwd=tmp_path,
+        env={**os.environ, "MY_TOKEN": value},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    if passed_by == "not passed":
+        assert process.returncode == 0, process.stdout + process.stderr
+        run_dir = tmp_path / process.stdout.strip().splitlines()[-1]
+        assert "given nothing" in (run_dir / "stdout.log").read_text()
+        return
+    said = process.stderr.strip().splitlines()
+    assert process.returncode == 2, process.stdout + process.stderr
+    assert len(said) == 1 and "MY_TOKEN" in said[0] and value not in said[0], said
+    assert ("short" in said[0]) if why == "too short" else ("ordinary" in said[0])
+    assert value not in process.stdout
+    assert not list(tmp_path.glob("**/stdout.log"))  # nothing ran

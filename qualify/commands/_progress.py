@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from qualify import cuts
 from qualify.sizes import format_bytes, format_duration
 
 POLL_S = 1.0
@@ -112,7 +113,7 @@ class Progress(threading.Thread):
     def _write(self, text: str, final: bool) -> None:
         try:
             if self.tty and not final:
-                self.stream.write("\r\x1b[2K" + text[:200])
+                self.stream.write("\r\x1b[2K" + cuts.head(text, 200))
                 self._drawn = True
             else:
                 if self._drawn:

@@ -46,6 +46,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from qualify import cuts
 from qualify.evidence.evidence_line import LineSignal
 from qualify.evidence.gpu_lines import parse_engine_line
 from qualify.evidence.gpu_lines import parse_tensorrt_line as _parse_tensorrt
@@ -350,7 +351,7 @@ def parse_pytest_line(line: str, low: str | None = None) -> LineSignal | None:
         name = next(group for group in match.groups() if group is not None)
         return LineSignal("test_failed", {"nodeid": name})
     if ("error" in low or "exception" in low) and (match := _EXCEPTION.search(line)):
-        text = f"{match[1]}: {match[2]}"[:500]
+        text = cuts.head(f"{match[1]}: {match[2]}", 500)
         if (found := _by_memory(text, None)) is not None:
             return found
         if _NAMES_A_TEST.search(match[2]):  # raised about a test: a leak check, a harness

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from qualify import cuts
 from qualify.evidence.evidence_line import LineSignal
 
 _SAID = re.compile(
@@ -341,7 +342,7 @@ def in_context(
             low = named.lower()
             ecosystem = fields.get("ecosystem") or _named(low, _ECOSYSTEMS)
             signal = _device_oom(line.lower(), fields, numbers, ecosystem, _named(low, _DEVICES))
-            signal.fields["device_from"] = named.strip()[:200]
+            signal.fields["device_from"] = cuts.head(named.strip(), 200)
             return signal, 0, line
         return found, 0, line
     following = after.splitlines()[:_AFTER_LINES]

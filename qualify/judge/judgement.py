@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import contract
+from qualify import cuts
 from qualify import parity as parity_mod
 from qualify.console import display_path
 from qualify.evidence.junit import JUnitCase, parse_pytest_junit, split_nodeid
@@ -101,7 +102,7 @@ def exception_at_end(text: str) -> str | None:
         elif line.strip() and framed:
             if sum(1 for rest in lines[index + 1 :] if rest.strip()) > 5:
                 return None  # more came after it: not how the process ended
-            return line.strip()[:EXCEPTION_LINE_LIMIT]
+            return cuts.head(line.strip(), EXCEPTION_LINE_LIMIT)
     return None
 
 
@@ -359,7 +360,7 @@ def judge(
     progress = progress_from_events(events)
     stderr_tail = run_dir.log_tail("stderr")
     gpu = gpu_evidence(events, stderr_tail)
-    stderr = stderr_tail[-4000:]  # (what a reason and a testcase quote)
+    stderr = cuts.tail(stderr_tail, 4000)  # (what a reason and a testcase quote)
     inside = inside_limits(events)
     parity, parity_error = _compare(spec) if execution.setup_error is None else (None, None)
     monitor = execution.monitor

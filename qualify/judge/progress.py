@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from harness import contract
+from qualify import cuts
 from qualify.evidence.junit import NOT_RUN, JUnitCase, split_nodeid
 from qualify.records import frozen_record
 from qualify.verdict import Verdict
@@ -130,7 +131,7 @@ def _end(state: _TestState, when: str, event: dict[str, Any]) -> None:
     elif outcome in ("skipped", "xfailed") and state.outcome is None:
         state.outcome = "skipped"
         if message is None:
-            state.message = str(event.get("longrepr") or "skipped")[-500:]
+            state.message = cuts.tail(str(event.get("longrepr") or "skipped"), 500)
         else:
             state.message = message
             state.text = event.get("longrepr") if outcome == "skipped" else None

@@ -25,6 +25,7 @@ from qualify.plan.secret_sources import (
     ScreenedEnv,
     from_environment,
     read_secrets_file,
+    refuse_unredactable_passed,
     withhold_secrets,
 )
 from qualify.plan.spec import (
@@ -243,6 +244,7 @@ def _screened_env(request: RunRequest, family: Family) -> ScreenedEnv:
     """qualify's environment without the secrets the E2E was not given by name; the explicit
     sources are read (and a value that cannot be a secret refused) before anything runs."""
     from_environment(os.environ, request.secret_env)
+    refuse_unredactable_passed(os.environ, by_caller=request.pass_env, by_family=family.pass_env)
     file_values = read_secrets_file(request.secrets_file) if request.secrets_file else []
     return withhold_secrets(
         os.environ,

@@ -8,7 +8,9 @@ line, for CI systems that mask their own secrets and can write them out).
 A value given explicitly (``--secret-env``, ``--secrets-file``) that reads as ordinary text is
 refused before anything runs (:func:`refusal`): redacting ``failed`` or ``python`` everywhere
 would make every report unreadable, or withhold it. A secret-named variable whose value reads
-so (``XDG_SESSION_TYPE=wayland``) is still kept from the E2E, but not redacted everywhere.
+so (``XDG_SESSION_TYPE=wayland``) is still kept from the E2E, but not redacted everywhere;
+one passed to the E2E by name is refused like an explicit value
+(:func:`refuse_unredactable_passed`): the E2E could print it, and nothing would redact it.
 
 The E2E is untrusted code: a secret it was given can leave in any encoding it likes, which no
 sanitizer can undo. So the E2E never sees a secret unless a family (``pass_env`` in its
@@ -113,6 +115,26 @@ def from_environment(
             continue
         found.append(KnownSecret(value, f"env {name}"))
     return found
+
+
+def refuse_unredactable_passed(
+    environ: Mapping[str, str], *, by_caller: Collection[str], by_family: Collection[str]
+) -> None:
+    """A secret-named variable passed into the E2E (``--pass-env``, the family's
+    ``pass_env``) whose value cannot be redacted is refused (UsageError naming the variable and
+    why, never its value): the E2E could print it, and it would be published in clear. Not
+    passed, such a variable is withheld from the E2E and needs no refusal."""
+    for name in sorted({*by_caller, *by_family}):
+        value = environ.get(name)
+        if value is None or not is_secret_name(name, value):
+            continue
+        reason = refusal(value)
+        if reason is not None:
+            given = "--pass-env" if name in by_caller else "the family's pass_env"
+            raise UsageError(
+                f"{given} {name}: its name says secret and its value cannot be redacted, so "
+                f"the E2E could publish it in clear: {reason}"
+            )
 
 
 def read_secrets_file(path: Path) -> list[KnownSecret]:

@@ -19,11 +19,28 @@ import re
 import urllib.parse
 from collections.abc import Callable
 
-# Line breaks (real, JSON-escaped, XML character references) and what follows a wrap: the
-# indentation, pytest's ``E   `` prefix and a diff's ``+``/``-``/``?`` marker.
-BREAK = re.compile(
-    r"(?:\r?\n|\\r\\n|\\n|&#10;|&#13;&#10;|&#xA;|&#xa;)(?:[ \t]*E {2,})?[ \t]*(?:[-+?] [ \t]*)?"
+INVISIBLE = (
+    # A character that shows nothing between two visible ones: a control character (line
+    # feed, carriage return, tab, backspace, form feed, NUL, DEL, ...) but ESC, where an ANSI
+    # code starts (the decoded views remove those whole) ...
+    r"[\x00-\x1a\x1c-\x1f\x7f]"
+    # ... JSON- or backslash-escaped ...
+    r"|\\[nrtbfv]"
+    # ... an XML character reference (those XML can hold; the decoded views undo every one) ...
+    r"|&#(?:9|1[03]);|&#[xX](?:9|[aAdD]);"
+    # ... or pytest's JUnit spelling of one XML cannot hold (``#x08``; not ``#x1B``: ESC).
+    r"|#x(?:0[0-9A-Fa-f]|1[0-9ACDEFacdef]|7[Ff])"
 )
+"""What may stand between the two halves of a value split by the writer, not by the value: a
+line break (a wrap, two writes), a carriage return (a progress line redrawn), a tab (a
+column), a backspace (a spinner), in any spelling a channel gives it. A value is never made
+of these, so a view without them (:func:`collapsed`) shows the halves side by side."""
+# Runs of invisible characters (with the spaces around them) and what follows a wrap: the
+# indentation, pytest's ``E   `` prefix and a diff's ``+``/``-``/``?`` marker.
+BREAK = re.compile(rf"(?:[ ]*(?:{INVISIBLE}))+(?:[ \t]*E {{2,}})?[ \t]*(?:[-+?] [ \t]*)?")
+_BREAK_HINT = re.compile(r"[\x00-\x1a\x1c-\x1f\x7f]|\\[nrtbfv]|&#|#x[017]")
+"""Where a break may be: a text without one has no collapsed view."""
+_ESCAPED_LINE_BREAK = re.compile(r"\\r\\n|\\n")
 _ESCAPES = re.compile(
     # Every escape starts with one of these: the lookahead lets the scan skip the text between
     # escapes instead of trying each alternative at every position (6x faster on JSON lines).
@@ -203,7 +220,9 @@ AnyView = View | TableView
 
 
 def collapsed(text: str, parent: View | None = None) -> View:
-    """``text`` without line breaks (and the indentation or ``E`` prefix after them)."""
+    """``text`` without line breaks, carriage returns, tabs, backspaces and every other
+    :data:`INVISIBLE` character (written or escaped, with the spaces around them, and the
+    indentation or ``E`` prefix after them)."""
     return View(text, BREAK, "", parent, joins_lines=True)
 
 
@@ -215,10 +234,11 @@ def decoded(text: str, parent: View | None = None) -> View:
 def views(text: str) -> list[tuple[str, AnyView | None]]:
     """Every view worth scanning: the text itself, collapsed, decoded (twice: a value URL-encoded
     twice, or JSON inside HTML), decoded then collapsed, and the tables' columns of the most
-    decoded one; only those that differ. (Breaks written as character references are collapsed
-    in the decoded views, where they are real.)"""
+    decoded one (its escaped line breaks made real: a table printed in a repr); only those that
+    differ. (Breaks written as character references are collapsed in the decoded views, where
+    they are real.)"""
     found: list[tuple[str, AnyView | None]] = [(text, None)]
-    if "\n" in text or "\\n" in text:
+    if _BREAK_HINT.search(text):
         view = collapsed(text)
         if view.changed:
             found.append((view.text, view))
@@ -234,6 +254,9 @@ def views(text: str) -> list[tuple[str, AnyView | None]]:
             if flat.changed:
                 found.append((flat.text, flat))
             layer = decoded(layer.text, layer)
+    if "\\n" in last[0] and _FRAME.search(last[0]):  # a table in a repr or a JSON string
+        rows = View(last[0], _ESCAPED_LINE_BREAK, "\n", last[1])
+        last = (rows.text, rows)
     if "\n" in last[0] and _FRAME.search(last[0]):
         table = TableView(*last)
         if table.changed:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any
 
+from qualify import cuts
 from qualify.evidence.junit import counts_said
 from qualify.parity.noise_text import odds_text
 from qualify.report.base_run import changed_phases
@@ -41,7 +42,7 @@ def _cell(value: object, clean: Clean = _same) -> str:
 def _clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
-    return text[: limit // 2] + "\n[... truncated ...]\n" + text[-limit // 2 :]
+    return cuts.head(text, limit // 2) + "\n[... truncated ...]\n" + cuts.tail(text, limit // 2)
 
 
 def _tests_said(audit: Audit) -> str:

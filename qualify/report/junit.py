@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from qualify import cuts
 from qualify.atomic import write_bytes_atomic
 from qualify.evidence.junit import RESULT_TAGS, JUnitCase
 from qualify.untrusted import escape_char
@@ -55,7 +56,7 @@ def xml_safe(text: str | None, limit: int = _TEXT_LIMIT) -> str:
     if not text:
         return ""
     if len(text) > limit:
-        text = text[: limit // 2] + "\n[... truncated ...]\n" + text[-limit // 2 :]
+        text = cuts.head(text, limit // 2) + "\n[... truncated ...]\n" + cuts.tail(text, limit // 2)
     return _ILLEGAL_XML.sub(lambda m: _visible(m.group()), text)
 
 

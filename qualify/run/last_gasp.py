@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import contract
+from qualify import cuts
 from qualify.records import frozen_record
 from qualify.untrusted import append_regular, open_regular_fd
 
@@ -149,7 +150,9 @@ def parse_dump(text: str) -> tuple[list[Frame], dict[str, int | None]]:
         if line.startswith(("Current thread", "Thread 0x", "Stack (most recent call first)")):
             threads.append((not line.startswith("Thread 0x"), []))  # one thread's own: "Stack"
         elif (match := _FRAME.match(line)) and threads and len(threads[-1][1]) < MAX_FRAMES:
-            threads[-1][1].append(Frame(match[1][-300:], int(match[2]), match[3][:200]))
+            threads[-1][1].append(
+                Frame(cuts.tail(match[1], 300), int(match[2]), cuts.head(match[3], 200))
+            )
         elif line.startswith(contract.TORCH_STATE):
             allocator = _allocator(line[len(contract.TORCH_STATE) :])
     return _allocating_thread(threads), allocator
@@ -373,7 +376,7 @@ class LastGasp:
                     state=status.get("State", "")[:32],
                     rss_bytes=_rss(status),
                     wchan=_proc(pid, "wchan", 128).strip(),
-                    cmdline=_proc(pid, "cmdline").replace("\0", " ").strip()[:1000],
+                    cmdline=cuts.head(_proc(pid, "cmdline").replace("\0", " ").strip(), 1000),
                     stack=stack,
                     allocator=allocator,
                 )

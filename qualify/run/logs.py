@@ -10,11 +10,12 @@ import threading
 from pathlib import Path
 from typing import IO
 
+from qualify.cuts import SEAM, seam
 from qualify.records import frozen_record
 
 HEAD_BYTES = 1 << 20
 TAIL_BYTES = 1 << 20
-SEAM_BYTES = 256
+SEAM_BYTES = SEAM
 """How far from a cut the log looks for a line or word boundary to cut at instead: a cut
 inside a value would leave a piece of it on either side, each too short to recognize."""
 _CHUNK = 64 * 1024
@@ -153,12 +154,12 @@ class BoundedLog(threading.Thread):
         head = min(self.total, self.head)
         omitted = self.total - head - len(tail)
         if omitted > 0:
-            dropped = len(self._head_end) - _seam(self._head_end, last=True)
+            dropped = len(self._head_end) - seam(self._head_end, last=True)
             if dropped:
                 head -= dropped
                 out.seek(head)
                 out.truncate()
-            start = _seam(tail[:SEAM_BYTES], last=False)
+            start = seam(tail[:SEAM_BYTES], last=False)
             tail = tail[start:]
             omitted += dropped + start
             out.write(f"\n[qualify: {omitted} bytes omitted]\n".encode())
@@ -174,17 +175,3 @@ class BoundedLog(threading.Thread):
             truncated=kept < self.total,
             write_error=self.write_error,
         )
-
-
-def _seam(piece: bytes, last: bool) -> int:
-    """Where to cut ``piece`` (the bytes before a cut when ``last``, after it otherwise): just
-    past its last (first) line end, else its last (first) white space, else all of it
-    left out (``len(piece)`` when ``last``, 0 otherwise: the cut moves by the whole piece)."""
-    for separators in (b"\n", b" \t\r\n"):
-        positions = [
-            piece.rfind(bytes([byte])) if last else piece.find(bytes([byte])) for byte in separators
-        ]
-        found = [position for position in positions if position >= 0]
-        if found:
-            return (max(found) + 1) if last else (min(found) + 1)
-    return 0 if last else len(piece)

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from qualify import cuts
 from qualify.records import frozen_record
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -89,7 +90,7 @@ def cmdline_of(pid: int) -> str:
     """/proc/<pid>/cmdline, bounded (may block while the process is in reclaim)."""
     data = _read(f"/proc/{pid}/cmdline", CMDLINE_BYTES + 64)
     text = (data or b"").replace(b"\0", b" ").decode(errors="replace")
-    return text.strip()[:CMDLINE_BYTES]
+    return cuts.head(text.strip(), CMDLINE_BYTES)
 
 
 def memory_cgroup(proc_cgroup: str) -> str | None:

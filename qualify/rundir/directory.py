@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import contract
+from qualify import cuts
 from qualify.atomic import fsync_directory, write_bytes_atomic
 from qualify.records import frozen_record
 from qualify.rundir.pause import JUNIT_FINAL, pause_at
@@ -122,11 +123,16 @@ class RunDir:
         return read_timeline(self.timeline_path)
 
     def log_tail(self, stream: str, limit: int = LOG_TAIL_BYTES) -> str:
-        """The last ``limit`` bytes of a log as text ("" when there is none)."""
+        """At most the last ``limit`` bytes of a log as text ("" when there is none); when the
+        log is longer, starting at a line or word boundary (:mod:`qualify.cuts`): never a
+        piece of a value."""
         try:
-            return read_tail(self.log_path(stream), limit).decode("utf-8", errors="replace")
+            data = read_tail(self.log_path(stream), limit + 1)
         except OSError:  # missing, or not a regular file
             return ""
+        if len(data) > limit:  # the log goes on before it: the read's start is a cut
+            data = cuts.after_cut(data[1:])
+        return data.decode("utf-8", errors="replace")
 
     def gpu_summary(self) -> dict[str, Any] | None:
         """The NVML sampler's peaks, or None when no sampler ran."""

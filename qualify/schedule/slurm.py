@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from qualify import __version__
+from qualify import __version__, cuts
 from qualify.records import frozen_record
 from qualify.schedule.submission import SLURM_DIR, ArrayJob, RecordCell, SubmitRecord
 from qualify.sizes import format_bytes
@@ -597,7 +597,7 @@ class TaskEvidence:
 
     def _last_words(self) -> str:
         printed = [line for line in (self.words.printed if self.words else ()) if line.strip()]
-        return f"; its output ends: '{printed[-1].strip()[:300]}'" if printed else ""
+        return f"; its output ends: '{cuts.head(printed[-1].strip(), 300)}'" if printed else ""
 
     def to_dict(self) -> dict[str, Any]:
         """The index's ``slurm`` entry."""

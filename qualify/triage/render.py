@@ -25,6 +25,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from qualify import cuts
 from qualify.evidence.evidence_line import Evidence
 from qualify.sizes import format_bytes
 from qualify.triage.model import Triage
@@ -94,7 +95,7 @@ def render_markdown(result: Triage) -> str:
         out.append("")
     text = "\n".join(out)
     if len(text) > MARKDOWN_LIMIT:
-        text = text[:MARKDOWN_LIMIT] + "\n\n(truncated)\n"
+        text = cuts.head(text, MARKDOWN_LIMIT) + "\n\n(truncated)\n"
     return text
 
 
