@@ -20,6 +20,7 @@ from qualify.errors import UsageError
 from qualify.parity.kinds import Side
 from qualify.parity.results import RecordLocation, TokenRef, TopKEntry
 from qualify.parity.topk_bytes import find_topk_span, nth_element
+from qualify.records import frozen_record
 from qualify.untrusted import READ_LIMIT_BYTES, open_regular_fd
 
 _READ_BUFFER = 1 << 20
@@ -35,7 +36,7 @@ class ParityInputError(UsageError, ValueError):
     """A parity file that cannot be compared: one line naming the file and the line."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class IndexEntry:
     """Where one case record lies, and where its top_logprobs array lies within the line."""
 
@@ -44,7 +45,7 @@ class IndexEntry:
     """Byte span of ``top_logprobs`` within the line; None when the line needs a full parse."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class FileIndex:
     """The case records of one file, by side and case id (last record wins)."""
 
@@ -54,7 +55,7 @@ class FileIndex:
     """Teacher-forced views by role (``contract.FORCED_ROLES``) and case id (last one wins)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Record:
     """One validated case record; the comparison holds at most two at a time."""
 
