@@ -14,6 +14,8 @@ import pytest
 from harness import contract
 from qualify.run import last_gasp
 from qualify.run.last_gasp import (
+    Frame,
+    GaspProcess,
     LastGasp,
     LastGaspRecord,
     allocation_point,
@@ -366,3 +368,30 @@ def test_a_gpu_holders_allocator_line_is_waited_for_after_its_stack(
     began = time.monotonic()
     assert gasp._allocator_line(stacks, start, 99) == {}
     assert time.monotonic() - began < last_gasp.ALLOCATOR_WAIT_S + 0.5  # bounded
+
+
+def test_a_capture_that_found_the_process_asleep_by_choice_does_not_name_the_line() -> None:
+    """Seen in a container: the 99% capture came when the test had gone on to its
+    ``time.sleep`` after the allocation that crossed (state S, wchan hrtimer_nanosleep), and the
+    line named was the sleep's caller. The last capture that found the process running, or
+    waiting for memory, shows the allocating line."""
+    grow = [
+        Frame("/r/engine_core.py", 8, "grow_kv_cache"),
+        Frame("/r/test_engine.py", 12, "test_decode"),
+    ]
+    slept = [Frame("/r/test_engine.py", 13, "test_decode")]
+
+    def capture(at: float, state: str, wchan: str, stack: list[Frame]) -> LastGaspRecord:
+        process = GaspProcess(pid=7, name="python", state=state, rss_bytes=200 << 20,
+                              wchan=wchan, stack=stack)  # fmt: skip
+        return LastGaspRecord(at_s=at, usage_bytes=190 << 20, limit_bytes=200 << 20,
+                              processes=[process])  # fmt: skip
+
+    running = capture(0.95, "R (running)", "hrtimer_nanosleep", grow)
+    asleep = capture(0.99, "S (sleeping)", "hrtimer_nanosleep", slept)
+    site = allocation_point([running, asleep])
+    assert site is not None and (site["function"], site["at_s"]) == ("grow_kv_cache", 0.95)
+    charged = capture(0.99, "S (sleeping)", "mem_cgroup_oom_synchronize", grow)
+    assert allocation_point([asleep, charged])["at_s"] == 0.99  # type: ignore[index]
+    only_asleep = allocation_point([asleep])  # nothing better: the last one still answers
+    assert only_asleep is not None and only_asleep["function"] == "test_decode"

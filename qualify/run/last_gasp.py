@@ -504,15 +504,38 @@ def _family_frame(frame: Frame) -> bool:
     return not any(part in frame.file for part in _LIBRARY)
 
 
+_MEMORY_WAITS = ("mem", "oom", "charge", "reclaim", "page", "folio", "throttle", "compact",
+                 "swap", "alloc", "balance_dirty")  # fmt: skip
+"""Parts of the kernel functions a task sleeps in while it waits for memory."""
+
+
+def _sleeping_by_choice(process: GaspProcess) -> bool:
+    """Asleep in an interruptible wait that is not for memory (a timer, a futex, a poll, a
+    pipe): the process was not allocating at the capture."""
+    wchan = process.wchan.lower()
+    return process.state.startswith("S") and not any(part in wchan for part in _MEMORY_WAITS)
+
+
+def _largest_with_stack(capture: LastGaspRecord) -> GaspProcess | None:
+    with_stack = [p for p in capture.processes if p.stack]
+    return max(with_stack, key=lambda p: p.rss_bytes) if with_stack else None
+
+
 def allocation_point(captures: list[LastGaspRecord]) -> dict[str, Any] | None:
     """Where the run was allocating as it neared its cap, from the last capture with a stack:
     the largest process that gave one, its innermost frame in the family's own code (with the
     library frame it was in, when deeper) and the test that called it; None without one."""
+    chosen: list[tuple[LastGaspRecord, GaspProcess]] = []
     for capture in reversed(captures):
-        with_stack = [p for p in capture.processes if p.stack]
-        if not with_stack:
-            continue
-        process = max(with_stack, key=lambda p: p.rss_bytes)
+        process = _largest_with_stack(capture)
+        if process is not None:
+            chosen.append((capture, process))
+    # A capture comes just after usage crossed a threshold; the process may have gone on to a
+    # sleep of its own choosing by then (a test that allocates, then sleeps): its stack is the
+    # sleep, not the allocation. The last capture that found it running (or waiting for
+    # memory) is the one that shows the allocating line.
+    at_work = [(c, p) for c, p in chosen if not _sleeping_by_choice(p)]
+    for capture, process in (at_work or chosen)[:1]:
         if _waiting(process.stack):
             waited = process.stack[0]
             test = next((f for f in process.stack if f.function.startswith("test")), None)
