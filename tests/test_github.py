@@ -369,3 +369,36 @@ def test_a_pull_request_without_its_event_file_says_what_is_missing(tmp_path: Pa
         github_commit({**environ, "GITHUB_EVENT_PATH": str(tmp_path)})  # a directory
     said = str(raised.value)
     assert "cannot be read (Is a directory" in said and "Error(" not in said
+
+
+def test_report_and_publish_print_json_of_what_they_wrote(tmp_path: Path) -> None:
+    """``--format json``: one JSON document on stdout naming the files written and (publish)
+    the publication record; the annotations go to stderr; secrets redacted there too."""
+    import subprocess
+
+    run_dir = _failing_run(tmp_path)
+    environ = {**os.environ, **_pr_environ(tmp_path), "NOTE_PASSWORD": NOTE}
+
+    def qualify(*args: str) -> tuple[dict[str, Any], str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "qualify", *args, str(run_dir.path), "--format", "json"],
+            env=environ, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert NOTE not in done.stdout + done.stderr
+        return json.loads(done.stdout), done.stderr
+
+    printed, stderr = qualify("report")
+    assert printed["run_dir"] == str(run_dir.path)
+    assert Path(printed["report"]) == run_dir.path / "report.html"
+    assert (run_dir.path / "report.html").is_file()
+    assert printed["github"] == {"written": True, "withheld": {}}
+    assert "::error title=FAILED%3A t%3A%3Atest_x::got [REDACTED:known-secret]" in stderr
+    assert "[REDACTED:known-secret]" in (tmp_path / "step_summary.md").read_text()
+    printed, _ = qualify("publish", "--level", "internal")
+    assert Path(printed["public"]) == run_dir.path / "public"
+    assert (run_dir.path / "public" / "audit.json").is_file()
+    assert printed["publication"] == json.loads((run_dir.path / "publication.json").read_text())
+    assert printed["publication"]["level"] == "internal"
+    assert Path(printed["report"]) == run_dir.path / "report.html"
+    assert printed["github"] == {"written": False, "withheld": {}}  # written once per run
