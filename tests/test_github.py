@@ -402,3 +402,32 @@ def test_report_and_publish_print_json_of_what_they_wrote(tmp_path: Path) -> Non
     assert printed["publication"]["level"] == "internal"
     assert Path(printed["report"]) == run_dir.path / "report.html"
     assert printed["github"] == {"written": False, "withheld": {}}  # written once per run
+
+
+def test_each_failure_is_in_one_place_as_the_tests_line_counts_it(tmp_path: Path) -> None:
+    """qualify's own testcase (what ended the run) and the parity cases are not the family's
+    tests: the Failures heading counts what the tests line counts; a list of changed tests is
+    not drawn into the base table above it."""
+    failures = [
+        Failure("qualify", "run", "error", "OOM_KILLED: the cap was hit", "OOM_KILLED"),
+        Failure("test_e2e", "test_checkpoint", "failed", "CalledProcessError", "E  died"),
+        Failure("tiny.parity", "chat-0", "failed", "WRONG at 3", "WRONG"),
+    ]
+    base = audit_records.BaseRunRecord(
+        summary="peak +357 MiB",
+        phases=[audit_records.BasePhaseRecord("checkpoint", 493 << 20, 850 << 20, 357 << 20)],
+        changed_tests=[["test_e2e::test_checkpoint", "passed", "failed"]],
+    )
+    audit = Audit(
+        verdict="OOM_KILLED", tests=audit_records.TestsRecord(failed=1, skipped=4), base=base
+    )
+    text = render_summary(audit, failures, str(tmp_path), SUMMARY_LIMIT)
+    assert "| tests | 0 passed, 1 failed, 0 errors, 4 skipped |" in text
+    ended, tests, parity = (
+        text.index("### What ended the run"),
+        text.index("### Failures (1)"),
+        text.index("### Parity cases that failed (1)"),
+    )
+    assert ended < text.index("qualify::run") < tests < text.index("test_checkpoint</b>")
+    assert tests < parity < text.index("tiny.parity::chat-0")
+    assert "| checkpoint | 493 MiB | 850 MiB | +357 MiB |\n\n- test_e2e::test_checkpoint" in text
