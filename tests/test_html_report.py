@@ -206,6 +206,9 @@ def _report(completed: Completed, verdict: str, browser: Path, out: Path) -> str
 @pytest.mark.slow
 def test_report_of_a_passed_run(repo: Path, run_qualify: RunQualify, browser: Path) -> None:
     completed = run_qualify("run", "--family", "hog", "--mem", "512M", "--repo", str(repo))
+    # The run's last lines name its page, then its directory.
+    *_, said, run_dir = completed.stdout.splitlines()
+    assert said == f"report page: {run_dir}/report.html", completed.stdout
     dom = _report(completed, "PASSED", browser, repo.parent)
     assert _timeline_points(dom) > 2
     assert 'class="cap"' in dom and 'class="peak"' in dom
