@@ -352,7 +352,9 @@ def test_phase_labels_never_share_a_place() -> None:
 
 
 def test_page_words_are_plain() -> None:
-    from qualify.report.html_sections import _cell, _pairs, _value_html
+    from qualify.report.html_sections import _cell, _pairs, _seconds, _value_html
+
+    assert _seconds(2.98461) == "2.98"  # start and end times: two decimals, not four
 
     assert (_cell(True), _cell(False)) == ("yes", "no")
     shown = _value_html({"conflicts": [], "warnings": None, "phase_at_end": "build", "ok": True})
