@@ -56,3 +56,17 @@ def test_diff_of_what_is_not_a_run_is_one_line(tmp_path: Path, run_qualify: RunQ
     result = run_qualify("diff", str(tmp_path), str(tmp_path / "missing"))
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert "is not a run directory" in result.stderr
+
+
+def test_a_test_the_run_never_reached_is_not_run_as_the_counts_say() -> None:
+    from qualify.evidence.junit import NOT_RUN, JUnitCase, family_counts
+    from qualify.report.run_diff import _outcomes
+
+    cases = [
+        JUnitCase("t", "reached", "skipped", 0.0, "needs a GPU", None),
+        JUnitCase("t", "never", "skipped", 0.0, NOT_RUN + "the run ended before it", None),
+        JUnitCase("qualify", "run", "error", 0.0, "OOM_KILLED", "OOM_KILLED"),
+    ]
+    assert _outcomes(cases) == {"t::reached": "skipped", "t::never": "not run"}
+    counts = family_counts(cases)
+    assert (counts["skipped"], counts["not_run"]) == (1, 1)
