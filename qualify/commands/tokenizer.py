@@ -30,7 +30,7 @@ def export(
     """Export a tokenizer directory or a family's tokenizer; 0 when every check passed, 1 on
     the first mismatch (nothing written), 2 for bad input. With ``output_format`` json, stdout
     is one JSON document: the directories, every check, and the audit written (``audit``:
-    the export's tokenizer-audit.json, null when nothing was written)."""
+    the export's audit file, null when nothing was written)."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     try:
         source_dir = _source(model_dir, family, repo)
