@@ -470,6 +470,37 @@ def test_format_json_prints_the_record_written(repo: Path) -> None:
                  "--repo", str(repo), "--format", "json"]) == 0  # fmt: skip
 
 
+def test_wait_says_the_tasks_by_state_as_they_change() -> None:
+    """``submit --wait``'s lines on stderr: the array's tasks counted by state and the merge
+    job's state, a line only when they change, none once the merge job has left the queue."""
+    from qualify.schedule.slurm import wait_for
+
+    script = [
+        ("PENDING", ["PENDING"]),
+        ("PENDING", ["PENDING"]),
+        ("PENDING", ["RUNNING", "RUNNING"]),
+        ("PENDING", ["RUNNING"]),
+        ("RUNNING", []),
+        (None, []),
+    ]
+
+    class Scripted(FakeSlurm):
+        def active(self, job_id: str) -> str | None:
+            return script[0][0]
+
+        def states(self, job_id: str) -> list[str]:
+            return script[0][1]
+
+    said: list[str] = []
+    wait_for(Scripted(), "45", 10.0, sleep=lambda _: script.pop(0), arrays=["41"], say=said.append)
+    assert said == [
+        "array 41: 1 PENDING; merge job 45 PENDING",
+        "array 41: 2 RUNNING; merge job 45 PENDING",
+        "array 41: 1 RUNNING; merge job 45 PENDING",
+        "array 41: over; merge job 45 RUNNING",
+    ]
+
+
 def test_github_engine_prints_the_matrix(repo: Path) -> None:
     code, stdout, _ = run_submit(
         SubmitRequest(engine="github", families="hog", profiles="small", repo=repo)
