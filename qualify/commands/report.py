@@ -19,6 +19,7 @@ from qualify.commands._args import (
     sources,
 )
 from qualify.commands.publish import (
+    failed_run_triage,
     github_json,
     terminal_json,
     terminal_text,
@@ -52,7 +53,8 @@ def report(
         message = f"{str(run_dir)!r} is not a run directory (it holds no audit)"
         stderr.write(error_line("qualify report", message))
         return EXIT_USAGE
-    path = write_report(directory)
+    findings = failed_run_triage(directory)  # the page's and the step summary's
+    path = write_report(directory, findings)
     try:
         sanitizer = run_sanitizer(run_dir, environ, sources)
     except UsageError as exc:  # a recorded secrets file that is gone, or a bad one given
@@ -62,7 +64,7 @@ def report(
     written = None
     if wants_github(github, environ):
         annotations = stderr if output_format == "json" else stdout
-        result = publish_github(directory, environ, annotations, sanitizer)
+        result = publish_github(directory, environ, annotations, sanitizer, findings)
         written = github_json(result)
         for reason in result.withheld.values():
             stderr.write(f"qualify report: publication failed: {reason}\n")
