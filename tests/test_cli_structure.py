@@ -109,3 +109,16 @@ def test_every_flag_has_help_that_gives_its_default() -> None:
             ):
                 silent.append(flag)
     assert (missing, silent) == ([], [])
+
+
+def test_run_help_ends_with_three_examples_and_the_exit_codes() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "qualify", "run", "--help"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    tail = done.stdout[done.stdout.index("\nexamples:\n") :].strip().splitlines()
+    examples = tail[1 : tail.index("exit codes:")]
+    assert [line.split()[:2] for line in examples if line.strip()] == [["qualify", "run"]] * 3
+    codes = [line.split()[0] for line in tail[tail.index("exit codes:") + 1 :]]
+    assert codes == ["0", "1", "2", "3", "4"]

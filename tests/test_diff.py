@@ -4,6 +4,7 @@ the verdict change and the test whose outcome changed are listed; text and JSON.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -50,9 +51,34 @@ def test_diff_names_the_phase_whose_peak_grew(tmp_path: Path, run_qualify: RunQu
     assert found["largest_growth"] == "decode"
     assert found["verdict"] == {"a": "PASSED", "b": "OOM_KILLED"}
     assert found["outcomes"] == [{"test": "test_grow::test_grow", "a": "passed", "b": "error"}]
+    # The bundle travels: downloaded elsewhere (the run directory gone), report, triage and
+    # diff work on it where it lands.
+    landed = tmp_path / "downloaded" / "public"
+    shutil.copytree(killed.run_dir / "public", landed)
+    shutil.rmtree(killed.run_dir)
+    report = run_qualify("report", str(landed), "--no-github")
+    assert report.returncode == 0 and (landed / "report.html").is_file(), report.stderr
+    triage = run_qualify("triage", str(landed))
+    assert "CGROUP_OOM" in triage.stdout, triage.stdout + triage.stderr
+    again = run_qualify("diff", str(passing.run_dir), str(landed))
+    assert "largest growth: decode +" in again.stdout, again.stdout + again.stderr
 
 
 def test_diff_of_what_is_not_a_run_is_one_line(tmp_path: Path, run_qualify: RunQualify) -> None:
     result = run_qualify("diff", str(tmp_path), str(tmp_path / "missing"))
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert "is not a run directory" in result.stderr
+
+
+def test_a_test_the_run_never_reached_is_not_run_as_the_counts_say() -> None:
+    from qualify.evidence.junit import NOT_RUN, JUnitCase, family_counts
+    from qualify.report.run_diff import _outcomes
+
+    cases = [
+        JUnitCase("t", "reached", "skipped", 0.0, "needs a GPU", None),
+        JUnitCase("t", "never", "skipped", 0.0, NOT_RUN + "the run ended before it", None),
+        JUnitCase("qualify", "run", "error", 0.0, "OOM_KILLED", "OOM_KILLED"),
+    ]
+    assert _outcomes(cases) == {"t::reached": "skipped", "t::never": "not run"}
+    counts = family_counts(cases)
+    assert (counts["skipped"], counts["not_run"]) == (1, 1)

@@ -71,7 +71,29 @@ def test_main_job_passes_with_parity_and_phase_peaks(run_qualify: RunQualify) ->
 
 @pytest.mark.timeout(900)
 @pytest.mark.usefixtures("small_checkpoint")
-def test_retained_plans_oom_where_staged_plans_pass(run_qualify: RunQualify, browser: Path) -> None:
+def _step_summary(run_dir: Path, tmp_path: Path) -> str:
+    """The step summary ``qualify report --github`` writes for ``run_dir`` (a copy: a run
+    directory is published to GitHub once)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    copy = tmp_path / "summarized"
+    shutil.copytree(run_dir, copy)
+    environ = {**os.environ, "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+               "GITHUB_OUTPUT": str(tmp_path / "github_output")}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "qualify", "report", str(copy), "--github"],
+        env=environ, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return (tmp_path / "summary.md").read_text()
+
+
+def test_retained_plans_oom_where_staged_plans_pass(
+    run_qualify: RunQualify, browser: Path, tmp_path: Path
+) -> None:
     common = ("run", "--family", "tiny", "--repo", REPO, "--mem", CAP, "--set", "size=small")
     common += SHORT
     retained = run_qualify(*common, "--set", "retain_plans=true", timeout=600)
@@ -95,6 +117,14 @@ def test_retained_plans_oom_where_staged_plans_pass(run_qualify: RunQualify, bro
         r"\d+\.\d\d s: \d+ MiB, (9\d|100)% of the cap; phase build:(prefill|decode)",
         measured["hover"],
     ), measured
+    # Its step summary, as the GitHub channels write it: triage's remedy, the phase table
+    # against the cap, the memory curve GitHub draws; no Python None in qualify's own words
+    # (a failure's <pre> holds the family's source, which may say None).
+    summary = _step_summary(retained.run_dir, tmp_path)
+    assert "**What to change**" in summary and "stage plans to disk" in summary
+    assert "| phase | duration | peak | of the cap |" in summary and "| build:decode |" in summary
+    assert "```mermaid\nxychart-beta\n" in summary and "    line [" in summary
+    assert "None" not in re.sub(r"<pre>.*?</pre>", "", summary, flags=re.S), summary
     staged = run_qualify(*common, timeout=600)
     assert staged.returncode == 0, staged.stdout + staged.stderr
     phases = {p["name"]: p["peak_bytes"] for p in staged.audit()["memory"]["phases"]}

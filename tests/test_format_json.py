@@ -91,3 +91,18 @@ def test_merged_rows_say_their_cap_and_the_options_that_differ(
     index = json.loads((repo.parent / "merged" / "index.json").read_text())
     assert sorted(row["cap_bytes"] for row in index["runs"]) == [384 << 20] * 2 + [512 << 20]
     assert sorted(row["options"]["first_mib"] for row in index["runs"]) == [16, 48, 64]
+
+
+def test_run_prints_the_paths_it_wrote_and_its_audit(repo: Path, run_qualify: RunQualify) -> None:
+    """``run --format json``: one JSON document on stdout (the summary's lines are not there),
+    the paths it wrote and the audit as written; an OOM kill's exit code as ever."""
+    run = run_qualify("run", "--family", "hog", "--repo", str(repo), "--mem", "128M",
+                      "--format", "json")  # fmt: skip
+    assert run.returncode == 3, run.stdout + run.stderr
+    printed = json.loads(run.stdout)
+    run_dir = repo.parent / printed["run_dir"]
+    assert printed["audit"] == json.loads((run_dir / "audit.json").read_text())
+    assert printed["audit"]["verdict"] == "OOM_KILLED"
+    assert repo.parent / printed["report"] == run_dir / "report.html"
+    assert (repo.parent / printed["public"] / "junit.xml").is_file()
+    assert "qualify: hog: the E2E is running" in run.stderr  # progress stays on stderr

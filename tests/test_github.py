@@ -369,3 +369,65 @@ def test_a_pull_request_without_its_event_file_says_what_is_missing(tmp_path: Pa
         github_commit({**environ, "GITHUB_EVENT_PATH": str(tmp_path)})  # a directory
     said = str(raised.value)
     assert "cannot be read (Is a directory" in said and "Error(" not in said
+
+
+def test_report_and_publish_print_json_of_what_they_wrote(tmp_path: Path) -> None:
+    """``--format json``: one JSON document on stdout naming the files written and (publish)
+    the publication record; the annotations go to stderr; secrets redacted there too."""
+    import subprocess
+
+    run_dir = _failing_run(tmp_path)
+    environ = {**os.environ, **_pr_environ(tmp_path), "NOTE_PASSWORD": NOTE}
+
+    def qualify(*args: str) -> tuple[dict[str, Any], str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "qualify", *args, str(run_dir.path), "--format", "json"],
+            env=environ, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert NOTE not in done.stdout + done.stderr
+        return json.loads(done.stdout), done.stderr
+
+    printed, stderr = qualify("report")
+    assert printed["run_dir"] == str(run_dir.path)
+    assert Path(printed["report"]) == run_dir.path / "report.html"
+    assert (run_dir.path / "report.html").is_file()
+    assert printed["github"] == {"written": True, "withheld": {}}
+    assert "::error title=FAILED%3A t%3A%3Atest_x::got [REDACTED:known-secret]" in stderr
+    assert "[REDACTED:known-secret]" in (tmp_path / "step_summary.md").read_text()
+    printed, _ = qualify("publish", "--level", "internal")
+    assert Path(printed["public"]) == run_dir.path / "public"
+    assert (run_dir.path / "public" / "audit.json").is_file()
+    assert printed["publication"] == json.loads((run_dir.path / "publication.json").read_text())
+    assert printed["publication"]["level"] == "internal"
+    assert Path(printed["report"]) == run_dir.path / "report.html"
+    assert printed["github"] == {"written": False, "withheld": {}}  # written once per run
+
+
+def test_each_failure_is_in_one_place_as_the_tests_line_counts_it(tmp_path: Path) -> None:
+    """qualify's own testcase (what ended the run) and the parity cases are not the family's
+    tests: the Failures heading counts what the tests line counts; a list of changed tests is
+    not drawn into the base table above it."""
+    failures = [
+        Failure("qualify", "run", "error", "OOM_KILLED: the cap was hit", "OOM_KILLED"),
+        Failure("test_e2e", "test_checkpoint", "failed", "CalledProcessError", "E  died"),
+        Failure("tiny.parity", "chat-0", "failed", "WRONG at 3", "WRONG"),
+    ]
+    base = audit_records.BaseRunRecord(
+        summary="peak +357 MiB",
+        phases=[audit_records.BasePhaseRecord("checkpoint", 493 << 20, 850 << 20, 357 << 20)],
+        changed_tests=[["test_e2e::test_checkpoint", "passed", "failed"]],
+    )
+    audit = Audit(
+        verdict="OOM_KILLED", tests=audit_records.TestsRecord(failed=1, skipped=4), base=base
+    )
+    text = render_summary(audit, failures, str(tmp_path), SUMMARY_LIMIT)
+    assert "| tests | 0 passed, 1 failed, 0 errors, 4 skipped |" in text
+    ended, tests, parity = (
+        text.index("### What ended the run"),
+        text.index("### Failures (1)"),
+        text.index("### Parity cases that failed (1)"),
+    )
+    assert ended < text.index("qualify::run") < tests < text.index("test_checkpoint</b>")
+    assert tests < parity < text.index("tiny.parity::chat-0")
+    assert "| checkpoint | 493 MiB | 850 MiB | +357 MiB |\n\n- test_e2e::test_checkpoint" in text

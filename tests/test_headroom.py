@@ -9,6 +9,7 @@ gap between the largest failing and the smallest passing cap to the asked resolu
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from qualify.commands.headroom import parse_resolution
 from qualify.errors import UsageError
 from qualify.experiment.bisect import Resolution, bisect
 from qualify.experiment.repetition import Repetition
+from qualify.experiment.tables import Table, to_text
 from qualify.sizes import format_bytes
 from tests.conftest import Completed, RunQualify
 
@@ -73,8 +75,12 @@ def test_finds_the_boundary_within_the_resolution(repo: Path, run_qualify: RunQu
     assert at == {passing: ["PASSED", "PASSED"], failing: ["OOM_KILLED", "OOM_KILLED"]}
     standard = next(row for row in found["profiles"] if row["profile"] == "standard")
     assert standard["cap_bytes"] == 48 * 2**30 and standard["needs_bytes"] == passing
-    needs = f"| standard | 48 GiB | {format_bytes(passing)} |"
-    assert needs in result.stdout
+    # The terminal gets plain columns (headroom.md keeps the Markdown).
+    needs = rf"^standard +48 GiB +{re.escape(format_bytes(passing))}\b"
+    assert re.search(needs, result.stdout, re.M), result.stdout
+    assert " | " not in result.stdout and not re.search(r"^(#+ \w|- )", result.stdout, re.M)
+    markdown = (result.run_dir / "headroom.md").read_text()  # type: ignore[operator]
+    assert f"| standard | 48 GiB | {format_bytes(passing)} |" in markdown
     assert result.run_dir is not None
     page = (result.run_dir / "headroom.html").read_text()
     assert page.count("<tr>") == len(probes) + len(found["profiles"]) + 2  # two header rows
@@ -138,3 +144,22 @@ def test_a_flaky_boundary_is_reported_and_not_called_passing() -> None:
     found = bisect(64 * MIB, 512 * MIB, Resolution(bytes=MIB), 3, _probe_of(300 * MIB, boundary))
     assert found.flaky == [boundary]
     assert found.smallest_passing is not None and found.smallest_passing > boundary
+
+
+def test_the_terminal_text_is_plain_aligned_columns() -> None:
+    rows = [("standard", "48 GiB", "300 MiB"), ("l4-budget", "48 GiB", "300 MiB")]
+    notes = ["needs: the smallest passing cap"]
+    table = Table("Profiles", ("profile", "cap", "needs"), rows, notes)
+    text = to_text("headroom of hog", [("head", "abc"), ("resolution", "4%")], [table])
+    assert text.splitlines() == [
+        "headroom of hog",
+        "",
+        "head:       abc",
+        "resolution: 4%",
+        "",
+        "Profiles",
+        "profile    cap     needs",
+        "standard   48 GiB  300 MiB",
+        "l4-budget  48 GiB  300 MiB",
+        "needs: the smallest passing cap",
+    ]

@@ -206,6 +206,9 @@ def _report(completed: Completed, verdict: str, browser: Path, out: Path) -> str
 @pytest.mark.slow
 def test_report_of_a_passed_run(repo: Path, run_qualify: RunQualify, browser: Path) -> None:
     completed = run_qualify("run", "--family", "hog", "--mem", "512M", "--repo", str(repo))
+    # The run's last lines name its page, then its directory.
+    *_, said, run_dir = completed.stdout.splitlines()
+    assert said == f"report page: {run_dir}/report.html", completed.stdout
     dom = _report(completed, "PASSED", browser, repo.parent)
     assert _timeline_points(dom) > 2
     assert 'class="cap"' in dom and 'class="peak"' in dom
@@ -235,7 +238,9 @@ if (peak) {
   const title = top && top.querySelector("title");
   hover = title ? title.textContent : (top ? top.tagName : null);
 }
-document.body.setAttribute("data-clash", JSON.stringify({clash, out, hover}));
+// The chart on the first screen: its bottom within the window's height.
+const screen = svg.bottom <= window.innerHeight;
+document.body.setAttribute("data-clash", JSON.stringify({clash, out, hover, screen}));
 </script>"""
 
 
@@ -287,7 +292,9 @@ def test_report_of_an_oom_killed_run(repo: Path, run_qualify: RunQualify, browse
     assert re.findall(r"\b(?:True|False|None)\b|\w+_bytes\b|pids_max", text) == []
     assert completed.run_dir is not None
     clashes = _label_clashes(completed.run_dir / "report.html", browser)
-    assert (clashes["clash"], clashes["out"]) == ([], [])
+    assert (clashes["clash"], clashes["out"], clashes["screen"]) == ([], [], True)
+    # Nothing empty: a fact the run does not have (no CUDA OOM, no merge-base) is left out.
+    assert not re.search(r"\b(?:CUDA OOM|base|running when)\s*-", text), text
     # Hovering the peak: its time, usage against the cap, and the phase (the hog's "second").
     assert re.fullmatch(
         r"\d+\.\d\d s: [\d.]+ MiB, \d+% of the cap; phase second", clashes["hover"]
@@ -345,9 +352,14 @@ def test_phase_labels_never_share_a_place() -> None:
 
 
 def test_page_words_are_plain() -> None:
-    from qualify.report.html_sections import _cell, _value_html
+    from qualify.report.html_sections import _cell, _pairs, _seconds, _value_html
+
+    assert _seconds(2.98461) == "2.98"  # start and end times: two decimals, not four
 
     assert (_cell(True), _cell(False)) == ("yes", "no")
     shown = _value_html({"conflicts": [], "warnings": None, "phase_at_end": "build", "ok": True})
     assert "conflicts" not in shown and "warnings" not in shown
     assert "phase at end" in shown and "yes" in shown
+    pairs = _pairs([("base", None), ("running test", None), ("head", "abc")])
+    assert "base" not in pairs and "running test" not in pairs and "-" not in pairs
+    assert pairs.count("<tr>") == 1 and "abc" in pairs

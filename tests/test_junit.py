@@ -346,3 +346,24 @@ def test_pytest_junit_is_read_as_junitparser_reads_it(tmp_path: Path) -> None:
     ]
     assert read == expected
     assert all(case.file == "test_outcomes.py" and case.line for case in cases)
+
+
+def test_qualifys_own_testcase_is_in_a_suite_of_its_own() -> None:
+    """The family's suite counts the family's tests alone (as the audit and every report do);
+    qualify's own testcase is in the ``qualify`` suite; the document's totals hold both."""
+    from qualify.evidence.junit import JUnitCase, family_counts
+
+    cases = [
+        JUnitCase("test_e2e", "test_checkpoint", "failed", 1.0, "died", "E  died"),
+        JUnitCase("test_e2e", "test_build", "skipped", 0.0, "not run: the run ended", None),
+        JUnitCase("qualify", "run", "error", 0.0, "OOM_KILLED", "OOM_KILLED", kind="OOM_KILLED"),
+    ]
+    root = ET.fromstring(render_junit("tiny", cases, {"qualify.verdict": "OOM_KILLED"}, ""))
+    family, own = root.findall("testsuite")
+    counts = family_counts(cases)
+    assert (family.get("name"), family.get("tests"), family.get("errors")) == ("tiny", "2", "0")
+    assert family.get("failures") == str(counts["failed"]) == "1"
+    assert family.find("properties/property").get("value") == "OOM_KILLED"  # type: ignore[union-attr]
+    assert [case.get("classname") for case in own.iter("testcase")] == ["qualify"]
+    assert (own.get("name"), own.get("tests"), own.get("errors")) == ("qualify", "1", "1")
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("3", "1", "1")

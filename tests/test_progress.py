@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from qualify.commands._progress import status_line
+from qualify.commands._progress import phase_changes, status_line
 from tests.conftest import family_repo, qualify_argv
 
 PHASED = """
@@ -25,6 +25,8 @@ def test_phases():
         block = bytearray(48 << 20)
         block[::4096] = b"x" * len(block[::4096])
         time.sleep(2.5)
+        with harness.phase("blink"):  # shorter than a poll: still a line of its own
+            time.sleep(0.3)
 """
 
 
@@ -55,6 +57,7 @@ def test_without_a_terminal_a_line_at_start_and_at_each_phase(tmp_path: Path) ->
     decode = [text for text in said if text.startswith("qualify: decode  ")]
     assert load and decode, said
     assert " of 512 MiB (" in decode[0] and "test_phased.py::test_phases" in decode[0]
+    assert [text for text in said if text.startswith("qualify: decode > blink  ")], said
 
 
 @pytest.mark.slow
@@ -74,3 +77,16 @@ def test_the_status_line_on_a_terminal_has_a_bar() -> None:
     line = status_line(sample, 900 << 20, 42.0, bar=True)
     assert line.startswith("build > build:decode  612 MiB of 900 MiB (68%) [")
     assert "#" * 14 + "." * 6 + "]" in line and line.endswith("t.py::t  42.0s")
+
+
+def test_every_phase_change_between_two_polls_is_said() -> None:
+    """The samples read since the last poll: a phase that began and ended between two polls
+    is a change; the moment between two phases with no phase is not, unless it lasts."""
+    phases = [["a"], ["a"], [], ["b"], ["b", "b:x"], ["b"], [], ["c"]]
+    samples = [{"t": float(t), "phases": p} for t, p in enumerate(phases)]
+    changed, last = phase_changes(samples, ("a",))
+    assert [s["phases"] for s in changed] == [["b"], ["b", "b:x"], ["b"], ["c"]]
+    assert last == ("c",)
+    ended = [{"t": 9.0, "phases": ["c"]}, {"t": 10.0, "phases": []}]
+    assert phase_changes(ended, last) == ([ended[1]], ())
+    assert phase_changes([], last) == ([], ("c",))

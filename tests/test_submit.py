@@ -441,6 +441,66 @@ def test_wait_merges_here_when_the_merge_job_wrote_nothing(repo: Path) -> None:
     assert index["submissions"] == ["41"] and index["exit_code"] == 4
 
 
+def test_format_json_prints_the_record_written(repo: Path) -> None:
+    """``--format json``: stdout is the file last written, nothing else: the submission record,
+    with ``--wait`` the merged index (its rows are the matrix), and the Kubernetes index."""
+    out = repo / "reports"
+    printed = {}
+    for name, request in (
+        ("submitted", SubmitRequest(families="hog", profiles="small", repo=repo, out=out / "a")),
+        ("waited", SubmitRequest(families="hog", profiles="small,large", repo=repo,
+                                 out=out / "b", wait=True, poll="1s")),
+        ("emitted", SubmitRequest(engine="kubernetes", families="hog", profiles="small",
+                                  repo=repo, emit=repo / "k8s", image="registry/q:1")),
+    ):  # fmt: skip
+        stdout, stderr = io.StringIO(), io.StringIO()
+        code = submit(request, slurm=FakeSlurm(), stdout=stdout, stderr=stderr,
+                      output_format="json")  # fmt: skip
+        assert code in (0, 4), stderr.getvalue()
+        printed[name] = json.loads(stdout.getvalue())
+    head = git(repo, "rev-parse", "HEAD")
+    (record,) = find_records([out / "a" / head])
+    assert printed["submitted"] == json.loads(record.path(out / "a" / head).read_text())
+    assert printed["submitted"]["head"] == head and printed["submitted"]["merge"]
+    index = json.loads((out / "b" / head / "index.json").read_text())
+    assert printed["waited"] == index
+    assert printed["waited"]["exit_code"] == 4 and len(printed["waited"]["runs"]) == 2
+    assert printed["emitted"] == json.loads((repo / "k8s" / "index.json").read_text())
+    assert main(["submit", "--engine", "github", "--families", "hog", "--profiles", "small",
+                 "--repo", str(repo), "--format", "json"]) == 0  # fmt: skip
+
+
+def test_wait_says_the_tasks_by_state_as_they_change() -> None:
+    """``submit --wait``'s lines on stderr: the array's tasks counted by state and the merge
+    job's state, a line only when they change, none once the merge job has left the queue."""
+    from qualify.schedule.slurm import wait_for
+
+    script = [
+        ("PENDING", ["PENDING"]),
+        ("PENDING", ["PENDING"]),
+        ("PENDING", ["RUNNING", "RUNNING"]),
+        ("PENDING", ["RUNNING"]),
+        ("RUNNING", []),
+        (None, []),
+    ]
+
+    class Scripted(FakeSlurm):
+        def active(self, job_id: str) -> str | None:
+            return script[0][0]
+
+        def states(self, job_id: str) -> list[str]:
+            return script[0][1]
+
+    said: list[str] = []
+    wait_for(Scripted(), "45", 10.0, sleep=lambda _: script.pop(0), arrays=["41"], say=said.append)
+    assert said == [
+        "array 41: 1 PENDING; merge job 45 PENDING",
+        "array 41: 2 RUNNING; merge job 45 PENDING",
+        "array 41: 1 RUNNING; merge job 45 PENDING",
+        "array 41: over; merge job 45 RUNNING",
+    ]
+
+
 def test_github_engine_prints_the_matrix(repo: Path) -> None:
     code, stdout, _ = run_submit(
         SubmitRequest(engine="github", families="hog", profiles="small", repo=repo)

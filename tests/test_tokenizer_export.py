@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -465,3 +466,34 @@ def test_transformers_4_refuses_the_transformers_5_class_name(
     assert lines[3] == (
         f"offline: {TRANSFORMERS_4} fails with HF_HUB_OFFLINE=1 as well ({OLD_CLASS_ERROR})"
     )
+
+
+def test_format_json_prints_the_checks_and_the_audit_written(
+    caches: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--format json`` on export and verify: one JSON document on stdout (the export's audit
+    as written; verify's checks, run here in this interpreter's transformers)."""
+    out = tmp_path / "tiny"
+    code = main(["tokenizer", "export", "--family", "tiny", "--repo", str(ROOT),
+                 "--output-dir", str(out), "--format", "json"])  # fmt: skip
+    printed = json.loads(capsys.readouterr().out)
+    assert code == 0 and printed["passed"] is True and printed["first_mismatch"] is None
+    assert printed["output_dir"] == str(out)
+    assert printed["audit"] == _audit(out)
+    assert printed["checks"] == printed["audit"]["checks"]
+    client = f"transformers=={transformers.__version__}"
+
+    def verify() -> tuple[int, dict[str, Any]]:
+        code = main(["tokenizer", "verify", str(out), "--client", client,
+                     "--python", sys.executable, "--format", "json"])  # fmt: skip
+        return code, json.loads(capsys.readouterr().out)
+
+    code, printed = verify()
+    assert (code, printed["passed"], printed["client"]) == (0, True, client)
+    assert printed["versions"]["transformers"] == transformers.__version__
+    assert [check["name"] for check in printed["checks"]][:3] == ["files", "vocabulary", "merges"]
+    assert printed["offline"].startswith("offline: ")
+    expected = _set_merge(out)
+    code, printed = verify()
+    assert (code, printed["passed"]) == (EXIT_FAILED, False)
+    assert expected in [check["mismatch"] for check in printed["checks"]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import math
 import re
 import sys
@@ -192,14 +193,17 @@ def format_option(parser: argparse.ArgumentParser, what: str) -> None:
 def printed_record(
     command: Callable[[TextIO], int], record: str, output_format: str, stdout: TextIO
 ) -> int:
-    """Run ``command`` (given where to print); with json, print the JSON file ``record`` of
-    the directory its text's last line names instead of that text. Returns its exit code."""
+    """Run ``command`` (given where to print); with json, print the JSON file its text's last
+    line names (or the file ``record`` of the directory it names) instead of that text.
+    Returns its exit code."""
     if output_format != "json":
         return command(stdout)
     captured = io.StringIO()
     code = command(captured)
     lines = captured.getvalue().splitlines()
-    path = Path(lines[-1]) / record if lines else None
+    path = Path(lines[-1]) if lines else None
+    if path is not None and path.is_dir():
+        path = path / record
     if path is not None and path.is_file():
         stdout.write(path.read_text(encoding="utf-8").rstrip("\n") + "\n")
     return code
@@ -222,3 +226,8 @@ def experiment_common(args: argparse.Namespace) -> dict[str, Any]:
 def command_line(args: argparse.Namespace) -> list[str]:
     """The command line as typed (``cli`` keeps it on ``args.argv``), for the records."""
     return ["qualify", *getattr(args, "argv", [])]
+
+
+def print_json(document: object, stdout: TextIO) -> None:
+    """``document`` as the one JSON document on stdout (``--format json``)."""
+    stdout.write(json.dumps(document, indent=2) + "\n")

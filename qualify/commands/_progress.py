@@ -27,25 +27,52 @@ from qualify.sizes import format_bytes, format_duration
 POLL_S = 1.0
 PLAIN_EVERY_S = 10.0
 """Without a terminal, a line at least this often (and at every phase change)."""
-_TAIL_BYTES = 16 << 10
+_TAIL_BYTES = 64 << 10
+"""How much of the timeline's end is read a poll: seconds of samples (a few KiB a second)."""
 _BAR = 20
 
 
-def _last_sample(path: Path) -> dict[str, Any] | None:
-    """The last whole line of the timeline, parsed (None when there is none yet)."""
+def _recent_samples(path: Path) -> list[dict[str, Any]]:
+    """The whole lines at the timeline's end, parsed, oldest first (none yet: empty)."""
     try:
         with path.open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             handle.seek(max(0, size - _TAIL_BYTES))
             lines = handle.read(_TAIL_BYTES).split(b"\n")
     except OSError:
-        return None
-    for line in reversed(lines[1:] if len(lines) > 1 else lines):
+        return []
+    samples = []
+    for line in lines[1:] if size > _TAIL_BYTES else lines:  # (a cut first line: not whole)
         with contextlib.suppress(ValueError):
             sample = json.loads(line)
             if isinstance(sample, dict):
-                return sample
-    return None
+                samples.append(sample)
+    return samples
+
+
+def _time(sample: Mapping[str, Any]) -> float:
+    value = sample.get("t")
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def _phases(sample: Mapping[str, Any] | None) -> tuple[str, ...]:
+    return tuple(str(p) for p in (sample.get("phases") or ())) if sample else ()
+
+
+def phase_changes(
+    samples: list[dict[str, Any]], last: tuple[str, ...]
+) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
+    """The samples (read since the last poll, oldest first) at which the phases changed from
+    ``last``, and the phases after them: a phase that began and ended between two polls is
+    one of them; a moment with no phase between two phases is not, unless the run is still
+    there at the last sample."""
+    found = []
+    for index, sample in enumerate(samples):
+        phases = _phases(sample)
+        if phases != last and (phases or index == len(samples) - 1):
+            found.append(sample)
+            last = phases
+    return found, last
 
 
 def status_line(
@@ -94,21 +121,27 @@ class Progress(threading.Thread):
 
     def run(self) -> None:
         clean = self._make_clean()  # (the sanitizer's identities: a resolver lookup)
-        last_phases: object = ()
-        last_print = 0.0
+        last_phases: tuple[str, ...] = ()
+        last_print, seen = 0.0, 0.0
+        sample: dict[str, Any] | None = None
         self._write(clean(f"qualify: {self.family}: the E2E is running"), final=True)
         while not self._stopped.wait(POLL_S):
-            sample = _last_sample(self.timeline)
+            new = [s for s in _recent_samples(self.timeline) if _time(s) > seen]
+            sample = new[-1] if new else sample
+            seen = _time(sample) if sample else seen
             now = time.monotonic()
             elapsed = now - self._began
-            phases = tuple(sample.get("phases") or ()) if sample else ()
             if self.tty:
                 self._write(clean(status_line(sample, self.cap, elapsed, bar=True)), final=False)
-            elif phases != last_phases or now - last_print >= PLAIN_EVERY_S:
-                line = "qualify: " + status_line(sample, self.cap, elapsed, bar=False)
+                continue
+            changed, last_phases = phase_changes(new, last_phases)
+            if not changed and now - last_print >= PLAIN_EVERY_S:
+                changed = [sample] if sample else [{}]
+            for shown in changed:  # each at its own time (a short phase: a poll's samples ago)
+                at = elapsed - max(0.0, seen - _time(shown)) if shown else elapsed
+                line = "qualify: " + status_line(shown or None, self.cap, at, bar=False)
                 self._write(clean(line), final=True)
                 last_print = now
-            last_phases = phases
 
     def _write(self, text: str, final: bool) -> None:
         try:

@@ -42,6 +42,13 @@ def compare(
     value or combination (a tie above the near-tie threshold) is bad input."""
     if output_format not in FORMATS:
         return _usage_error(stderr, f"--format {output_format!r} is not one of {FORMATS}")
+    if reference is not None and (native.is_dir() or reference.is_dir()):
+        return _usage_error(
+            stderr,
+            f"{str(native if native.is_dir() else reference)!r} is a directory (valid: one "
+            "run directory, or two parity files: native and reference); what changed from one "
+            "run to another: qualify diff RUN_A RUN_B",
+        )
     run_gate = _run_gate(native) if native.is_dir() and reference is None else None
     if not isinstance(gate, ParityGate):
         try:

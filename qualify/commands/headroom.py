@@ -30,7 +30,7 @@ from qualify.experiment.bisect import Resolution, Search, bisect
 from qualify.experiment.pins import differences, pins
 from qualify.experiment.plan import parse_sets
 from qualify.experiment.repetition import Repetition, experiment, from_run_dir, run_once
-from qualify.experiment.tables import Table, to_html, to_markdown
+from qualify.experiment.tables import Table, to_html, to_markdown, to_text
 from qualify.plan.commit import repo_root
 from qualify.plan.families import Family, default_family_dirs, find_family
 from qualify.plan.profiles import available_profiles, find_profile
@@ -258,8 +258,8 @@ def _write(
     request: HeadroomRequest,
     stdout: TextIO,
 ) -> None:
-    """``headroom.json``, ``headroom.md`` and ``headroom.html``; the Markdown and the
-    directory on stdout."""
+    """``headroom.json``, ``headroom.md`` and ``headroom.html``; the same as plain text and
+    the directory on stdout."""
     rows = profile_headroom(search.smallest_passing) if search.smallest_passing else []
     document = {
         "kind": "qualify-headroom",
@@ -277,7 +277,7 @@ def _write(
     markdown = to_markdown(title, facts, tables)
     write_bytes_atomic(directory / HEADROOM_MARKDOWN, markdown.encode())
     write_bytes_atomic(directory / HEADROOM_HTML, to_html(title, facts, tables).encode())
-    stdout.write(markdown)
+    stdout.write(to_text(title, facts, tables))
     stdout.write(f"{display_path(directory)}\n")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import json
 import os
 import sys
 import traceback
@@ -20,7 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness import contract
-from qualify.commands._args import Commands, github_option, secret_options, sources
+from qualify.commands._args import (
+    Commands,
+    format_option,
+    github_option,
+    secret_options,
+    sources,
+)
 from qualify.errors import UsageError
 from qualify.plan.request import PUBLISH_LEVELS
 from qualify.publish.bundle import PublishResult, publish_run, run_sanitizer
@@ -100,6 +107,8 @@ class Publication:
     github: GithubResult | None
     sanitizer: Sanitizer
     """The run's sanitizer (what it learnt included), for qualify's own terminal output."""
+    report: Path | None = None
+    """The report page, None when it could not be written."""
 
     def __bool__(self) -> bool:
         return bool(self.bundle) and (self.github is None or self.github.ok)
@@ -152,7 +161,7 @@ def publish_channels(
     ``sources``: ``--secret-env`` names and the ``--secrets-file`` (recorded for the run).
     """
     findings = failed_run_triage(run_dir)
-    write_report(run_dir, findings)
+    report = write_report(run_dir, findings)
     secrets = environ if secrets_from is None else secrets_from
     sanitizer = run_sanitizer(run_dir.path, secrets, sources)
     bundle = publish_run(run_dir.path, level, sanitizer)
@@ -161,7 +170,7 @@ def publish_channels(
         from qualify.publish.github import publish_github  # only inside Actions
 
         github_result = publish_github(run_dir, environ, stdout, sanitizer, findings)
-    return Publication(bundle, github_result, sanitizer)
+    return Publication(bundle, github_result, sanitizer, report)
 
 
 def terminal_text(text: str, sanitizer: Sanitizer, environ: Mapping[str, str]) -> str:
@@ -173,6 +182,35 @@ def terminal_text(text: str, sanitizer: Sanitizer, environ: Mapping[str, str]) -
     if leaks:
         return sanitizer.clean("qualify: output withheld: " + describe(leaks)) + "\n"
     return cleaned
+
+
+def terminal_json(document: Any, sanitizer: Sanitizer, environ: Mapping[str, str]) -> str:
+    """``document`` as one JSON document that may be printed, as ``terminal_text`` treats
+    text: every string's secrets redacted; in CI identities pseudonymized too; the final scan
+    run on it (withheld, saying why, when it finds a known secret)."""
+    cleaned = sanitizer.clean_json(document) if in_ci(environ) else _redacted(document, sanitizer)
+    text = json.dumps(cleaned, indent=2) + "\n"
+    leaks = final_scan(text.encode("utf-8", errors="replace"), sanitizer.index, TERMINAL, "")
+    if leaks:
+        return json.dumps({"withheld": sanitizer.clean(describe(leaks))}) + "\n"
+    return text
+
+
+def _redacted(document: Any, sanitizer: Sanitizer) -> Any:
+    if isinstance(document, str):
+        return sanitizer.redact(document)
+    if isinstance(document, dict):
+        return {key: _redacted(value, sanitizer) for key, value in document.items()}
+    if isinstance(document, list):
+        return [_redacted(value, sanitizer) for value in document]
+    return document
+
+
+def github_json(result: GithubResult | None) -> dict[str, Any] | None:
+    """What the GitHub channels did, for ``--format json`` (None: not written this time)."""
+    if result is None:
+        return None
+    return {"written": result.written, "withheld": dict(sorted(result.withheld.items()))}
 
 
 def recorded_level(run_dir: RunDir) -> str:
@@ -191,8 +229,11 @@ def publish(
     stdout: TextIO = sys.stdout,
     stderr: TextIO = sys.stderr,
     sources: SecretSources | None = None,
+    output_format: str = "text",
 ) -> int:
-    """Re-publish ``run_dir``; 0 when published, 4 when the publication failed closed."""
+    """Re-publish ``run_dir``; 0 when published, 4 when the publication failed closed. With
+    ``output_format`` json, stdout is one JSON document: the paths written and the publication
+    record (``publication.json``)."""
     environ = os.environ if environ is None else environ
     directory = RunDir(run_dir)
     try:
@@ -209,7 +250,7 @@ def publish(
             directory,
             level=chosen,
             environ=environ,
-            stdout=stdout,
+            stdout=stderr if output_format == "json" else stdout,  # annotations: off the JSON
             github=github,
             sources=sources,
         )
@@ -218,7 +259,16 @@ def publish(
         return EXIT_USAGE
     for reason in result.reasons:
         stderr.write(f"qualify publish: publication failed: {reason}\n")
-    if result.bundle:
+    if output_format == "json":
+        document = {
+            "run_dir": str(run_dir),
+            "report": None if result.report is None else str(result.report),
+            "public": str(run_dir / contract.PUBLIC_DIR) if result.bundle else None,
+            "publication": directory.read_json(contract.PUBLICATION),
+            "github": github_json(result.github),
+        }
+        stdout.write(terminal_json(document, result.sanitizer, environ))
+    elif result.bundle:
         text = f"{run_dir / contract.PUBLIC_DIR}\n"
         stdout.write(terminal_text(text, result.sanitizer, environ))
     return result.exit_code
@@ -237,9 +287,14 @@ def add_parser(commands: Commands) -> None:
     )
     github_option(parser)
     secret_options(parser)
+    format_option(parser, "the paths written and the publication record (publication.json)")
 
 
 def main(args: argparse.Namespace) -> int:
     return publish(
-        run_dir=args.run_dir, level=args.level, github=args.github, sources=sources(args)
+        run_dir=args.run_dir,
+        level=args.level,
+        github=args.github,
+        sources=sources(args),
+        output_format=args.output_format,
     )

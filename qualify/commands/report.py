@@ -11,8 +11,21 @@ from pathlib import Path
 from typing import TextIO
 
 from harness import contract
-from qualify.commands._args import Commands, github_option, secret_options, sources
-from qualify.commands.publish import terminal_text, wants_github, write_report
+from qualify.commands._args import (
+    Commands,
+    format_option,
+    github_option,
+    secret_options,
+    sources,
+)
+from qualify.commands.publish import (
+    failed_run_triage,
+    github_json,
+    terminal_json,
+    terminal_text,
+    wants_github,
+    write_report,
+)
 from qualify.errors import UsageError
 from qualify.publish.bundle import run_sanitizer
 from qualify.publish.errorline import error_line
@@ -29,30 +42,45 @@ def report(
     stdout: TextIO = sys.stdout,
     stderr: TextIO = sys.stderr,
     sources: SecretSources | None = None,
+    output_format: str = "text",
 ) -> int:
-    """Write the report page; publish to GitHub when ``github`` (None: when GITHUB_ACTIONS=true)."""
+    """Write the report page; publish to GitHub when ``github`` (None: when GITHUB_ACTIONS=true).
+    With ``output_format`` json, stdout is one JSON document: the page's path and what the
+    GitHub channels did (their annotations go to stderr instead)."""
     environ = os.environ if environ is None else environ
     directory = RunDir(run_dir)
     if not directory.exists():
         message = f"{str(run_dir)!r} is not a run directory (it holds no audit)"
         stderr.write(error_line("qualify report", message))
         return EXIT_USAGE
-    path = write_report(directory)
+    findings = failed_run_triage(directory)  # the page's and the step summary's
+    path = write_report(directory, findings)
     try:
         sanitizer = run_sanitizer(run_dir, environ, sources)
     except UsageError as exc:  # a recorded secrets file that is gone, or a bad one given
         stderr.write(error_line("qualify report", exc))
         return EXIT_USAGE
     code = 0
+    written = None
     if wants_github(github, environ):
-        result = publish_github(directory, environ, stdout, sanitizer)
+        annotations = stderr if output_format == "json" else stdout
+        result = publish_github(directory, environ, annotations, sanitizer, findings)
+        written = github_json(result)
         for reason in result.withheld.values():
             stderr.write(f"qualify report: publication failed: {reason}\n")
         code = 0 if result.ok else EXIT_ERROR
     if path is None:
         stderr.write("qualify report: error: the report page could not be written (debug log)\n")
-        return EXIT_ERROR
-    stdout.write(terminal_text(f"{path}\n", sanitizer, environ))
+        code = EXIT_ERROR
+    if output_format == "json":
+        document = {
+            "run_dir": str(run_dir),
+            "report": None if path is None else str(path),
+            "github": written,
+        }
+        stdout.write(terminal_json(document, sanitizer, environ))
+    elif path is not None:
+        stdout.write(terminal_text(f"{path}\n", sanitizer, environ))
     return code
 
 
@@ -61,7 +89,13 @@ def add_parser(commands: Commands) -> None:
     report.add_argument("run_dir", type=Path, help="reports/<sha>/<family>/<profile>/<run-id>")
     github_option(report)
     secret_options(report)
+    format_option(report, "the page's path and what the GitHub channels did")
 
 
 def main(args: argparse.Namespace) -> int:
-    return report(run_dir=args.run_dir, github=args.github, sources=sources(args))
+    return report(
+        run_dir=args.run_dir,
+        github=args.github,
+        sources=sources(args),
+        output_format=args.output_format,
+    )

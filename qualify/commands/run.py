@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import dataclasses
 import errno
+import json
 import os
 import shutil
 import sys
@@ -27,6 +28,7 @@ from qualify.commands._args import (
     command_line,
     directory,
     families_dir_option,
+    format_option,
     pass_env_option,
     secret_options,
 )
@@ -376,15 +378,35 @@ def _against_base(result: RunResult, given: Path) -> RunResult:
     return dataclasses.replace(result, base=record)
 
 
-def print_summary(published: Published, stdout: TextIO, stderr: TextIO) -> int:
+def print_summary(
+    published: Published, stdout: TextIO, stderr: TextIO, output_format: str = "text"
+) -> int:
     """The summary and the run directory on stdout, publication failures on stderr; the exit
-    code (a failed publication exits 4, fail closed; the verdict itself is unchanged)."""
-    from qualify.commands.publish import terminal_text
+    code (a failed publication exits 4, fail closed; the verdict itself is unchanged). With
+    ``output_format`` json, stdout is one JSON document instead: the paths written and the
+    audit (as qualify's other output, sanitized)."""
+    from qualify.commands.publish import terminal_json, terminal_text
     from qualify.console import display_path
     from qualify.report.terminal import render_summary
 
     result, publication = published.result, published.publication
     sanitizer = publication.sanitizer
+    if output_format == "json":
+        for reason in publication.reasons:
+            stderr.write(f"qualify run: publication failed: {reason}\n")
+        run_dir = RunDir(result.spec.run_dir)
+        page = result.spec.run_dir / contract.REPORT_HTML
+        document = {
+            "run_dir": display_path(result.spec.run_dir),
+            "report": display_path(page) if page.is_file() else None,
+            "public": display_path(publication.bundle.public_dir)
+            if publication.bundle.public_dir is not None
+            else None,
+            "audit": run_dir.read_json(contract.AUDIT),
+        }
+        printed(stdout, terminal_json(document, sanitizer, os.environ))
+        printed(stdout)
+        return max(result.verdict.exit_code, publication.exit_code)
     color = stdout.isatty() and "NO_COLOR" not in os.environ
     width = shutil.get_terminal_size().columns if color else 100
     summary = render_summary(result, color=color, width=width)
@@ -400,10 +422,16 @@ def print_summary(published: Published, stdout: TextIO, stderr: TextIO) -> int:
     return max(result.verdict.exit_code, publication.exit_code)
 
 
-def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+def run(
+    request: RunRequest,
+    stdout: TextIO = sys.stdout,
+    stderr: TextIO = sys.stderr,
+    output_format: str = "text",
+) -> int:
     """Run one family once, in the order of a run: plan, take over dead runs and register
     this one, open the run directory, execute and judge, report and publish, print. Returns
-    the verdict's exit code (2 for bad input)."""
+    the verdict's exit code (2 for bad input). With ``output_format`` json, stdout holds one
+    JSON document and nothing else (the GitHub annotations go to stderr)."""
     try:
         planned = plan(request)
     except UsageError as exc:
@@ -415,14 +443,19 @@ def run(request: RunRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
         interrupts = Interrupts()
         with interrupts.installed():
             result = _execute_and_judge(opened, interrupts, guard, request, stderr)
-            published = report_and_publish(result, request, stdout)
+            annotations = stderr if output_format == "json" else stdout
+            published = report_and_publish(result, request, annotations)
     except _Stopped as stopped:
         guard.release()
         stderr.write(error_line("qualify run", stopped.line))
-        stdout.write(stopped.stdout)
+        if output_format == "json":
+            said = {"run_dir": stopped.stdout.strip() or None, "error": stopped.line}
+            stdout.write(json.dumps(said, indent=2) + "\n")
+        else:
+            stdout.write(stopped.stdout)
         return stopped.code
     guard.release()  # the final reports are durable and the report page written
-    return print_summary(published, stdout, stderr)
+    return print_summary(published, stdout, stderr, output_format)
 
 
 RUN_EPILOG = """\
@@ -538,6 +571,9 @@ def add_parser(commands: Commands) -> None:
         action="store_true",
         help="docker: bind the host's /usr and qualify's interpreter read-only into the image",
     )
+    format_option(
+        run, "the paths written (run_dir, report, public) and the audit, instead of the summary"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -572,5 +608,6 @@ def main(args: argparse.Namespace) -> int:
             quiet=args.quiet,
             base_run=args.base_run,
             commit_prefetch=prefetch,
-        )
+        ),
+        output_format=args.output_format,
     )

@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from qualify.atomic import write_json_atomic
-from qualify.commands._args import Commands, command_line, count, directory, families_dir_option
+from qualify.commands._args import (
+    Commands,
+    command_line,
+    count,
+    directory,
+    families_dir_option,
+    format_option,
+    printed_record,
+)
 from qualify.commands.matrix import build_matrix, matrix, split_names
 from qualify.commands.merge import merge
 from qualify.errors import UsageError
@@ -528,11 +536,23 @@ def submit(
     slurm: Slurm | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    output_format: str = "text",
 ) -> int:
     """Submit (or emit, or print); exit 0 when submitted, or with ``--wait`` when every cell
-    passed; 2 for bad input, 4 when the scheduler refused, else the worst cell's class code."""
+    passed; 2 for bad input, 4 when the scheduler refused, else the worst cell's class code.
+
+    With ``output_format`` json, stdout is the record last written instead of the text: with
+    ``--wait`` the merged index (the matrix's rows), else the submission record (Kubernetes:
+    the manifests' index); the GitHub matrix is JSON already."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     slurm = slurm or Slurm()
+    if output_format == "json" and request.engine != "github":
+        return printed_record(
+            lambda out: submit(request, slurm=slurm, stdout=out, stderr=stderr),
+            "index.json",
+            output_format,
+            stdout,
+        )
     try:
         _check_engine_flags(request)
         if request.engine == "github":
@@ -620,6 +640,11 @@ def add_parser(commands: Commands) -> None:
     submit.add_argument("--image", help="kubernetes: image holding qualify and the repository")
     submit.add_argument("--shm", help="kubernetes: memory-backed /dev/shm size (default 64M)")
     submit.add_argument("--pvc", help="kubernetes: claim mounted at /reports for the reports")
+    format_option(
+        submit,
+        "the record written (with --wait the merged index.json, else the submission record; "
+        "kubernetes: the manifests' index.json)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -647,5 +672,6 @@ def main(args: argparse.Namespace) -> int:
             shm=args.shm,
             pvc=args.pvc,
             command_line=command_line(args),
-        )
+        ),
+        output_format=args.output_format,
     )

@@ -4,11 +4,13 @@ standalone directory for a benchmark client, and proof that the client reads it 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from qualify.commands._args import Commands, Parser, directory
+from harness import contract
+from qualify.commands._args import Commands, Parser, directory, format_option, print_json
 from qualify.errors import UsageError
 from qualify.publish.errorline import error_line
 from qualify.tokenizer.checks import Check
@@ -23,9 +25,12 @@ def export(
     repo: Path | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    output_format: str = "text",
 ) -> int:
     """Export a tokenizer directory or a family's tokenizer; 0 when every check passed, 1 on
-    the first mismatch (nothing written), 2 for bad input."""
+    the first mismatch (nothing written), 2 for bad input. With ``output_format`` json, stdout
+    is one JSON document: the directories, every check, and the audit written (``audit``:
+    the export's audit file, null when nothing was written)."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     try:
         source_dir = _source(model_dir, family, repo)
@@ -37,11 +42,26 @@ def export(
     except UsageError as exc:
         stderr.write(error_line("qualify tokenizer export", exc))
         return EXIT_USAGE
-    _print_checks(result.checks, stdout)
+    if output_format == "json":
+        audit_path = output_dir / contract.TOKENIZER_AUDIT
+        print_json(
+            {
+                "source_dir": str(source_dir),
+                "output_dir": str(output_dir) if result else None,
+                "passed": bool(result),
+                "first_mismatch": result.first_mismatch,
+                "checks": [check.to_dict() for check in result.checks],
+                "audit": json.loads(audit_path.read_text(encoding="utf-8")) if result else None,
+            },
+            stdout,
+        )
+    else:
+        _print_checks(result.checks, stdout)
     if not result:
         stderr.write(f"qualify tokenizer export: FAILED: {result.first_mismatch}\n")
         return EXIT_FAILED
-    stdout.write(f"exported {source_dir} -> {output_dir}\n")
+    if output_format != "json":
+        stdout.write(f"exported {source_dir} -> {output_dir}\n")
     return EXIT_PASSED
 
 
@@ -52,8 +72,11 @@ def verify(
     python: Path | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    output_format: str = "text",
 ) -> int:
-    """Run the export's checks in the client's own environment; 1 on any difference."""
+    """Run the export's checks in the client's own environment; 1 on any difference. With
+    ``output_format`` json, stdout is one JSON document: the client, its interpreter and
+    versions, every check, and what HF_HUB_OFFLINE=1 did."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     from qualify.tokenizer import clientenv
     from qualify.tokenizer.verify import load_export, offline_note, verify_export
@@ -73,12 +96,28 @@ def verify(
     except UsageError as exc:
         stderr.write(error_line("qualify tokenizer verify", exc))
         return EXIT_USAGE
-    versions = ", ".join(
-        f"{name} {version}" for name, version in result.versions.items() if version
-    )
-    stdout.write(f"client {result.client} ({interpreter}): {versions}\n")
-    _print_checks(result.checks, stdout)
-    stdout.write(offline_note(result, export_dir) + "\n")
+    if output_format == "json":
+        print_json(
+            {
+                "export_dir": str(export_dir),
+                "client": result.client,
+                "python": str(interpreter),
+                "versions": result.versions,
+                "passed": bool(result),
+                "checks": [check.to_dict() for check in result.checks],
+                "offline": offline_note(result, export_dir),
+                "offline_error": result.offline_error,
+                "load_error": result.load_error,
+            },
+            stdout,
+        )
+    else:
+        versions = ", ".join(
+            f"{name} {version}" for name, version in result.versions.items() if version
+        )
+        stdout.write(f"client {result.client} ({interpreter}): {versions}\n")
+        _print_checks(result.checks, stdout)
+        stdout.write(offline_note(result, export_dir) + "\n")
     if not result:
         first = next(check.mismatch for check in result.checks if not check)
         stderr.write(f"qualify tokenizer verify: FAILED: {first}\n")
@@ -122,6 +161,7 @@ def add_parser(commands: Commands) -> None:
     source.add_argument("--family", help="a family's own tokenizer (tiny, phi4)")
     parser.add_argument("--output-dir", type=directory, required=True, help="must not exist yet")
     parser.add_argument("--repo", type=Path, help="the repository whose families/ to search")
+    format_option(parser, "the checks and the audit written")
     checks = actions.add_parser(
         "verify", help="run the export's checks in the client's own environment"
     )
@@ -135,11 +175,21 @@ def add_parser(commands: Commands) -> None:
     checks.add_argument(
         "--python", type=Path, help="the client's interpreter (default: a cached venv of its own)"
     )
+    format_option(checks, "the client, its versions and every check")
 
 
 def main(args: argparse.Namespace) -> int:
     if args.tokenizer_command == "export":
         return export(
-            model_dir=args.model_dir, family=args.family, output_dir=args.output_dir, repo=args.repo
+            model_dir=args.model_dir,
+            family=args.family,
+            output_dir=args.output_dir,
+            repo=args.repo,
+            output_format=args.output_format,
         )
-    return verify(export_dir=args.export_dir, client=args.client, python=args.python)
+    return verify(
+        export_dir=args.export_dir,
+        client=args.client,
+        python=args.python,
+        output_format=args.output_format,
+    )

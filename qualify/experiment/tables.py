@@ -188,6 +188,27 @@ def to_markdown(title: str, facts: Sequence[tuple[str, str]], tables: Sequence[T
     return "\n".join(lines).rstrip() + "\n"
 
 
+def to_text(title: str, facts: Sequence[tuple[str, str]], tables: Sequence[Table]) -> str:
+    """The same document for a terminal: plain lines and columns aligned with spaces (no
+    Markdown markup)."""
+    lines = [title, ""]
+    width = max((len(key) for key, _ in facts), default=0)
+    lines += [f"{key + ':':<{width + 1}} {value}" for key, value in facts]
+    for table in tables:
+        lines += ["", table.title]
+        if table.rows:
+            grid = [table.headers, *table.rows]
+            widths = [max(len(row[column]) for row in grid) for column in range(len(grid[0]))]
+            lines += [
+                "  ".join(cell.ljust(size) for cell, size in zip(row, widths, strict=True)).rstrip()
+                for row in grid
+            ]
+        else:
+            lines.append("(none recorded)")
+        lines += table.notes
+    return "\n".join(lines).rstrip() + "\n"
+
+
 _CSS = (
     "body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1b1f24}"
     "table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid #d0d7de;padding:3px 8px;"

@@ -8,7 +8,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from qualify import cuts
-from qualify.evidence.junit import counts_said
+from qualify.evidence.junit import OWN_CLASSNAME, counts_said
 from qualify.parity.noise_text import odds_text
 from qualify.report.base_run import changed_phases
 from qualify.report.run_diff import phase_totals
@@ -130,6 +130,8 @@ def _against_base(audit: Audit, clean: Clean) -> str:
                 f"| {_cell(phase.name, clean)} | {_cell(format_bytes(phase.base_peak_bytes or 0))}"
                 f" | {_cell(format_bytes(phase.peak_bytes or 0))} | {_cell(change)} |"
             )
+    if base.changed_tests:
+        lines.append("")  # (a list right under a table is not part of it)
     for test, before, after in base.changed_tests[:10]:
         lines.append(f"- {_cell(test, clean)}: {_cell(before)} -> {_cell(after)}")
     return "\n".join(lines) + "\n\n"
@@ -284,12 +286,24 @@ def render_summary(
     # failure) is written visibly before anything is measured in bytes.
     text = printable(text)
     ordered = sorted(failures, key=_priority)
-    if ordered:
-        text += f"### Failures ({len(ordered)})\n\n"
+    # Each in one place, as the tests line counts them: qualify's own testcase (what ended the
+    # run) is not one of the family's tests, nor is a parity case.
+    groups = {
+        "ended": [f for f in ordered if f.classname == OWN_CLASSNAME],
+        "tests": [f for f in ordered if f.classname != OWN_CLASSNAME and _priority(f) < 2],
+        "parity": [f for f in ordered if f.classname != OWN_CLASSNAME and _priority(f) == 2],
+    }
+    headings = {
+        "ended": "### What ended the run\n\n",
+        "tests": f"### Failures ({len(groups['tests'])})\n\n",
+        "parity": f"### Parity cases that failed ({len(groups['parity'])})\n\n",
+    }
+    ordered = [failure for group in groups.values() for failure in group]
     used = len(text.encode("utf-8"))
     shown = 0
+    heading_of = {id(group[0]): headings[name] for name, group in groups.items() if group}
     for failure in ordered:
-        entry = printable(_failure(failure, clean))
+        entry = heading_of.get(id(failure), "") + printable(_failure(failure, clean))
         size = len(entry.encode("utf-8"))
         if used + size + pointer_reserve > budget:
             break

@@ -43,7 +43,11 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], bad: Sequence[b
 
 
 def _pairs(pairs: Sequence[tuple[str, object]]) -> str:
-    return table(["", ""], [[escape(key), _cell(value)] for key, value in pairs])
+    """A two-column table of ``pairs``; a pair with nothing to show (None) is left out, never
+    shown as an empty row or a dash."""
+    return table(
+        ["", ""], [[escape(key), _cell(value)] for key, value in pairs if value is not None]
+    )
 
 
 def commit_section(audit: Audit) -> str:

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from qualify import cuts
 from qualify.atomic import write_bytes_atomic
-from qualify.evidence.junit import RESULT_TAGS, JUnitCase
+from qualify.evidence.junit import OWN_CLASSNAME, RESULT_TAGS, JUnitCase
+from qualify.records import frozen_record
 from qualify.untrusted import escape_char
 
 if TYPE_CHECKING:
@@ -166,8 +167,43 @@ def render_junit(
     with_location: bool = False,
     suite_properties: Sequence[tuple[str, str]] = (),
 ) -> bytes:
-    """A run's JUnit file: one suite holding ``cases``, the run's properties, then those the
-    tests recorded for the suite (``suite_properties``)."""
+    """A run's JUnit file: one suite holding the family's ``cases``, the run's properties, then
+    those the tests recorded for the suite (``suite_properties``); qualify's own testcase (what
+    ended the run) in a suite of its own, ``qualify``, so that the family's suite counts the
+    family's tests alone, as every other report does."""
+    own = [case for case in cases if case.classname == OWN_CLASSNAME]
+    family = [case for case in cases if case.classname != OWN_CLASSNAME]
+    pairs = [*properties.items(), *suite_properties]
+    suites = [_suite(suite_name, family, pairs, timestamp, with_location)]
+    if own:
+        suites.append(_suite(OWN_CLASSNAME, own, [], timestamp, with_location))
+    failures, errors = sum(s.failures for s in suites), sum(s.errors for s in suites)
+    time = round(sum(s.time for s in suites), 3)
+    head = (
+        "<?xml version='1.0' encoding='UTF-8'?>\n"
+        f'<testsuites name="qualify" tests="{sum(s.tests for s in suites)}" '
+        f'failures="{failures}" errors="{errors}" time="{round(float(time), 3)}">\n'
+    )
+    return "".join([head, *(s.text for s in suites), "</testsuites>"]).encode()
+
+
+@frozen_record
+class _Suite:
+    text: str
+    tests: int
+    failures: int
+    errors: int
+    time: float
+
+
+def _suite(
+    name: str,
+    cases: Sequence[JUnitCase],
+    pairs: Sequence[tuple[str, str]],
+    timestamp: str,
+    with_location: bool,
+) -> _Suite:
+    """One ``<testsuite>`` element (its lines, indented) and its counts."""
     counts = dict.fromkeys(RESULT_TAGS, 0)
     total: float = 0  # junitparser's sum: the rounded times as written, from an int 0
     body: list[str] = []
@@ -201,23 +237,17 @@ def render_junit(
     failures, errors, skipped = counts["failed"], counts["error"], counts["skipped"]
     time = round(total, 3)
     suite = _attributes(
-        [("name", xml_safe(suite_name)), ("tests", str(len(cases))), ("errors", str(errors)),
+        [("name", xml_safe(name)), ("tests", str(len(cases))), ("errors", str(errors)),
          ("failures", str(failures)), ("skipped", str(skipped)), ("time", str(time)),
          ("timestamp", timestamp)]
     )  # fmt: skip
-    head = [
-        "<?xml version='1.0' encoding='UTF-8'?>\n",
-        f'<testsuites name="qualify" tests="{len(cases)}" failures="{failures}" '
-        f'errors="{errors}" time="{round(float(time), 3)}">\n',
-    ]
-    if properties or suite_properties:
-        pairs = [*properties.items(), *suite_properties]
-        head.append(f"  <testsuite{suite}>\n    {_properties(pairs, '    ')}\n")
+    if pairs:
+        text = f"  <testsuite{suite}>\n    {_properties(pairs, '    ')}\n"
     elif body:
-        head.append(f"  <testsuite{suite}>\n")
+        text = f"  <testsuite{suite}>\n"
     else:
-        return "".join([*head, f"  <testsuite{suite}/>\n</testsuites>"]).encode()
-    return "".join([*head, *body, "  </testsuite>\n</testsuites>"]).encode()
+        return _Suite(f"  <testsuite{suite}/>\n", 0, failures, errors, time)
+    return _Suite(text + "".join(body) + "  </testsuite>\n", len(cases), failures, errors, time)
 
 
 def _element(tag: str, attributes: list[tuple[str, str]], text: str | None) -> str:

@@ -7,7 +7,13 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from qualify.evidence.junit import JUnitCase, family_counts, parse_pytest_junit
+from qualify.evidence.junit import (
+    NOT_RUN,
+    OWN_CLASSNAME,
+    JUnitCase,
+    family_counts,
+    parse_pytest_junit,
+)
 from qualify.records import frozen_record
 from qualify.rundir import Audit, RunDir
 from qualify.sizes import format_bytes, format_duration
@@ -92,11 +98,19 @@ def _cases(run_dir: RunDir) -> list[JUnitCase]:
 
 
 def _outcomes(cases: list[JUnitCase]) -> dict[str, str]:
+    """Each family test's outcome in the words of the counts (a test the run never reached
+    is "not run", not "skipped"; qualify's own testcase and parity cases are not tests)."""
     return {
-        f"{case.classname}::{case.name}": case.outcome
+        f"{case.classname}::{case.name}": _bucket(case)
         for case in cases
-        if case.classname != "qualify" and not case.classname.endswith("parity")
+        if case.classname != OWN_CLASSNAME and not case.classname.endswith("parity")
     }
+
+
+def _bucket(case: JUnitCase) -> str:
+    if case.outcome == "skipped" and (case.message or "").startswith(NOT_RUN):
+        return "not run"
+    return case.outcome
 
 
 def _cap(audit: Audit) -> int | None:
