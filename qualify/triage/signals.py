@@ -216,7 +216,7 @@ def _console(scan: ScanResult, bag: Bag) -> None:
             bag.trt_warnings.append(evidence)
         elif kind == "exception_line":
             bag.exceptions.append(evidence)
-        elif kind in ("memory_noted", "memory_low"):
+        elif kind in ("memory_noted", "memory_low", "limit_noted"):
             bag.noted.append(evidence)
         elif kind in ("k8s_oomkilled", "docker_event_oom", "slurm_oom"):
             bag.orchestrator_oom.append(evidence)
