@@ -289,7 +289,8 @@ def test_a_warning_or_an_explanation_is_not_a_kill(line: str) -> None:
             TriageClass.UNKNOWN,
         ),
         (
-            "web.1: Error R15 (Memory quota vastly exceeded)\nweb.1: Stopping process with SIGKILL\n",
+            "web.1: Error R15 (Memory quota vastly exceeded)\n"
+            "web.1: Stopping process with SIGKILL\n",
             TriageClass.CGROUP_OOM,
         ),
         # the JVM's own words, without "OutOfMemoryError" on the line
@@ -301,6 +302,12 @@ def test_a_warning_or_an_explanation_is_not_a_kill(line: str) -> None:
             TriageClass.HOST_ALLOC_FAILED,
         ),
         ("OSError: [WinError 1455] Error loading foo.dll\n", TriageClass.HOST_ALLOC_FAILED),
+        # a .NET exception with its HRESULT, read for its message
+        (
+            "System.ComponentModel.Win32Exception (0x80004005): The paging file is too small for"
+            " this operation to complete\n",
+            TriageClass.HOST_ALLOC_FAILED,
+        ),
         # a CI agent gone mid-job, as Azure Pipelines says it
         (
             "##[error]We stopped hearing from agent Pool 3. Verify the agent machine is running.\n",

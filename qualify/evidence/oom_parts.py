@@ -40,13 +40,16 @@ _SAID = re.compile(
     r" (?:the |its |their |your )?(?:\w+ ){0,2}memory (?:usage )?(?:limit|quota)"
     r"|memory (?:limit|quota)(?: of [\w.]+(?: ?[kmgt]i?b)?)? (?:was |has been |is )?"
     r"(?:\w+ly )?(?:exceeded|reached)"
-    r"|gc overhead limit exceeded|paging file is too small|\b(?:winerror|error)[ =]?1455\b"
+    r"|gc overhead limit exceeded|\b(?:winerror|error)[ =]?1455\b"
+    r"|(?:error\b.{0,200}?|exception \(0x[0-9a-f]{8}\): )the paging file is too small"
     r"|memlimit|low on memory|low memory|memory ?pressure|oom[- _]?kill|running low on memory"
     r"|low on resource: memory|alloc\w* failed|failed to alloc\b|enough memory resources"
     r"|outofdevicememory|(?:attempting|trying|tried) to (?:reserve|allocate) .{0,80}not possible"
     r"|alloc\w* <= (?:available|free)\w* failed"
 )
-"""Words that say memory ran out (on the lowered line)."""
+"""Words that say memory ran out (on the lowered line). Windows' "The paging file is too small
+..." counts when an error or a .NET exception with its HRESULT reports it on the line (what the
+scanner's needles find; on a line of its own it is the message of a code, ``in_context``)."""
 _CODE = re.compile(
     r"^\s*(?:(?:if|elif|else|for|while|return|raise|throw|except|catch|case|def|class)\b"
     r"|(?:#|//|/\*)(?!.*\w(?:Error|Exception): ))"
@@ -145,6 +148,8 @@ _BUDGET_WORDS = re.compile(
 )
 """A limit that is the process's own whatever the numbers (a budget is named)."""
 _FRAGMENTATION = re.compile(r"fragment")
+_MESSAGE_1455 = re.compile(r"paging file|页面文件")
+"""ERROR_COMMITMENT_LIMIT's message (English, Chinese) on the line that states the code."""
 _SIZE = re.compile(
     r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:[.,]\d+)?)\s*"
     r"(bytes|byte|b|kib|kb|k|mib|mb|m|gib|gb|g|tib|tb)\b"
@@ -273,6 +278,8 @@ def parse_oom_parts(line: str, low: str | None = None) -> LineSignal | None:
         return LineSignal("limit_oom_kill", fields)  # a memory limit is enforced by a kill
     if _QUOTA_CROSSED.search(low) and not _DEVICE_WORD.search(low):
         return LineSignal("limit_noted", fields)
+    if said[0].endswith("1455") and not _MESSAGE_1455.search(low):
+        fields["code_only"] = True  # Windows' code; its message may follow (``in_context``)
     if not _ALLOCATING.search(low):
         if _NODE.search(low):
             return LineSignal("memory_low", fields)
@@ -343,6 +350,13 @@ def in_context(
       its ``Stopping process with SIGKILL``): the quota enforced, a limit kill; else a warning.
     """
     kind, fields = found.kind, found.fields
+    if kind == "host_alloc_failed" and fields.get("code_only"):
+        # An error code on its own line, its system message on the next (Windows prints 1455,
+        # then "The paging file is too small ..."): the message is the report.
+        for delta, text in enumerate(after.splitlines()[:2], 1):
+            if _MESSAGE_1455.search(text.lower()):
+                return LineSignal(kind, {**fields, "memory_named": True}), delta, text
+        return found, 0, line
     if kind == "host_alloc_failed" and not fields.get("memory_named"):
         # The nearest line before that names a memory decides; when none does, the message's
         # own next lines may (Paddle's "at [.../gpu_info.cc:89]", a traceback after its error).

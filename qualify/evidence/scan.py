@@ -90,7 +90,16 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     b"k": (b"kill", b"stack of", b"kv cache", b"kvcache"),
     # "overhead limit exceeded": the JVM's "GC overhead limit exceeded" on a line without
     # "error" or "OutOfMemoryError" (a build tool's one-line summary of the failure).
-    b"x": (b"exit", b"execution time", b"execution took", b"exhausted", b"overhead limit exceeded"),
+    # "exception (0x": a .NET exception with its HRESULT ("Win32Exception (0x80004005): The
+    # paging file is too small ..."), read for its message.
+    b"x": (
+        b"exit",
+        b"execution time",
+        b"execution took",
+        b"exhausted",
+        b"overhead limit exceeded",
+        b"exception (0x",
+    ),
     b"w": (
         b"node down",
         b"shutdown signal",
