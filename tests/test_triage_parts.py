@@ -323,3 +323,13 @@ def test_a_schedulers_reason_is_read_by_its_parts(
     log.write_text(text)
     result = triage(Sources(paths=(log,)))
     assert result.triage_class is expected, (result.summary, text)
+
+
+def test_a_limit_the_kill_line_states_is_the_remedys_limit(tmp_path: Path) -> None:
+    log = tmp_path / "job.o42"
+    log.write_text("=>> PBS: job killed: vmem 3372163072 exceeded limit 2147483648\n")
+    result = triage(Sources(paths=(log,)))
+    assert result.triage_class is TriageClass.CGROUP_OOM
+    remedies = " ".join(result.remedies)
+    assert "limit is 2 GiB and usage reached 3.14 GiB" in remedies, remedies
+    assert "-l mem=" in remedies and "no limit" not in remedies, remedies
