@@ -260,4 +260,76 @@ def test_a_passing_run_of_tests_named_for_memory_is_passed(tmp_path: Path) -> No
 )
 def test_a_warning_or_an_explanation_is_not_a_kill(line: str) -> None:
     signal = parse_line(line)
-    assert signal is None or signal.kind in {"memory_noted", "exit_code"}, signal
+    # "limit_noted": a quota crossed, which only a kill on the next lines makes a kill
+    assert signal is None or signal.kind in {"memory_noted", "limit_noted", "exit_code"}, signal
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a batch server's kill read by the resource it names
+        ("=>> PBS: job killed: pmem 9000000kb exceeded limit 8000000kb\n", TriageClass.CGROUP_OOM),
+        ("=>> PBS: job killed: cput 7300 exceeded limit 7200\n", TriageClass.TIMEOUT),
+        ("=>> PBS: job killed: ncpus 9.3 exceeded limit 8\n", TriageClass.UNKNOWN),
+        # Moab's hard limit deletes the job, its soft limit warns
+        ("job 12 exceeded MEM usage hard limit (4100 > 4096)\n", TriageClass.CGROUP_OOM),
+        ("job 12 exceeded MEM usage soft limit (4100 > 4096)\n", TriageClass.UNKNOWN),
+        # a hold for memory stops the job; a hold for anything else decides nothing here
+        (
+            "Hold reason: put on hold by SYSTEM_PERIODIC_HOLD due to memory usage 9000\n",
+            TriageClass.CGROUP_OOM,
+        ),
+        (
+            "Hold reason: put on hold by SYSTEM_PERIODIC_HOLD due to disk usage 9000\n",
+            TriageClass.UNKNOWN,
+        ),
+        # a quota crossed is a warning until a kill follows it
+        (
+            "web.1: Error R14 (Memory quota exceeded)\nweb.1: Process running mem=600M(117.2%)\n",
+            TriageClass.UNKNOWN,
+        ),
+        (
+            "web.1: Error R15 (Memory quota vastly exceeded)\n"
+            "web.1: Stopping process with SIGKILL\n",
+            TriageClass.CGROUP_OOM,
+        ),
+        # the JVM's own words, without "OutOfMemoryError" on the line
+        ("> GC overhead limit exceeded\n", TriageClass.HOST_ALLOC_FAILED),
+        # Windows' commit limit, by its message or its code
+        (
+            "docker: Error response from daemon: The paging file is too small for this operation"
+            " to complete.\n",
+            TriageClass.HOST_ALLOC_FAILED,
+        ),
+        ("OSError: [WinError 1455] Error loading foo.dll\n", TriageClass.HOST_ALLOC_FAILED),
+        # a .NET exception with its HRESULT, read for its message
+        (
+            "System.ComponentModel.Win32Exception (0x80004005): The paging file is too small for"
+            " this operation to complete\n",
+            TriageClass.HOST_ALLOC_FAILED,
+        ),
+        # a CI agent gone mid-job, as Azure Pipelines says it
+        (
+            "##[error]We stopped hearing from agent Pool 3. Verify the agent machine is running.\n",
+            TriageClass.EXTERNAL_KILL,
+        ),
+        ("The agent: Pool 3 lost communication with the server.\n", TriageClass.EXTERNAL_KILL),
+    ],
+)
+def test_a_schedulers_reason_is_read_by_its_parts(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(text)
+    result = triage(Sources(paths=(log,)))
+    assert result.triage_class is expected, (result.summary, text)
+
+
+def test_a_limit_the_kill_line_states_is_the_remedys_limit(tmp_path: Path) -> None:
+    log = tmp_path / "job.o42"
+    log.write_text("=>> PBS: job killed: vmem 3372163072 exceeded limit 2147483648\n")
+    result = triage(Sources(paths=(log,)))
+    assert result.triage_class is TriageClass.CGROUP_OOM
+    remedies = " ".join(result.remedies)
+    assert "limit is 2 GiB and usage reached 3.14 GiB" in remedies, remedies
+    assert "-l mem=" in remedies and "no limit" not in remedies, remedies

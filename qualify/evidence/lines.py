@@ -95,7 +95,12 @@ _TERMINATE = re.compile(
 """The C++ runtime's abort (std::terminate) on an error: the process died of SIGABRT. (Only
 an error's: the line then holds a needle of the scan, "error" or "bad_alloc", and costs the
 scan no pass of its own.)"""
-_AGENT_LOST = re.compile(r"(?i)exited with status -1 \(agent lost\)")
+_AGENT_LOST = re.compile(
+    r"(?i)exited with status -1 \(agent lost\)|lost communication with the server"
+    r"|stopped hearing from agent"
+)
+"""A CI agent gone mid-job: Buildkite's "agent lost", Azure Pipelines' "The agent: X lost
+communication with the server" and "We stopped hearing from agent X"."""
 _SHELL_KILLED = re.compile(
     r"(?:^|\s|Z\s)Killed(?:\s{2,}(\S.*)|\s*)$"
     r"|\bline \d+:\s+(\d+) Killed(?:\s+(\S.*)|\s*)$"
@@ -156,6 +161,28 @@ _SLURM_EXCEEDED = re.compile(
 )
 """Slurm's ``srun: Exceeded job memory limit`` and ``slurmstepd: Job N exceeded memory limit
 (X > Y), being killed`` (the cgroup or its accounting enforcing ``--mem``)."""
+_SCHEDULER_KILL = re.compile(
+    r"job killed: (\w+)\b[^\d]{0,20}(\d+)\s*([kmgt]?b)?\s+exceeded limit\s+(\d+)\s*([kmgt]?b)?",
+    re.IGNORECASE,
+)
+"""A batch server killing a job for one resource, named with its use and its limit (PBS and
+Torque: ``=>> PBS: job killed: mem 38427376kb exceeded limit 33554432kb``, ``... vmem ...``,
+``... walltime 86415 exceeded limit 86400``): the resource decides what the kill was."""
+_USAGE_LIMIT = re.compile(
+    r"exceeded (\w+) usage (hard|soft) limit(?: \((\d+) > (\d+)\))?", re.IGNORECASE
+)
+"""Moab's resource enforcement: ``job N exceeded MEM usage hard limit (2528 > 1126)`` (the job is
+deleted) or ``... soft limit`` (a warning)."""
+_HOLD_FOR_MEMORY = re.compile(
+    r"(?:put on hold|\bheld\b|hold ?reason\w*)\b.{0,120}?\b(?:due to|because of|for|exceed\w*)"
+    r" (?:its |the )?(?:memory|mem)\b",
+    re.IGNORECASE,
+)
+"""A scheduler holding (stopping) a running job for its memory: HTCondor's ``Hold reason: Job in
+status 2 put on hold by SYSTEM_PERIODIC_HOLD due to memory usage N``."""
+_MEMORY_RESOURCES = frozenset({"mem", "vmem", "pmem", "pvmem", "rss", "memory", "swap"})
+_TIME_RESOURCES = frozenset({"walltime", "cput", "cputime", "wallclock", "runtime"})
+_UNIT_BYTES = {"": 1, "b": 1, "kb": KB, "mb": KB * KB, "gb": KB**3, "tb": KB**4}
 _PROBE_KILL = re.compile(r"failed liveness probe|liveness probe failed")
 """Kubernetes restarting a container whose liveness probe failed (a kill, not for memory)."""
 
@@ -265,6 +292,12 @@ def parse_orchestrator_line(line: str, low: str | None = None) -> LineSignal | N
         if "at some point" in low:  # slurmstepd's warning (the cgroup's failcnt), no kill
             return LineSignal("memory_noted", {"ecosystem": "Slurm"})
         return LineSignal("slurm_oom")
+    if "job killed" in low and (match := _SCHEDULER_KILL.search(line)):
+        return _resource_kill(match)
+    if "usage" in low and "limit" in low and (match := _USAGE_LIMIT.search(line)):
+        return _usage_limit(match)
+    if "hold" in low and "mem" in low and _HOLD_FOR_MEMORY.search(line):
+        return LineSignal("limit_oom_kill", {"ecosystem": "the batch scheduler", "held": True})
     if "liveness probe" in low and _PROBE_KILL.search(low):
         return LineSignal("probe_kill")
     if "out_of_memory" in low and _SLURM_STATE.search(line):
@@ -272,11 +305,43 @@ def parse_orchestrator_line(line: str, low: str | None = None) -> LineSignal | N
     return None
 
 
+def _resource_kill(match: re.Match[str]) -> LineSignal | None:
+    """A batch server's kill read by the resource it names: memory is a limit kill with its
+    numbers, time a timeout; any other resource (a scratch quota) decides nothing here."""
+    resource = match[1].lower()
+    if resource in _TIME_RESOURCES:
+        return LineSignal("timeout", {"resource": resource})
+    if resource not in _MEMORY_RESOURCES:
+        return None
+    used = int(match[2]) * _UNIT_BYTES[(match[3] or "").lower()]
+    limit = int(match[4]) * _UNIT_BYTES[(match[5] or "").lower()]
+    fields = {"resource": resource, "allocated_bytes": used, "limit_bytes": limit}
+    return LineSignal("limit_oom_kill", {**fields, "ecosystem": "the batch server"})
+
+
+def _usage_limit(match: re.Match[str]) -> LineSignal | None:
+    """Moab's ``exceeded MEM usage hard limit (used > limit)``, in MB: a hard memory limit is
+    enforced by deleting the job; a soft one is a warning."""
+    if match[1].lower() not in _MEMORY_RESOURCES:
+        return None
+    fields: dict[str, Any] = {"ecosystem": "the batch scheduler"}
+    if match[3]:
+        fields |= {
+            "allocated_bytes": int(match[3]) * KB * KB,
+            "limit_bytes": int(match[4]) * KB * KB,
+        }
+    if match[2].lower() == "soft":
+        return LineSignal("memory_noted", fields)
+    return LineSignal("limit_oom_kill", fields)
+
+
 def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
     """One line of a CI console (GitHub Actions, GitLab, CircleCI, Buildkite, Jenkins, Travis, a
     shell), or None."""
     low = line.lower() if low is None else low
-    if "agent lost" in low and _AGENT_LOST.search(line):
+    if ("agent lost" in low or "lost communication" in low or "hearing from agent" in low) and (
+        _AGENT_LOST.search(line)
+    ):
         return LineSignal("agent_lost")
     if ("exit" in low or "docker container:" in low or "*** [" in low) and (
         match := _EXIT.search(line)

@@ -40,13 +40,17 @@ _SAID = re.compile(
     r"|insufficient (?:\w+ )?memory|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching)"
     r" (?:the |its |their |your )?(?:\w+ ){0,2}memory (?:usage )?(?:limit|quota)"
     r"|memory (?:limit|quota)(?: of [\w.]+(?: ?[kmgt]i?b)?)? (?:was |has been |is )?"
-    r"(?:exceeded|reached)"
+    r"(?:\w+ly )?(?:exceeded|reached)"
+    r"|gc overhead limit exceeded|\b(?:winerror|error)[ =]?1455\b"
+    r"|(?:error\b.{0,200}?|exception \(0x[0-9a-f]{8}\): )the paging file is too small"
     r"|memlimit|low on memory|low memory|memory ?pressure|oom[- _]?kill|running low on memory"
     r"|low on resource: memory|alloc\w* failed|failed to alloc\b|enough memory resources"
     r"|outofdevicememory|(?:attempting|trying|tried) to (?:reserve|allocate) .{0,80}not possible"
     r"|alloc\w* <= (?:available|free)\w* failed"
 )
-"""Words that say memory ran out (on the lowered line)."""
+"""Words that say memory ran out (on the lowered line). Windows' "The paging file is too small
+..." counts when an error or a .NET exception with its HRESULT reports it on the line (what the
+scanner's needles find; on a line of its own it is the message of a code, ``in_context``)."""
 _CODE = re.compile(
     r"^\s*(?:(?:if|elif|else|for|while|return|raise|throw|except|catch|case|def|class)\b"
     r"|(?:#|//|/\*)(?!.*\w(?:Error|Exception): ))"
@@ -64,7 +68,7 @@ name, not a report (pytest's own FAILED lines are read by the pytest parser)."""
 _EVENT = re.compile(
     r"error(?!s)|exception(?!s)|fatal|fail|kill|abort|panic|can't|cannot|can not|unable|terminat"
     r"|exceed|sigterm|sigkill|evict|refused|exhausted|crash|\boom\b|low memory|running low"
-    r"|would exceed|to continue"
+    r"|would exceed|to continue|paging file is too small"
 )
 """What makes a line that names running out of memory a report of it (besides a size)."""
 _HEDGE = re.compile(
@@ -95,7 +99,8 @@ _KILLED = re.compile(
 _KILLER = re.compile(r"earlyoom|nohang|lowmemorykiller|lmkd|jetsam|systemd-oomd|oom[- _]?killer")
 """Programs and kernel parts whose work is killing for memory."""
 _ALLOCATING = re.compile(
-    r"alloc|to reserve|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough"
+    r"alloc|to reserve|gc overhead limit|paging file|\b1455\b"
+    r"|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough"
     r"|insufficient|out of memory|outofmemory|out_of_memory|memory (?:is )?exhausted"
 )
 _ACCELERATOR = re.compile(
@@ -108,7 +113,7 @@ _ACCELERATOR = re.compile(
 _HOST = re.compile(
     r"\b(?:cpu\w*|host|ram|system memory|physical memory|heap|memoryerror|nomemoryerror|bad_alloc"
     r"|malloc|mmap|node|swap|jvm|java\w*|javascript|runtime: out of memory|defaultcpuallocator"
-    r"|fork|errno 12|enomem)\b"
+    r"|fork|errno 12|enomem|gc overhead|paging file|winerror)\b"
 )
 _NODE = re.compile(
     r"\b(?:node|host|system|machine|instance)\b.{0,40}\b(?:low on memory|running low|memory "
@@ -130,12 +135,22 @@ _LIMIT_CROSSED = re.compile(
     r"|memlimit"
 )
 """A memory limit crossed (not a quota: a quota may be soft, as Heroku's R14 is)."""
+_QUOTA_CROSSED = re.compile(
+    r"memory (?:usage )?quota(?: of [\w.]+(?: ?[kmgt]i?b)?)? (?:was |has been |is )?(?:\w+ly )?"
+    r"exceeded"
+    r"|(?:exceed\w*|over|above) (?:the |its |their |your )?(?:\w+ ){0,2}memory (?:usage )?quota"
+)
+"""A memory quota crossed: a warning until something is stopped for it (Heroku's R14 is followed
+by nothing, its R15 by ``Stopping process with SIGKILL``): ``limit_noted``, which the lines after
+it decide (``in_context``)."""
 _BUDGET_WORDS = re.compile(
     r"\bbudget\b|\bfraction\b|memory_fraction|mem_limit|per[- ]process|memory_utilization"
     r"|max(?:imum)? allowed|maximum pool size|pool size exceeded|limit set to|capped at"
 )
 """A limit that is the process's own whatever the numbers (a budget is named)."""
 _FRAGMENTATION = re.compile(r"fragment")
+_MESSAGE_1455 = re.compile(r"paging file|页面文件")
+"""ERROR_COMMITMENT_LIMIT's message (English, Chinese) on the line that states the code."""
 _SIZE = re.compile(
     r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:[.,]\d+)?)\s*"
     r"(bytes|byte|b|kib|kb|k|mib|mb|m|gib|gb|g|tib|tb)\b"
@@ -168,7 +183,8 @@ _ECOSYSTEMS = (
     ("paddle", "PaddlePaddle"), ("mxnet", "MXNet"), ("onnxruntime", "ONNX Runtime"),
     ("openvino", "OpenVINO"), ("julia", "Julia"), ("cuda.jl", "CUDA.jl"), ("ray", "Ray"),
     ("earlyoom", "earlyoom"), ("nohang", "nohang"), ("deepspeed", "DeepSpeed"),
-    ("java", "the JVM"), ("javascript", "Node.js"), ("node.js", "Node.js"),
+    ("java", "the JVM"), ("gc overhead", "the JVM"), ("paging file", "Windows"),
+    ("winerror", "Windows"), ("javascript", "Node.js"), ("node.js", "Node.js"),
     ("runtime: out of memory", "the Go runtime"), ("defaultcpuallocator", "PyTorch"),
     ("memoryerror", "Python"), ("bad_alloc", "C++"), ("slurm", "Slurm"), ("srun", "Slurm"),
     ("kubernetes", "Kubernetes"), ("kubelet", "Kubernetes"), ("docker", "Docker"),
@@ -261,6 +277,10 @@ def parse_oom_parts(line: str, low: str | None = None) -> LineSignal | None:
         return LineSignal("oom_kill", fields)
     if _LIMIT_CROSSED.search(low) and not _DEVICE_WORD.search(low):
         return LineSignal("limit_oom_kill", fields)  # a memory limit is enforced by a kill
+    if _QUOTA_CROSSED.search(low) and not _DEVICE_WORD.search(low):
+        return LineSignal("limit_noted", fields)
+    if said[0].endswith("1455") and not _MESSAGE_1455.search(low):
+        fields["code_only"] = True  # Windows' code; its message may follow (``in_context``)
     if not _ALLOCATING.search(low):
         if _NODE.search(low):
             return LineSignal("memory_low", fields)
@@ -285,7 +305,7 @@ def _device_oom(
     return LineSignal("gpu_oom", fields)
 
 
-CONTEXT_KINDS = frozenset({"host_alloc_failed", "gpu_oom", "memory_low"})
+CONTEXT_KINDS = frozenset({"host_alloc_failed", "gpu_oom", "memory_low", "limit_noted"})
 """Kinds whose lines around them may change what they are (``in_context``)."""
 CONTEXT_BEFORE = 2048
 CONTEXT_AFTER = 1024
@@ -298,7 +318,7 @@ _HOST_CONTEXT = re.compile(
 _CAP_CONTEXT = re.compile(r"capped at|\blimit(?:ed)? (?:at|to|of)\b|\ballowed\b|\bbudget\b")
 _KILL_ACTION = re.compile(
     r"sending sig\w+ to|\bkill(?:ing|ed)? (?:process|pid|task)\b|\bkilled process\b"
-    r"|\bterminating process\b"
+    r"|\bterminating process\b|\bstopping process with sig(?:kill|term)\b"
 )
 
 
@@ -326,9 +346,18 @@ def in_context(
       nearest line naming any memory decides: a JAX traceback, a ggml Metal context): a device's;
     - a device OOM whose next lines (the same message, up to a blank line) state a cap on the
       allocator ("capped at 14.000 GiB", "limit of"): that cap refused it, a budget;
-    - a node's memory said to be low, with a kill within the next lines: the node killed.
+    - a node's memory said to be low, with a kill within the next lines: the node killed;
+    - a memory quota said to be exceeded, with a kill within the next lines (Heroku's R15 and
+      its ``Stopping process with SIGKILL``): the quota enforced, a limit kill; else a warning.
     """
     kind, fields = found.kind, found.fields
+    if kind == "host_alloc_failed" and fields.get("code_only"):
+        # An error code on its own line, its system message on the next (Windows prints 1455,
+        # then "The paging file is too small ..."): the message is the report.
+        for delta, text in enumerate(after.splitlines()[:2], 1):
+            if _MESSAGE_1455.search(text.lower()):
+                return LineSignal(kind, {**fields, "memory_named": True}), delta, text
+        return found, 0, line
     if kind == "host_alloc_failed" and not fields.get("memory_named"):
         # The nearest line before that names a memory decides; when none does, the message's
         # own next lines may (Paddle's "at [.../gpu_info.cc:89]", a traceback after its error).
@@ -356,10 +385,11 @@ def in_context(
                 merged["limit_bytes"] = numbers.get("limit_bytes", next(iter(numbers.values())))
                 return LineSignal("gpu_budget", merged), delta, text
         return found, 0, line
-    if kind == "memory_low":
+    if kind in ("memory_low", "limit_noted"):
+        killed = "node_oom_kill" if kind == "memory_low" else "limit_oom_kill"
         for text in following[:3]:
             if _KILL_ACTION.search(text.lower()):
-                return LineSignal("node_oom_kill", fields), 0, line
+                return LineSignal(killed, fields), 0, line
         return LineSignal("memory_noted", fields), 0, line
     return found, 0, line
 

@@ -83,10 +83,32 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"of host memory",  # "out of host memory" (Vulkan, OpenCL)
         b"of jvm memory",  # Gradle: "Daemon will be stopped ... after running out of JVM memory"
         b"bytes of memory",  # a refusal apart from its verb: "Cannot allocate N bytes of memory"
+        b"mem usage",  # Moab: "job N exceeded MEM usage hard limit (2528 > 1126)"
+        b"due to memory",  # HTCondor: "put on hold by SYSTEM_PERIODIC_HOLD due to memory usage N"
+        b"memory quota",  # Heroku: "Error R15 (Memory quota vastly exceeded)"
     ),
     b"k": (b"kill", b"stack of", b"kv cache", b"kvcache"),
-    b"x": (b"exit", b"execution time", b"execution took", b"exhausted"),
-    b"w": (b"node down", b"shutdown signal", b"crashed while", b"crashed worker", b"with signal"),
+    # "overhead limit exceeded": the JVM's "GC overhead limit exceeded" on a line without
+    # "error" or "OutOfMemoryError" (a build tool's one-line summary of the failure).
+    # "exception (0x": a .NET exception with its HRESULT ("Win32Exception (0x80004005): The
+    # paging file is too small ..."), read for its message.
+    b"x": (
+        b"exit",
+        b"execution time",
+        b"execution took",
+        b"exhausted",
+        b"overhead limit exceeded",
+        b"exception (0x",
+    ),
+    b"w": (
+        b"node down",
+        b"shutdown signal",
+        b"crashed while",
+        b"crashed worker",
+        b"with signal",
+        b"lost communication with",  # Azure Pipelines: "The agent: X lost communication with"
+        b"we stopped hearing",  # Azure Pipelines: "We stopped hearing from agent X"
+    ),
     b"q": (b"requested amount", b"requested size"),  # TensorRT: "was N bytes", tactic "of N"
     # "by signal" (a signal death), "not possible" (XLA: "Attempting to reserve 3.95G ... That
     # was not possible"): under a letter they hold, no pass of their own over each block.

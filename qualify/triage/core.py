@@ -218,6 +218,11 @@ def _timeout_remedies(bag: Bag, inputs: Inputs, section: dict[str, Any]) -> list
         ]
     if "time limit" in texts:
         return ["the Slurm job ran past its time limit: raise --time, or make the job faster"]
+    if "job killed: walltime" in texts or "job killed: cput" in texts:
+        return [
+            "the batch server killed the job at the walltime or CPU time it was given (the line "
+            "states both figures): request more (-l walltime=, -l cput=), or make the job faster"
+        ]
     return [
         "the CI job ran past its time limit (timeout-minutes on GitHub, the job timeout on "
         "GitLab): find the step that hangs, or raise the limit if the job is only slow"
@@ -235,9 +240,10 @@ def _kill_remedies(bag: Bag) -> list[str]:
             "CMAKE_BUILD_PARALLEL_LEVEL, MAX_JOBS) or give the job more memory"
         )
     if "agent_lost" in kinds:
+        agent = "the Buildkite agent" if "(agent lost)" in texts else "the CI agent"
         remedies.append(
-            "the Buildkite agent stopped reporting (its host was terminated: preemption, a host "
-            "OOM, a crash): look at the agent host's own logs"
+            f"{agent} stopped reporting (its host was terminated, starved or cut off: "
+            "preemption, a host OOM, a crash): look at the agent host's own logs"
         )
     if "runner_shutdown" in kinds:
         remedies.append(

@@ -121,6 +121,18 @@ _KNOBS = {
         "the container's --memory",
         "docker inspect shows the limit as HostConfig.Memory; docker stats shows usage",
     ),
+    "pbs": (
+        "the job's memory request (qsub -l mem= or -l vmem=, whichever the line names)",
+        "qstat -f or the job's end-of-job report shows resources_used against the request",
+    ),
+    "lsf": (
+        "the job's memory limit (bsub -M, with a matching rusage[mem=])",
+        "bjobs -l or the job report's Max Memory and Total Requested Memory show both",
+    ),
+    "condor": (
+        "the job's request_memory",
+        "condor_q -hold shows the hold reason; the job's MemoryUsage against RequestMemory",
+    ),
     "other": (
         "the job's or container's memory limit",
         'the kernel log\'s "memory: usage ..., limit ..." line shows both',
@@ -139,6 +151,13 @@ def _job_kind(bag: Bag) -> str:
         return "slurm"
     if bag.docker_oom or "docker_event_oom" in kinds or "docker" in texts:
         return "docker"
+    low = texts.lower()
+    if "pbs:" in low or "job killed:" in low:
+        return "pbs"
+    if "term_memlimit" in low or "lsf" in low:
+        return "lsf"
+    if "hold" in low and "memory" in low:
+        return "condor"
     return "other"
 
 
@@ -193,6 +212,15 @@ def memory_remedies(run: RunData | None, bag: Bag, section: dict[str, Any]) -> l
             f"than {format_bytes(limit)}; raise {_limit_knob(bag)} (e.g. to "
             f"{format_bytes(_round_up((limit or 0) * 1.5))}) or lower the peak (fewer parallel "
             "workers, smaller batches)"
+        )
+    elif bag.stated_limits:
+        _, used, limit = bag.stated_limits[0]
+        reached = f" and usage reached {format_bytes(used)}" if used else ""
+        remedies.append(
+            f"the job's memory limit is {format_bytes(limit)}{reached}, as the line that killed "
+            f"it states{held}: raise {_limit_knob(bag)} (e.g. to "
+            f"{format_bytes(_round_up(max(limit, used or 0) * 1.5))}) or lower the peak (fewer "
+            "parallel workers, smaller batches)"
         )
     elif bag.memcg_oom or bag.orchestrator_oom or bag.docker_oom or bag.memcg_partial:
         knob, shows = _limit_knob(bag), _where_figures(bag)

@@ -76,6 +76,9 @@ class Bag:
     memcg_limits: list[tuple[Evidence, int]] = dataclasses.field(default_factory=list)
     memcg_usage: list[tuple[Evidence, int, int]] = dataclasses.field(default_factory=list)
     """(evidence, usage, limit) of each "memory: usage U, limit L" line."""
+    stated_limits: list[tuple[Evidence, int | None, int]] = dataclasses.field(default_factory=list)
+    """(evidence, usage or None, limit) a scheduler's or platform's kill line states
+    (``job killed: mem 38427376kb exceeded limit 33554432kb``, ``(2528 > 1126)``)."""
     gpu: list[GpuHit] = dataclasses.field(default_factory=list)
     """GPU out-of-memory lines that were not handled, in file order."""
     gpu_handled: list[Evidence] = dataclasses.field(default_factory=list)
@@ -168,6 +171,16 @@ def _kernel(scan: ScanResult, bag: Bag) -> None:
 
 
 _GPU_KINDS = {"trt_oom": "engine", "gpu_oom": "engine", "gpu_budget": "budget"}
+
+
+def _limit_kill(bag: Bag, evidence: Evidence, fields: dict[str, Any]) -> None:
+    """A kill for a memory limit, with the limit and the usage when its line states them."""
+    bag.orchestrator_oom.append(evidence)
+    if fields.get("limit_bytes"):
+        used = fields.get("allocated_bytes")
+        bag.stated_limits.append((evidence, used, int(fields["limit_bytes"])))
+
+
 _FAILURE_KINDS = ("test_failed", "pytest_summary", "xdist_crash")
 
 
@@ -203,7 +216,7 @@ def _console(scan: ScanResult, bag: Bag) -> None:
         elif kind in ("gpu_oom_handled", "oom_handled"):
             bag.gpu_handled.append(evidence)
         elif kind == "limit_oom_kill":
-            bag.orchestrator_oom.append(evidence)
+            _limit_kill(bag, evidence, fields)
         elif kind == "node_oom_kill":
             bag.node_oom.append((evidence, dict(fields)))
         elif kind == "oom_kill":
@@ -216,7 +229,7 @@ def _console(scan: ScanResult, bag: Bag) -> None:
             bag.trt_warnings.append(evidence)
         elif kind == "exception_line":
             bag.exceptions.append(evidence)
-        elif kind in ("memory_noted", "memory_low"):
+        elif kind in ("memory_noted", "memory_low", "limit_noted"):
             bag.noted.append(evidence)
         elif kind in ("k8s_oomkilled", "docker_event_oom", "slurm_oom"):
             bag.orchestrator_oom.append(evidence)
