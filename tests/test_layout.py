@@ -20,7 +20,8 @@ from qualify.rundir.schema import PUBLISHED, audit_schema, render
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = (
     # foundation: the vocabulary every stage may use
-    "errors", "records", "verdict", "sizes", "subproc", "atomic", "untrusted", "console", "nvml",
+    "errors", "records", "cuts", "verdict", "sizes", "subproc", "atomic", "untrusted", "console",
+    "nvml",
     # the stages of a run, in the order data flows
     "plan", "sandbox", "run", "rundir", "evidence", "parity", "judge", "report", "publish",
     "triage",

@@ -23,6 +23,7 @@ from typing import Any, TextIO
 
 from qualify import cuts
 from qualify.sizes import format_bytes, format_duration
+from qualify.untrusted import open_regular
 
 POLL_S = 1.0
 PLAIN_EVERY_S = 10.0
@@ -35,7 +36,7 @@ _BAR = 20
 def _recent_samples(path: Path) -> list[dict[str, Any]]:
     """The whole lines at the timeline's end, parsed, oldest first (none yet: empty)."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:  # (a pipe in its place is never opened)
             size = os.fstat(handle.fileno()).st_size
             handle.seek(max(0, size - _TAIL_BYTES))
             lines = handle.read(_TAIL_BYTES).split(b"\n")
@@ -125,17 +126,22 @@ class Progress(threading.Thread):
         last_print, seen = 0.0, 0.0
         sample: dict[str, Any] | None = None
         self._write(clean(f"qualify: {self.family}: the E2E is running"), final=True)
-        while not self._stopped.wait(POLL_S):
+        final = False
+        while not final:
+            # One more pass once stopped: a phase that began after the last poll and ended
+            # with the E2E (a short last phase) is still said.
+            final = self._stopped.wait(POLL_S)
             new = [s for s in _recent_samples(self.timeline) if _time(s) > seen]
             sample = new[-1] if new else sample
             seen = _time(sample) if sample else seen
             now = time.monotonic()
             elapsed = now - self._began
             if self.tty:
-                self._write(clean(status_line(sample, self.cap, elapsed, bar=True)), final=False)
+                if not final:
+                    self._write(clean(status_line(sample, self.cap, elapsed, bar=True)), False)
                 continue
             changed, last_phases = phase_changes(new, last_phases)
-            if not changed and now - last_print >= PLAIN_EVERY_S:
+            if not changed and now - last_print >= PLAIN_EVERY_S and not final:
                 changed = [sample] if sample else [{}]
             for shown in changed:  # each at its own time (a short phase: a poll's samples ago)
                 at = elapsed - max(0.0, seen - _time(shown)) if shown else elapsed
