@@ -2,18 +2,22 @@
 
 ``dataclasses.dataclass`` writes the source of each generated method and ``exec``s it, class by
 class: six methods for a frozen class. A run imports about a hundred of qualify's records, and
-that code generation alone cost about 100 ms of CPU at every start (the fixed cost of a
-one-test E2E is qualify's own start and end). ``frozen_record`` lets dataclasses generate only what
-must be per class (``__init__``, and the frozen ``__setattr__``/``__delattr__``) and gives every
-record the same three functions below, which read the class's fields once. Equality, hashing and
-the printed form are those of ``@dataclasses.dataclass(frozen=True)``: fields with
-``compare=False`` are left out of both, ``hash=`` is honoured, ``repr=False`` hides a field
-(``benchmarks/bench_records.py`` measures the saving and checks the equivalence).
+that code generation cost about 70 ms of CPU at every start (qualify's start and end are the
+fixed cost of a one-test E2E). ``frozen_record`` lets dataclasses generate only what must be per
+class (``__init__``, and the frozen ``__setattr__``/``__delattr__``) and gives every record the
+same three functions below, which read the fields through an ``operator.attrgetter`` made once
+per class. Equality, hashing and the printed form are those of
+``@dataclasses.dataclass(frozen=True)`` (``compare=False`` fields left out of both, ``hash=``
+honoured, ``repr=False`` hidden; ``tests/test_records.py`` checks it). The price: a comparison
+or a hash takes about twice a generated method's 0.15 us, which a process would have to make
+some hundred thousand times to lose what the import saved (``benchmarks/bench_records.py``
+prints both sides).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any, TypeVar, dataclass_transform, overload
 
 T = TypeVar("T")
@@ -21,20 +25,30 @@ T = TypeVar("T")
 _COMPARED = "__record_compared__"
 _HASHED = "__record_hashed__"
 _SHOWN = "__record_shown__"
+_GET_COMPARED = "__record_get_compared__"
+_GET_HASHED = "__record_get_hashed__"
 
 
-def _compared(self: Any) -> tuple[Any, ...]:
-    return tuple(getattr(self, name) for name in getattr(self.__class__, _COMPARED))
+def _getter(names: tuple[str, ...]) -> Any:
+    """A C-level reader of ``names`` as one tuple (``operator.attrgetter``: as fast as the
+    tuple a generated method builds, without compiling one per class)."""
+    if not names:
+        return lambda _: ()
+    if len(names) == 1:
+        one = operator.attrgetter(names[0])
+        return lambda record: (one(record),)
+    return operator.attrgetter(*names)
 
 
 def _eq(self: Any, other: object) -> Any:
     if other.__class__ is not self.__class__:
         return NotImplemented
-    return _compared(self) == _compared(other)
+    get = self.__class__.__dict__[_GET_COMPARED]
+    return get(self) == get(other)
 
 
 def _hash(self: Any) -> int:
-    return hash(tuple(getattr(self, name) for name in getattr(self.__class__, _HASHED)))
+    return hash(self.__class__.__dict__[_GET_HASHED](self))
 
 
 def _repr(self: Any) -> str:
@@ -59,9 +73,12 @@ def frozen_record(cls: type[T] | None = None, /, *, kw_only: bool = False) -> An
         own = set(cls.__dict__)
         made = dataclasses.dataclass(frozen=True, repr=False, eq=False, kw_only=kw_only)(cls)
         fields = dataclasses.fields(made)  # type: ignore[arg-type]
-        setattr(made, _COMPARED, tuple(f.name for f in fields if f.compare))
-        hashed = [f.name for f in fields if (f.compare if f.hash is None else f.hash)]
-        setattr(made, _HASHED, tuple(hashed))
+        compared = tuple(f.name for f in fields if f.compare)
+        hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
+        setattr(made, _COMPARED, compared)
+        setattr(made, _HASHED, hashed)
+        setattr(made, _GET_COMPARED, staticmethod(_getter(compared)))
+        setattr(made, _GET_HASHED, staticmethod(_getter(hashed)))
         setattr(made, _SHOWN, tuple(f.name for f in fields if f.repr))
         if "__eq__" not in own:
             made.__eq__ = _eq  # type: ignore[method-assign]
