@@ -16,6 +16,6 @@ lint: bootstrap
 # Lint, type-check and run the whole suite (privileged and slow tests included).
 test: lint
 	rm -f .coverage .coverage.*
-	QUALIFY_TEST_STRICT=1 COVERAGE_FILE=$(CURDIR)/.coverage .venv/bin/coverage run -m pytest
+	QUALIFY_TEST_STRICT=1 COVERAGE_FILE=$(CURDIR)/.coverage .venv/bin/coverage run -m pytest --durations=40
 	COVERAGE_FILE=$(CURDIR)/.coverage .venv/bin/coverage combine -q
 	COVERAGE_FILE=$(CURDIR)/.coverage .venv/bin/coverage report

@@ -107,6 +107,48 @@ def test_gpu_series_and_cuda_oom_marker(tmp_path: Path) -> None:
     assert 'class="cuda-oom"' in page
 
 
+@pytest.mark.foreign_audit
+def test_a_spike_between_samples_is_drawn_in_its_phase(tmp_path: Path) -> None:
+    """The kernel's peak (256 MiB, the cap) came in phase "second" between two samples and was
+    killed there; the highest sample (94 MiB at 0.70 s) is in phase "first". The peak is drawn
+    at the kill, and hovering it says the peak and its phase, not the sample's."""
+    mib = 1 << 20
+    started = 1_796_342_400.0  # 2026-12-04T00:00:00Z
+    audit = {
+        "verdict": "OOM_KILLED",
+        "timings": {"started": "2026-12-04T00:00:00+00:00"},
+        "limits": {"in_effect": {"memory_bytes": 256 * mib}},
+        "sandbox": {"capped": True},
+        "memory": {
+            "peak_bytes": 256 * mib,
+            "peak_source": "kernel",
+            "sampled_peak_bytes": 94 * mib,
+            "sampled_peak_at": 0.7,
+            "phases": [
+                {"name": "first", "start": 0.1, "end": 1.0, "peak_bytes": 94 * mib},
+                {
+                    "name": "second",
+                    "start": 1.0,
+                    "end": 1.3,
+                    "peak_bytes": 256 * mib,
+                    "error": "unfinished",
+                },
+            ],
+        },
+    }
+    (tmp_path / "audit.json").write_text(json.dumps(audit))
+    samples = [(0.3, 40, 0), (0.7, 94, 0), (0.9, 90, 0), (1.25, 1, 1), (1.5, 1, 1)]
+    (tmp_path / "timeline.jsonl").write_text(
+        "".join(
+            json.dumps({"t": started + t, "usage": m * mib, "oom_kill": k}) + "\n"
+            for t, m, k in samples
+        )
+    )
+    page = render_html(RunDir(tmp_path))
+    assert re.search(r'<circle class="peak"[^>]*><title>peak 256 MiB at 1\.25s</title>', page)
+    assert "<title>1.25 s: 256 MiB, 100% of the cap; phase second</title>" in page
+
+
 # --- real runs in a real browser
 
 

@@ -25,6 +25,7 @@ from qualify.report.html_sections import (
 )
 from qualify.report.svg import Band, Marker, Point, Timeline, read_series, render_timeline
 from qualify.rundir import Audit, RunDir
+from qualify.rundir.audit import MemoryRecord
 from qualify.sizes import format_bytes
 from qualify.untrusted import printable
 
@@ -90,11 +91,8 @@ def build_timeline(run_dir: RunDir, audit: Audit) -> Timeline:
         if event.get("event") == contract.CUDA_OOM and isinstance(event.get("t"), int | float):
             markers.append(Marker("CUDA OOM", event["t"] - (origin or 0.0), "cuda-oom"))
     peak = None
-    peak_bytes, peak_at = section.peak_bytes, section.sampled_peak_at
-    if peak_bytes is not None:
-        if peak_at is None and memory:
-            peak_at = max(memory, key=lambda p: p.value).t
-        peak = Point(float(peak_at or 0.0), peak_bytes)
+    if section.peak_bytes is not None:
+        peak = Point(_peak_time(section, memory, kills), section.peak_bytes)
     in_effect = audit.limits.in_effect
     cap = in_effect.memory_bytes if in_effect is not None and audit.sandbox.capped else None
     return Timeline(
@@ -106,6 +104,36 @@ def build_timeline(run_dir: RunDir, audit: Audit) -> Timeline:
         peak=peak,
         samples=samples,
     )
+
+
+def _peak_time(section: MemoryRecord, memory: list[Point], kills: list[float]) -> float:
+    """When the run's peak was, as near as the run knows: the highest sample's time when it
+    lies in the phase whose kernel watermark is the peak; otherwise (a spike between two
+    samples, often the one the kernel killed) an OOM kill inside that phase, else that phase's
+    highest sample, else its end."""
+    sampled = section.sampled_peak_at
+    if sampled is None and memory:
+        sampled = max(memory, key=lambda p: p.value).t
+    holders = [
+        p for p in section.phases if p.peak_bytes == section.peak_bytes and p.start is not None
+    ]
+    if not holders:
+        return float(sampled or 0.0)
+    # The innermost phase holding the peak: the latest started.
+    phase = max(holders, key=lambda p: p.start or 0.0)
+    start = float(phase.start or 0.0)
+    end = (
+        float(phase.end) if phase.end is not None else max([start, *kills, *(p.t for p in memory)])
+    )
+    if sampled is not None and start <= sampled <= end:
+        return float(sampled)
+    inside = [t for t in kills if start <= t <= end]
+    if inside:
+        return inside[0]
+    in_phase = [p for p in memory if start <= p.t <= end]
+    if in_phase:
+        return max(in_phase, key=lambda p: p.value).t
+    return end
 
 
 def _header(audit: Audit) -> str:

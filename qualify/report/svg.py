@@ -280,9 +280,11 @@ def _hover(scale: _Scale, timeline: Timeline) -> list[str]:
     """The hover slices: for each run of memory points at least ``SLICE_PX`` wide, a
     transparent rect over the plot's height titled with its time, highest usage, share of the
     cap and phase."""
-    points = timeline.memory
+    points = list(timeline.memory)
     if not points:
         return []
+    if timeline.peak is not None:  # the kernel's peak, above every sample when a spike was killed
+        points = sorted([*points, timeline.peak], key=lambda p: p.t)
     groups: list[list[Point]] = [[points[0]]]
     for point in points[1:]:
         if scale.x(point.t) - scale.x(groups[-1][0].t) < SLICE_PX:
