@@ -83,12 +83,20 @@ _EXIT = re.compile(
 )
 _SIGNAL_EXIT = re.compile(
     r"\(signal: (\d+),"  # Rust's ExitStatus: "(signal: 9, SIGKILL: kill)"
-    r"|(?i:killed by signal|terminated by signal|died (?:with|of) signal|received signal)"
-    r" (?:SIG)?(\d+|KILL|TERM)\b"
+    r"|(?i:(?:killed|terminated|died|exited|ended|stopped|received)(?: \w+){0,2}?"
+    r" (?:by|due to|with|of|on|from)? ?(?:the )?'?signal)\W{0,2}(?:SIG)?(\d+|KILL|TERM)\b"
     r"|[Ss]ignal (\d+) \(SIG\w+\) received"  # torch.distributed.elastic's failure record
+    # a return code given as the signal's name (Airflow: "return code Negsignal.SIGKILL")
+    r"|(?i:(?:return code|exit code|exit status|exited with|code)\W{1,3}(?:neg)?signal\.sig"
+    r"([a-z]+))\b"
+    # Go's ExitError ("Runtime exited with error: signal: killed"), a signal sent to a worker
+    # ("Worker (pid:256) was sent SIGKILL!")
+    r"|\bsignal: (killed|terminated)\b|(?i:(?:was|were|been) sent SIG([a-z]+))\b"
 )
 """A process said to have ended by a signal, as runtimes and runners word it."""
-_SIGNAL_NUMBERS = {"KILL": 9, "TERM": 15}
+_SIGNAL_NUMBERS = {
+    "KILL": 9, "TERM": 15, "SEGV": 11, "ABRT": 6, "BUS": 7, "INT": 2, "KILLED": 9, "TERMINATED": 15,
+}  # fmt: skip
 _TERMINATE = re.compile(
     r"terminate called after throwing an instance of '([^']*(?:[Ee]rror|bad_alloc)[^']*)'"
 )
@@ -101,6 +109,15 @@ _AGENT_LOST = re.compile(
 )
 """A CI agent gone mid-job: Buildkite's "agent lost", Azure Pipelines' "The agent: X lost
 communication with the server" and "We stopped hearing from agent X"."""
+_EXTERNALLY = re.compile(
+    r"(?i)\b(?:terminated|killed|stopped) by (?:the |an |some )?(?:external|outside"
+    r"|operating system|os\b|system\b|scheduler\b|host\b)"
+)
+"""A process said to be ended by something outside it, naming no reason (Nextflow's "Likely it
+has been terminated by the external system")."""
+_HEDGED = re.compile(r"\b(?:if|when|whether|unless|may|might|could|can)\b[^.]*$")
+"""A condition or a possibility just before a kill's words ("if the process is killed by the
+system"): not a kill that happened."""
 _SHELL_KILLED = re.compile(
     r"(?:^|\s|Z\s)Killed(?:\s{2,}(\S.*)|\s*)$"
     r"|\bline \d+:\s+(\d+) Killed(?:\s+(\S.*)|\s*)$"
@@ -144,8 +161,16 @@ _SLURM_CANCEL = re.compile(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+.* \
 _TIMEOUT = re.compile(
     r"\+{3,} Timeout \+{3,}|(?<![*'\"])Failed: Timeout >[\d.]+s|~{3,} Stack of .+? \(\d+\) ~{3,}"
     r"|has exceeded the maximum execution time|execution took longer than|DUE TO TIME LIMIT"
+    # a run's time said to reach its maximum (AppVeyor's "Build execution time has reached the
+    # maximum allowed time for your plan (60 minutes)")
+    r"|(?i:\btime\b(?: \w+){0,2} (?:has )?(?:reached|exceeded|hit) (?:the |its |your )?"
+    r"(?:maximum|max|allowed|limit)\b)"
     r"|[Ww]atchdog caught collective operation timeout"
     r"|[Tt]est timeout expired|\*\*\*Timeout\b"  # libcheck, CTest
+    # a unit of work said to have timed out (Airflow's "Process timed out, PID: N", a
+    # function's "Task timed out after 3.00 seconds"); a connection's or a request's is not one
+    r"|(?i:\b(?:process|task|job|step|test|execution|command|build|function|worker|stage"
+    r"|script|activity)\b(?: \S+){0,3}? (?:has )?timed out\b)"
 )
 _TIMEOUT_NODEID = re.compile(r"FAILED (?:\[[\d.]+m?s\] )?(\S+::\S+) - Failed: Timeout")
 _K8S_OOMKILLED = re.compile(
@@ -348,15 +373,24 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
     ):
         code = next(group for group in match.groups() if group is not None)
         return LineSignal("exit_code", {"code": int(code)})
-    if "signal" in low and (match := _SIGNAL_EXIT.search(line)):
+    if "sig" in low and (match := _SIGNAL_EXIT.search(line)):
         number = next(group for group in match.groups() if group is not None)
         code = -int(number) if number.isdigit() else -_SIGNAL_NUMBERS.get(number.upper(), 0)
         if code:
             return LineSignal("exit_code", {"code": code, "by_signal": True})
     if "terminate called" in low and (match := _TERMINATE.search(line)):
+        cause = parse_oom_parts(line, low) if "bad_alloc" in match[1] else None
+        if cause is not None and cause.kind in _MEMORY_CAUSES:  # an allocation refused
+            return cause
         return LineSignal("shell_crash", {"signal": "SIGABRT", "command": match[1] or None})
     if "shutdown signal" in low and "runner has received a shutdown signal" in low:
         return LineSignal("runner_shutdown")
+    if (
+        " by " in low
+        and (match := _EXTERNALLY.search(line))
+        and not _HEDGED.search(low[: match.start()])
+    ):
+        return LineSignal("terminated_externally")
     if "the operation was canceled" in low:
         return LineSignal("canceled")
     if "cancelled at" in low and "due to time limit" not in low and _SLURM_CANCEL.search(line):
@@ -381,11 +415,18 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
             "command": (match[3] or "").strip() or None,
         }
         return LineSignal("shell_crash", {k: v for k, v in fields.items() if v})
+    if "what():" in low:  # the C++ runtime's report of an exception, after "terminate called"
+        text = line.split("what():", 1)[1].strip()
+        if text:
+            return _by_memory(line.strip(), None) or LineSignal("exception_line", {"text": text})
     return None
 
 
 def _timeout_words(low: str) -> bool:
-    return "timeout" in low or "stack of" in low or "execution t" in low or "time limit" in low
+    return (
+        "timeout" in low or "stack of" in low or "execution t" in low or "time limit" in low
+        or "timed out" in low or "time has" in low
+    )  # fmt: skip
 
 
 def parse_pytest_line(line: str, low: str | None = None) -> LineSignal | None:
@@ -488,7 +529,7 @@ PARSERS = (
 )
 
 
-_BARE_ENDS = frozenset({"exit_code", "shell_killed"})
+_BARE_ENDS = frozenset({"exit_code", "shell_killed", "terminated_externally"})
 """How a process ended, without why: a line that also states the cause is read for it."""
 
 

@@ -32,15 +32,34 @@ from typing import Any
 from qualify import cuts
 from qualify.evidence.evidence_line import LineSignal
 
+_REFUSED = (
+    r"(?:can ?not|can't|could ?not|couldn't|unable to|failed to|fail to) (?:\w+ )?"
+    r"(?:map|reserve|commit|obtain|grow|enlarge|expand|extend|allocate)\b(?: [\w-]+){0,3}"
+    r" (?:memory|heap|ram)\b"
+    r"|(?:requires?|needs?|needed) more (?:\w+ ){0,2}memory\b.{0,40}?\bthan\b"
+    r"|\bmemory\b(?: [\w-]+){0,8} exhausted\b"
+    r"|\bmemory\b.{0,80}?\bwould (?:use|be larger than|exceed)\b.{0,60}?\b(?:maximum|limit)\b"
+    r"|circuit_?breaking_?exception|errno[ =:]*12\b|\benomem\b|alloc(?:ation)?_failure"
+    r"|\boom\b.{0,40}\b(?:not allowed|refused|rejected|denied)\b"
+)
+"""Memory refused by any verb that gets it (map, reserve, commit, enlarge, grow: Postgres'
+"could not map anonymous shared memory", Emscripten's "Cannot enlarge memory arrays"), more of
+it needed than there is (Ollama's "model requires more system memory ... than is available"),
+memory the subject of "exhausted" (PHP's "Allowed memory size of N bytes exhausted"), a request
+refused because it would pass a limit (ClickHouse's "would use 18.75 GiB ..., maximum: 18.63
+GiB", a circuit breaker's "would be larger than limit of"), ENOMEM by its number, an
+allocation failure named as such (OpenCL's ``CL_MEM_OBJECT_ALLOCATION_FAILURE``) and work
+refused for an OOM (Redis' "OOM command not allowed when used memory > 'maxmemory'")."""
 _SAID = re.compile(
-    r"out of (?:\w+ )?memory|\boom\b|outofmemory|out_of_memory|resource[_ ]exhausted"
+    _REFUSED + r"|out of (?:\w+ )?memory|\boom\b|outofmemory|out_of_memory|resource[_ ]exhausted"
+    r"|out of swap|(?:failed|unable) to reclaim (?:\w+ )?memory"
     r"|memory (?:is )?exhausted|(?:can ?not|can't|could ?not|couldn't|unable to|failed to)"
     r" (?:\w+ )?allocate|alloc(?:ation)?[_ ]failed|allocation (?:of|on) .{0,80}?(?:failed|would"
     r" exceed)|bad_alloc|memoryerror|nomemoryerror|not enough (?:\w+ )?memory"
     r"|insufficient (?:\w+ )?memory|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching)"
-    r" (?:the |its |their |your )?(?:\w+ ){0,2}memory (?:usage )?(?:limit|quota)"
-    r"|memory (?:limit|quota)(?: of [\w.]+(?: ?[kmgt]i?b)?)? (?:was |has been |is )?"
-    r"(?:\w+ly )?(?:exceeded|reached)"
+    r" (?:the |its |their |your )?(?:[\w%]+ ){0,2}mem(?:ory)? (?:usage )?(?:limit|quota|budget)"
+    r"|mem(?:ory)? (?:limit|quota)(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
+    r" (?:was |has been |is )?(?:\w+ly )?(?:exceeded|reached)"
     r"|gc overhead limit exceeded|\b(?:winerror|error)[ =]?1455\b"
     r"|(?:error\b.{0,200}?|exception \(0x[0-9a-f]{8}\): )the paging file is too small"
     r"|memlimit|low on memory|low memory|memory ?pressure|oom[- _]?kill|running low on memory"
@@ -68,17 +87,29 @@ name, not a report (pytest's own FAILED lines are read by the pytest parser)."""
 _EVENT = re.compile(
     r"error(?!s)|exception(?!s)|fatal|fail|kill|abort|panic|can't|cannot|can not|unable|terminat"
     r"|exceed|sigterm|sigkill|evict|refused|exhausted|crash|\boom\b|low memory|running low"
-    r"|would exceed|to continue|paging file is too small"
+    r"|would exceed|to continue|paging file is too small|\bwhat\(\):"
+    r"|^\W*\d{4}-\d\d-\d\d[t ][\d:.,]+\S*\s+(?:[ef]|fatal|error|crit\w*|severe|panic|emerg\w*)\b"
 )
 """What makes a line that names running out of memory a report of it (besides a size)."""
+_BARE = re.compile(r"^\W*(?:fatal|error)?\W*out of (?:\w+ )?memory\W*$")
+"""A line that is the statement alone ("Out of memory!", Perl's; "out of memory"): a program's
+message, not a person's sentence about it."""
+_SQLITE_CANTOPEN = re.compile(r"sqlite\w*\W.{0,40}?\bcode\W{0,2}14\b")
+"""SQLite's code 14 (SQLITE_CANTOPEN), which its API words "out of memory" for a handle that
+never opened."""
+_PLACEHOLDER = re.compile(r"(?<!\w)(?:x{3,}|n{3,}|#{3,}|<\w+>|\{\w*\})\s*(?:bytes|[kmgt]i?b)\b")
+"""A size written as a placeholder ("Allowed memory size of XXXXXXXX bytes exhausted"): a
+message's template quoted in documentation or a request, not an occurrence."""
 _HEDGE = re.compile(
     r"\b(?:possible (?:\w+ )?causes?|possibly|potential(?:ly)? (?:\w+ )?(?:causes?|reasons?)"
     r"|may have been|might be"
     r"|might have|could be|can be caused|one of the following|if you see|to avoid|to prevent"
     r"|\w+ly (?:means|indicates)|(?:usually|often) (?:means|indicates|caused by))\b"
+    r"|^\W*(?:if|in case)\b|\b(?:perhaps|maybe|probably)\b"
 )
 """A cause offered as one of several, a generic explanation ("exit code 137 typically means"),
-or advice: a mention, not a report."""
+advice, or a condition ("If you encounter CUDA out of memory, try ..."): a mention, not a
+report."""
 _INTRO = re.compile(
     r"^\W*(?:this is|here is|here's|below is|the following|i (?:get|got|see|saw|am getting"
     r"|keep getting|have|had)|we (?:get|got|see|saw))\b"
@@ -89,7 +120,7 @@ _EVICTION = re.compile(r"low on resource: memory|had condition: \[memorypressure
 _HANDLED = re.compile(
     r"\bretry|retrying|\bwill retry|not a failure|falling back|fall(?:ing)? back|recovered"
     r"|trying again|try again with|reducing (?:the )?batch|skipping tactic"
-    r"|attempting to free|freeing up|cache flush"
+    r"|attempting to free|freeing up|cache flush|\bretract|\bpreempt"
 )
 _KILLED = re.compile(
     r"\b(?:killed|killing|kill(?:s|ed)? (?:the |a )?(?:process|task|worker|job|container|pod)"
@@ -99,7 +130,7 @@ _KILLED = re.compile(
 _KILLER = re.compile(r"earlyoom|nohang|lowmemorykiller|lmkd|jetsam|systemd-oomd|oom[- _]?killer")
 """Programs and kernel parts whose work is killing for memory."""
 _ALLOCATING = re.compile(
-    r"alloc|to reserve|gc overhead limit|paging file|\b1455\b"
+    _REFUSED + r"|alloc|to reserve|gc overhead limit|paging file|\b1455\b"
     r"|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough"
     r"|insufficient|out of memory|outofmemory|out_of_memory|memory (?:is )?exhausted"
 )
@@ -108,17 +139,18 @@ _ACCELERATOR = re.compile(
     r"|directml|dml|opencl|vram|hbm|device[ _:]?\d+|cu\w*alloc\w*|ggml\w*|\w*_bfc|cl_mem\w*"
     r"|nvidia\w*|accelerator|xla\w*|jax\w*|cupy\w*|rmm|vk[a-z]*(?:alloc|memory|buffer)\w*"
     r"|device memory|device buffer"
-    r"|on device|allocated so far|8007000e)\b"
+    r"|on device|allocated so far|8007000e|npu\w*|ascend\w*|rtmalloc\w*|aclrt\w*|habana\w*"
+    r"|gaudi\w*|synhelper|device_id\W?\d+)\b"
 )
 _HOST = re.compile(
     r"\b(?:cpu\w*|host|ram|system memory|physical memory|heap|memoryerror|nomemoryerror|bad_alloc"
     r"|malloc|mmap|node|swap|jvm|java\w*|javascript|runtime: out of memory|defaultcpuallocator"
-    r"|fork|errno 12|enomem|gc overhead|paging file|winerror)\b"
+    r"|fork|errno 12|enomem|gc overhead|paging file|winerror|out of swap)\b"
 )
 _NODE = re.compile(
-    r"\b(?:node|host|system|machine|instance)\b.{0,40}\b(?:low on memory|running low|memory "
-    r"pressure|out of memory|memory usage threshold|ran out|low on resource: memory)"
-    r"|low on memory|memory ?pressure|low memory"
+    r"\bkernel: |\b(?:node|host|system|machine|instance)\b.{0,40}\b(?:low on memory|running low"
+    r"|memory pressure|out of memory|memory usage threshold|ran out|low on resource: memory)"
+    r"|low on memory|memory ?pressure|low memory|all (?:the )?available (?:ram|memory)"
     r"|running low on memory|earlyoom|nohang|lowmemorykiller|lmkd|jetsam|oomd|usage threshold"
 )
 _LIMIT_KILL = re.compile(
@@ -130,11 +162,12 @@ _BUDGET = re.compile(
     r"|memory limit|limit of|\bquota\b|per[- ]process|utilization"
 )
 _LIMIT_CROSSED = re.compile(
-    r"(?:exceed\w*|over|above|reached) (?:the |its |their |your )?(?:\w+ ){0,2}memory (?:usage )?"
-    r"limit|memory limit(?: of [\w.]+(?: ?[kmgt]i?b)?)? (?:was |has been |is )?(?:exceeded|reached)"
-    r"|memlimit"
+    r"(?:exceed\w*|over|above|reached) (?:the |its |their |your )?(?:[\w%]+ ){0,2}mem(?:ory)? "
+    r"(?:usage )?(?:limit|budget)|mem(?:ory)? limit(?: \([^)]{1,30}\))?(?: of [\w.]+"
+    r"(?: ?[kmgt]i?b)?)? (?:was |has been |is )?(?:exceeded|reached)|memlimit"
 )
-"""A memory limit crossed (not a quota: a quota may be soft, as Heroku's R14 is)."""
+"""A memory limit (or a worker's memory budget, as Dask's nanny enforces it) crossed; not a
+quota: a quota may be soft, as Heroku's R14 is."""
 _QUOTA_CROSSED = re.compile(
     r"memory (?:usage )?quota(?: of [\w.]+(?: ?[kmgt]i?b)?)? (?:was |has been |is )?(?:\w+ly )?"
     r"exceeded"
@@ -148,6 +181,18 @@ _BUDGET_WORDS = re.compile(
     r"|max(?:imum)? allowed|maximum pool size|pool size exceeded|limit set to|capped at"
 )
 """A limit that is the process's own whatever the numbers (a budget is named)."""
+_ENDED = re.compile(r"(?:exit\w*|status|code)\W{0,3}(?:137|-9)\b|exit[_ ]description")
+"""A process's end said with its code 137 (-9: SIGKILL) or an exit description."""
+_WOULD = re.compile(r"\bwould (?:use|exceed|be larger)\b|\battempt(?:ed|ing)? to allocate\b")
+"""A limit that a request would pass, so it was refused (ClickHouse's "Memory limit (total)
+exceeded: would use 113.21 GiB (attempt to allocate chunk of 6783276 bytes)"): an allocation
+refused, not a process killed."""
+_SOFT_LIMIT = re.compile(
+    r"(?:exceed\w*|over|above|reached) (?:the |its |their |your )?soft (?:\w+ )?limit"
+    r"|soft (?:\w+ )?limit(?: of [\w.]+(?: ?[kmgt]i?b)?)? (?:was |has been |is )?exceeded"
+)
+"""A soft limit crossed (App Engine's "Exceeded soft memory limit of 256 MB with 340 MB"): a
+warning, as a quota's, until something is stopped for it (``in_context``)."""
 _FRAGMENTATION = re.compile(r"fragment")
 _MESSAGE_1455 = re.compile(r"paging file|页面文件")
 """ERROR_COMMITMENT_LIMIT's message (English, Chinese) on the line that states the code."""
@@ -189,11 +234,14 @@ _ECOSYSTEMS = (
     ("memoryerror", "Python"), ("bad_alloc", "C++"), ("slurm", "Slurm"), ("srun", "Slurm"),
     ("kubernetes", "Kubernetes"), ("kubelet", "Kubernetes"), ("docker", "Docker"),
     ("ecs", "Amazon ECS"), ("cloud run", "Cloud Run"), ("heroku", "Heroku"),
+    ("kernel: ", "the kernel"),
 )  # fmt: skip
 _DEVICES = (
     ("rocm", "a ROCm device"), ("hip", "a ROCm device"), ("xpu", "an XPU"),
     ("mps", "an MPS device"), ("metal", "a Metal device"), ("tpu", "a TPU"),
-    ("hpu", "a Gaudi HPU"), ("neuron", "a Neuron device"), ("vulkan", "a Vulkan device"),
+    ("hpu", "a Gaudi HPU"), ("habana", "a Gaudi HPU"), ("gaudi", "a Gaudi HPU"),
+    ("synhelper", "a Gaudi HPU"), ("npu", "an NPU"), ("ascend", "an Ascend NPU"),
+    ("rtmalloc", "an Ascend NPU"), ("neuron", "a Neuron device"), ("vulkan", "a Vulkan device"),
     ("directml", "a DirectML device"), ("8007000e", "a DirectML device"),
     ("vkallocate", "a Vulkan device"), ("vk::", "a Vulkan device"), ("cuda", "a CUDA device"),
     ("gpu", "a GPU"),
@@ -242,7 +290,9 @@ def _named(low: str, table: tuple[tuple[str, str], ...]) -> str | None:
     return next((name for word, name in table if word in low), None)
 
 
-def parse_oom_parts(line: str, low: str | None = None) -> LineSignal | None:
+def parse_oom_parts(
+    line: str, low: str | None = None, *, reported: bool = False
+) -> LineSignal | None:
     """The signal of a line that says memory ran out, read by its parts; None otherwise.
 
     A line that says it but reports nothing (a title, a person's sentence, a cause offered as
@@ -250,6 +300,8 @@ def parse_oom_parts(line: str, low: str | None = None) -> LineSignal | None:
     memory said to be low with no action on the line is ``memory_low`` (what follows it may
     show the kill: ``in_context``). An allocation refused that names no memory is
     ``host_alloc_failed`` with ``memory_named`` false: the lines before it may name a device.
+    ``reported``: the line is known to be a program's output (a fenced block), though it states
+    no event of its own ("Insufficient memory for GC_all_nils").
     """
     low = line.lower() if low is None else low
     said = _SAID.search(low)
@@ -265,17 +317,36 @@ def parse_oom_parts(line: str, low: str | None = None) -> LineSignal | None:
     if _HANDLED.search(low):
         kind = "gpu_oom_handled" if accelerator else "oom_handled"
         return LineSignal(kind, {**fields, "engine": ecosystem or "", "detail": "retried"})
-    if _INTRO.search(low) or _HEDGE.search(low):
+    if _SQLITE_CANTOPEN.search(low):
+        # SQLite words its code 14 (SQLITE_CANTOPEN) "out of memory" when the database was
+        # never opened: a file that cannot be opened, not memory.
+        return LineSignal("memory_noted", {**fields, "ecosystem": "SQLite"})
+    if _INTRO.search(low) or _HEDGE.search(low) or _PLACEHOLDER.search(low):
         return LineSignal("memory_noted", fields)
-    if not (numbers or _EVENT.search(low) or _EVICTION.search(low)):
-        return LineSignal("memory_noted", fields)  # a mention (a title, prose): not a report
+    reported = reported or _BARE.match(low) is not None
+    if not (reported or numbers or _EVENT.search(low) or _EVICTION.search(low)):
+        # A mention (a title, prose), unless the lines around show it is a program's output
+        # (inside a fenced block: ``in_context``).
+        return LineSignal("memory_noted", {**fields, "unreported": True})
     if _KILLED.search(low) or _KILLER.search(low) or _EVICTION.search(low):
         if _NODE.search(low):
             return LineSignal("node_oom_kill", fields)
         if _LIMIT_KILL.search(low):
             return LineSignal("limit_oom_kill", fields)
         return LineSignal("oom_kill", fields)
-    if _LIMIT_CROSSED.search(low) and not _DEVICE_WORD.search(low):
+    ended = _ENDED.search(low) is not None
+    if (ended or "crashed" in low) and not accelerator and _NODE.search(low):
+        # A process or session ended after using all the machine's memory (Colab's "Your
+        # session crashed after using all available RAM"): the node's memory.
+        return LineSignal("node_oom_kill", fields)
+    if ended and not accelerator:
+        # A process's end with memory as its reason (Cloud Foundry's "Exited with status 137
+        # (out of memory)", an ``exit_description`` of "out of memory"): killed for memory. (A
+        # crash alone may be the program's own error about memory.)
+        return LineSignal("limit_oom_kill" if _LIMIT_KILL.search(low) else "oom_kill", fields)
+    if _SOFT_LIMIT.search(low) and not _DEVICE_WORD.search(low):
+        return LineSignal("limit_noted", fields)  # a soft limit warns; a kill may follow
+    if _LIMIT_CROSSED.search(low) and not _DEVICE_WORD.search(low) and not _WOULD.search(low):
         return LineSignal("limit_oom_kill", fields)  # a memory limit is enforced by a kill
     if _QUOTA_CROSSED.search(low) and not _DEVICE_WORD.search(low):
         return LineSignal("limit_noted", fields)
@@ -305,7 +376,9 @@ def _device_oom(
     return LineSignal("gpu_oom", fields)
 
 
-CONTEXT_KINDS = frozenset({"host_alloc_failed", "gpu_oom", "memory_low", "limit_noted"})
+CONTEXT_KINDS = frozenset(
+    {"host_alloc_failed", "gpu_oom", "memory_low", "limit_noted", "memory_noted"}
+)
 """Kinds whose lines around them may change what they are (``in_context``)."""
 CONTEXT_BEFORE = 2048
 CONTEXT_AFTER = 1024
@@ -335,6 +408,19 @@ def _memory_named(lines: Any) -> str | None:
     return None
 
 
+_FENCE = re.compile(r"^[\s>]*(?:```|~~~)", re.MULTILINE)
+
+
+_FIELD = re.compile(r"^\s*[\w.\"'-]+\s*[:=]\s")
+"""A key and its value (``reason: OutOfmemory`` in a pod's YAML): data, read by the structured
+parsers, not a message."""
+
+
+def _in_fence(before: str) -> bool:
+    """Whether the text just before a line leaves a Markdown fence open (an odd count)."""
+    return len(_FENCE.findall(before)) % 2 == 1
+
+
 def in_context(
     found: LineSignal, line: str, before: str, after: str
 ) -> tuple[LineSignal, int, str]:
@@ -348,9 +434,21 @@ def in_context(
       allocator ("capped at 14.000 GiB", "limit of"): that cap refused it, a budget;
     - a node's memory said to be low, with a kill within the next lines: the node killed;
     - a memory quota said to be exceeded, with a kill within the next lines (Heroku's R15 and
-      its ``Stopping process with SIGKILL``): the quota enforced, a limit kill; else a warning.
+      its ``Stopping process with SIGKILL``): the quota enforced, a limit kill; else a warning;
+    - a line that says memory ran out but reports no event, inside a fenced block (a log pasted
+      in an issue): read as the program's report it is.
     """
     kind, fields = found.kind, found.fields
+    if kind == "memory_noted":
+        if not fields.get("unreported") or _FIELD.match(line) or not _in_fence(before):
+            return found, 0, line
+        # Inside a fenced block (a pasted log): the program's own words, a report.
+        reread = parse_oom_parts(line, reported=True)
+        if reread is None or reread.kind == "memory_noted":
+            return found, 0, line
+        if reread.kind in CONTEXT_KINDS:
+            return in_context(reread, line, before, after)
+        return reread, 0, line
     if kind == "host_alloc_failed" and fields.get("code_only"):
         # An error code on its own line, its system message on the next (Windows prints 1455,
         # then "The paging file is too small ..."): the message is the report.
@@ -396,7 +494,8 @@ def in_context(
 
 _DEVICE_WORD = re.compile(
     r"\b(?:cuda\w*|gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|metal|tpu\w*|hpu\w*|vulkan|vram|\w*_bfc"
-    r"|device[ _:]?\d+|device memory|device buffer|on device|rmm)\b"
+    r"|device[ _:]?\d+|device memory|device buffer|on device|rmm|npu\w*|rtmalloc\w*|synhelper"
+    r"|device_id\W?\d+)\b"
 )
 """An accelerator named outright (``node``/``host`` words next to it do not make it the
 host's: "GPU 0 on host x")."""

@@ -86,6 +86,19 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"mem usage",  # Moab: "job N exceeded MEM usage hard limit (2528 > 1126)"
         b"due to memory",  # HTCondor: "put on hold by SYSTEM_PERIODIC_HOLD due to memory usage N"
         b"memory quota",  # Heroku: "Error R15 (Memory quota vastly exceeded)"
+        # memory refused by other verbs, or needed beyond what there is: Postgres' "could not
+        # map anonymous shared memory", Emscripten's "Cannot enlarge memory arrays", Ollama's
+        # "requires more system memory", FreeBSD's "failed to reclaim memory"
+        b"shared memory",
+        b"enlarge memory",
+        b"reserve memory",
+        b"commit memory",
+        b"reclaim memory",
+        b"more memory",
+        b"system memory",
+        b"memory size",
+        b"mem limit",  # "exceeded mem limit: ActiveHard 24 MB" (iOS)
+        b"memory budget",  # "Worker exceeded 95% memory budget" (Dask's nanny)
     ),
     b"k": (b"kill", b"stack of", b"kv cache", b"kvcache"),
     # "overhead limit exceeded": the JVM's "GC overhead limit exceeded" on a line without
@@ -99,6 +112,9 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"exhausted",
         b"overhead limit exceeded",
         b"exception (0x",
+        b"by the external",  # "terminated by the external system" (Nextflow)
+        b"by an external",
+        b"by external",
     ),
     b"w": (
         b"node down",
@@ -121,11 +137,15 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"operation timeout",
         b"timeout expired",
         b"***timeout",
+        b"timed out",
+        b"time has",  # "Build execution time has reached the maximum allowed time" (AppVeyor)
     ),  # pytest-timeout banner, Slurm DUE TO TIME LIMIT, libcheck's and CTest's timeouts
     b" passed": (b" passed in", b" passed,", b" passed\x1b"),  # a pytest summary (coloured)
     b"e   ": (b"e   ",),  # pytest's "E   " lines
     b"oom": (b"oom",),  # OOMKilled, oom-kill, docker "container oom", systemd-oomd
     b"canceled": (b"canceled",),  # "The operation was canceled."
+    # a death by a signal worded without "kill" (ninja's "job terminated due to signal 9")
+    b"signal": (b"due to signal", b"on signal", b"from signal"),
 }
 NEEDLES: tuple[bytes, ...] = tuple(n for needles in GROUPS.values() for n in needles)
 _CUDA_HIT = b"out of memory. Tried to allocate"

@@ -317,6 +317,8 @@ def _signal(bag: Bag) -> Decision | None:
         )
     elif "runner_shutdown" in kinds:
         summary = "the runner shut down under the job and nothing shows an OOM"
+    elif "terminated_externally" in kinds:
+        summary = "something outside the job ended it, and nothing shows why (no OOM shown)"
     else:
         summary = "the job was canceled and nothing shows an OOM"
     return Decision(TriageClass.EXTERNAL_KILL, summary, tuple(bag.kills[:8]))
@@ -325,7 +327,16 @@ def _signal(bag: Bag) -> Decision | None:
 def _crash(bag: Bag) -> Decision | None:
     if bag.crashes:
         summary = "a process crashed (a pytest-xdist worker, a signal) and nothing says why"
-        return Decision(TriageClass.UNKNOWN, summary, tuple(bag.crashes[:5]), LOW)
+        # The exception the crash reported, next to it (C++'s "what(): ..." after "terminate
+        # called"): the message a reader looks for first.
+        said = [
+            e for e in bag.exceptions
+            if e.line is not None and any(
+                c.source == e.source and c.line is not None and abs(c.line - e.line) <= 3
+                for c in bag.crashes
+            )
+        ]  # fmt: skip
+        return Decision(TriageClass.UNKNOWN, summary, (*bag.crashes[:5], *said[:2]), LOW)
     return None
 
 

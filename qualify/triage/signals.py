@@ -201,7 +201,9 @@ def _console(scan: ScanResult, bag: Bag) -> None:
             bag.kills.append(evidence)
             bag.kill_signal = bag.kill_signal or "SIGKILL"
             bag.killed.append(dict(fields))
-        elif kind in ("runner_shutdown", "canceled", "agent_lost", "probe_kill"):
+        elif kind in (
+            "runner_shutdown", "canceled", "agent_lost", "probe_kill", "terminated_externally"
+        ):  # fmt: skip
             bag.kills.append(evidence)
         elif kind == "timeout":
             bag.timeouts.append(evidence)
