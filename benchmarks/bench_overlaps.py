@@ -28,6 +28,7 @@ SWITCHES = {
     "commit prefetch": "QUALIFY_NO_PREFETCH",
     "end-of-run imports": "QUALIFY_NO_PRELOAD",
     "exit without teardown": "QUALIFY_NO_EXIT_NOW",
+    "/dev/shm trial": "QUALIFY_NO_SHM_TRIAL",
 }
 SECONDS = 0.1
 KEEP_SHARE = 0.01

@@ -9,9 +9,13 @@ of what was kept and what was removed is in ``benchmarks/README.md``.
 - ``EndOfRunImports``: what judging, reporting and publishing import, imported while the E2E
   runs.
 - ``exit_now``: the interpreter's exit without freeing every object one by one.
+- ``qualify.sandbox.cgroup.common.ShmTrial`` (started by ``qualify.commands.run.main`` unless
+  the run goes to docker): the private /dev/shm and the locked limits tried once in a
+  throwaway namespace while the run's modules are imported and its plan is made.
 
 Each is switched off by its variable (``QUALIFY_NO_PREFETCH``, ``QUALIFY_NO_PRELOAD``,
-``QUALIFY_NO_EXIT_NOW``): the run is then made strictly in order, with the same results.
+``QUALIFY_NO_EXIT_NOW``, ``QUALIFY_NO_SHM_TRIAL``): the run is then made strictly in order,
+with the same results.
 """
 
 from __future__ import annotations

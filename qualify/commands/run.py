@@ -45,6 +45,7 @@ from qualify.run.registry import RunGuard, guard_run, take_over_dead_runs
 from qualify.rundir.directory import RunDir
 from qualify.sandbox import CHOICES as BACKENDS
 from qualify.sandbox import Sandbox, select_sandbox
+from qualify.sandbox.cgroup.common import ShmTrial
 from qualify.sandbox.cgroup.layout import current_layout
 from qualify.verdict import EXIT_ERROR, EXIT_USAGE, PROVISIONAL_REASON
 
@@ -578,6 +579,8 @@ def add_parser(commands: Commands) -> None:
 
 def main(args: argparse.Namespace) -> int:
     prefetch = _overlap.CommitPrefetch.start(args.repo, args.base_ref, os.environ)
+    if args.backend == "cgroup" or (args.backend == "auto" and not args.image):
+        ShmTrial.start(os.environ)  # the private /dev/shm tried beside the start-up
     return run(
         RunRequest(
             family_name=args.family,

@@ -8,8 +8,9 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from qualify.errors import SandboxError
@@ -226,6 +227,65 @@ _SHM_LISTED = 20
 _SHM_SCANNED = 10_000
 
 
+_TRIAL_SIZE = "1M"
+"""The tmpfs size a trial mounts: whether the mount can be made does not depend on it."""
+
+
+class ShmTrial:
+    """Whether each of :data:`LOCK_SCRIPT` and :data:`SHM_SCRIPT` can run here, tried once in
+    a throwaway namespace (an ``unshare`` and a shell: about 30 ms). ``start`` tries them in a
+    thread beside qualify's start-up (``qualify.commands._overlap`` lists it; the variable
+    ``QUALIFY_NO_SHM_TRIAL`` switches it off); :class:`PrivateShm` takes what it found, or
+    tries in order where nothing was started."""
+
+    _started: ShmTrial | None = None
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self.results: list[tuple[str, list[str], subprocess.CompletedProcess[bytes] | str]] = []
+        """(script, prefix without its size, what running ``true`` through it gave or the
+        error that kept it from running), in the order tried; empty when ``unshare`` is
+        missing."""
+
+    @classmethod
+    def start(cls, environ: Mapping[str, str]) -> None:
+        """Begin the trial in a daemon thread (nothing when switched off or already begun)."""
+        if environ.get("QUALIFY_NO_SHM_TRIAL") or cls._started is not None:
+            return
+        trial = cls._started = cls()
+        threading.Thread(target=trial.run, name="qualify-shm-trial", daemon=True).start()
+
+    @classmethod
+    def take(cls) -> ShmTrial:
+        """The trial begun by ``start`` (waited for), else one made now."""
+        trial, cls._started = cls._started, None
+        if trial is None:
+            trial = cls()
+            trial.run()
+        trial._done.wait()
+        return trial
+
+    def run(self) -> None:
+        try:
+            unshare = shutil.which("unshare")
+            if unshare is None:
+                return
+            base = [unshare, "--mount", "--propagation", "private", "--", "/bin/sh", "-c"]
+            scripts = [LOCK_SCRIPT, SHM_SCRIPT] if shutil.which("setpriv") else [SHM_SCRIPT]
+            for script in scripts:
+                prefix = [*base, script, "qualify-shm"]
+                try:
+                    tried = run_capture([*prefix, _TRIAL_SIZE, "true"], timeout_s=10)
+                except (OSError, subprocess.TimeoutExpired) as exc:
+                    self.results.append((script, prefix, str(exc)))
+                    continue
+                self.results.append((script, prefix, tried))
+                if tried.returncode == 0:
+                    return
+        finally:
+            self._done.set()
+
+
 class PrivateShm:
     """The run's /dev/shm on a cgroup backend: a private tmpfs where a mount namespace can be
     made (root), else the host's, with what the run left there listed after it; in the same
@@ -240,30 +300,22 @@ class PrivateShm:
         self._before: set[str] | None = None
 
     def prepare(self, cap_bytes: int | None) -> list[str]:
-        """Decide, by trying it once in a throwaway namespace; the notes for the audit."""
+        """Decide, by what trying it once in a throwaway namespace gave (:class:`ShmTrial`);
+        the notes for the audit."""
         size = str(cap_bytes) if cap_bytes else "50%"
-        unshare = shutil.which("unshare")
-        if unshare is None:
-            why = "util-linux's unshare is not installed"
-        else:
-            base = [unshare, "--mount", "--propagation", "private", "--", "/bin/sh", "-c"]
-            scripts = [LOCK_SCRIPT, SHM_SCRIPT] if shutil.which("setpriv") else [SHM_SCRIPT]
-            for script in scripts:
-                prefix = [*base, script, "qualify-shm", size]
-                try:
-                    tried = run_capture([*prefix, "true"], timeout_s=10)
-                except (OSError, subprocess.TimeoutExpired) as exc:
-                    why = str(exc)
-                    continue
-                if tried.returncode == 0:
-                    self.prefix, self.locked = prefix, script is LOCK_SCRIPT
-                    shown = f"{cap_bytes} bytes" if cap_bytes else "half the host's memory"
-                    notes = [
-                        f"the E2E has a private /dev/shm (tmpfs of {shown}, charged to the cap)"
-                    ]
-                    return [*notes, LIMITS_LOCKED] if self.locked else notes
-                said = tried.stderr.decode(errors="replace").strip().splitlines()
-                why = said[-1] if said else f"exit {tried.returncode}"
+        trial = ShmTrial.take()
+        why = "util-linux's unshare is not installed"
+        for script, prefix, tried in trial.results:
+            if isinstance(tried, str):
+                why = tried
+                continue
+            if tried.returncode == 0:
+                self.prefix, self.locked = [*prefix, size], script is LOCK_SCRIPT
+                shown = f"{cap_bytes} bytes" if cap_bytes else "half the host's memory"
+                notes = [f"the E2E has a private /dev/shm (tmpfs of {shown}, charged to the cap)"]
+                return [*notes, LIMITS_LOCKED] if self.locked else notes
+            said = tried.stderr.decode(errors="replace").strip().splitlines()
+            why = said[-1] if said else f"exit {tried.returncode}"
         self._before = _shm_names()
         return [f"the E2E shares the host's /dev/shm ({why}): what is left there is listed"]
 
