@@ -228,8 +228,8 @@ _ECOSYSTEMS = (
     ("paddle", "PaddlePaddle"), ("mxnet", "MXNet"), ("onnxruntime", "ONNX Runtime"),
     ("openvino", "OpenVINO"), ("julia", "Julia"), ("cuda.jl", "CUDA.jl"), ("ray", "Ray"),
     ("earlyoom", "earlyoom"), ("nohang", "nohang"), ("deepspeed", "DeepSpeed"),
-    ("java", "the JVM"), ("gc overhead", "the JVM"), ("paging file", "Windows"),
-    ("winerror", "Windows"), ("javascript", "Node.js"), ("node.js", "Node.js"),
+    ("javascript", "Node.js"), ("node.js", "Node.js"), ("java", "the JVM"),
+    ("gc overhead", "the JVM"), ("paging file", "Windows"), ("winerror", "Windows"),
     ("runtime: out of memory", "the Go runtime"), ("defaultcpuallocator", "PyTorch"),
     ("memoryerror", "Python"), ("bad_alloc", "C++"), ("slurm", "Slurm"), ("srun", "Slurm"),
     ("kubernetes", "Kubernetes"), ("kubelet", "Kubernetes"), ("docker", "Docker"),
@@ -286,8 +286,24 @@ _AFTER_NAMES = {
 }  # fmt: skip
 
 
+def _table_regex(table: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
+    """One alternation of a table's words, in its order, a short word (4 letters or fewer)
+    only at the start of a word: "array" does not name Ray, "specs" not Amazon ECS."""
+    return re.compile(
+        "|".join(
+            ("(?<![a-z0-9])" if len(word) <= 4 and word[0].isalnum() else "") + re.escape(word)
+            for word, _ in table
+        )
+    )
+
+
 def _named(low: str, table: tuple[tuple[str, str], ...]) -> str | None:
-    return next((name for word, name in table if word in low), None)
+    """The name of the first of ``table``'s words (in table order) that ``low`` holds."""
+    found = {match[0] for match in _TABLE_REGEXES[id(table)].finditer(low)}
+    return next((name for word, name in table if word in found), None)
+
+
+_TABLE_REGEXES = {id(table): _table_regex(table) for table in (_ECOSYSTEMS, _DEVICES)}
 
 
 def parse_oom_parts(

@@ -124,6 +124,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"with signal",
         b"lost communication with",  # Azure Pipelines: "The agent: X lost communication with"
         b"we stopped hearing",  # Azure Pipelines: "We stopped hearing from agent X"
+        b"out of swap",  # FreeBSD: "was killed: out of swap space", "swap_pager: out of swap"
     ),
     b"q": (b"requested amount", b"requested size"),  # TensorRT: "was N bytes", tactic "of N"
     # "by signal" (a signal death), "not possible" (XLA: "Attempting to reserve 3.95G ... That

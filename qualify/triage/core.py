@@ -216,16 +216,22 @@ def _timeout_remedies(bag: Bag, inputs: Inputs, section: dict[str, Any]) -> list
             "shows where it waited; fix the hang, or raise --timeout / @pytest.mark.timeout "
             "if the test is only slow"
         ]
-    if "time limit" in texts:
+    if "due to time limit" in texts:  # Slurm's own words
         return ["the Slurm job ran past its time limit: raise --time, or make the job faster"]
     if "job killed: walltime" in texts or "job killed: cput" in texts:
         return [
             "the batch server killed the job at the walltime or CPU time it was given (the line "
             "states both figures): request more (-l walltime=, -l cput=), or make the job faster"
         ]
+    # The limit's name where the evidence shows whose it is; else no system is named.
+    where = ""
+    if "maximum execution time" in texts:
+        where = " (timeout-minutes, on GitHub Actions)"
+    elif "execution took longer than" in texts:
+        where = " (the job's timeout, on GitLab CI)"
     return [
-        "the CI job ran past its time limit (timeout-minutes on GitHub, the job timeout on "
-        "GitLab): find the step that hangs, or raise the limit if the job is only slow"
+        f"the job ran past its time limit{where}: find the step that hangs, or raise the "
+        "limit if the job is only slow"
     ]
 
 
