@@ -92,6 +92,9 @@ _SIGNAL_EXIT = re.compile(
     # Go's ExitError ("Runtime exited with error: signal: killed"), a signal sent to a worker
     # ("Worker (pid:256) was sent SIGKILL!")
     r"|\bsignal: (killed|terminated)\b|(?i:(?:was|were|been) sent SIG([a-z]+))\b"
+    # systemd's "Main process exited, code=killed, status=9/KILL"; loky's "The exit codes of
+    # the workers are {SIGKILL(-9)}"
+    r"|\bcode=(?:killed|dumped), status=(\d+)\b|(?i:exit codes?\b.{0,40}?\bSIG([a-z]+)\b)"
 )
 """A process said to have ended by a signal, as runtimes and runners word it."""
 _SIGNAL_NUMBERS = {
@@ -119,11 +122,14 @@ _HEDGED = re.compile(r"\b(?:if|when|whether|unless|may|might|could|can)\b[^.]*$"
 """A condition or a possibility just before a kill's words ("if the process is killed by the
 system"): not a kill that happened."""
 _SHELL_KILLED = re.compile(
-    r"(?:^|\s|Z\s)Killed(?:\s{2,}(\S.*)|\s*)$"
+    r"(?:^|\s|Z\s|\.)Killed(?:\s{2,}(\S.*)|\s*)$"
     r"|\bline \d+:\s+(\d+) Killed(?:\s+(\S.*)|\s*)$"
+    r"|^\[\d+\]\s+[+-]?\s*(\d+) killed\s{2,}(\S.*)$"
 )
-"""The shell's job status for a command killed by a signal: alone, or after the script's
-``line N: PID`` (then wherever the line quotes it, one space or many before the command)."""
+"""The shell's job status for a command killed by a signal: alone (or after a progress line's
+dots, "Loading database information...Killed"), after the script's ``line N: PID`` (then
+wherever the line quotes it, one space or many before the command), or zsh's job line
+("[1]    75076 killed     python main.py")."""
 _GCC_KILLED = re.compile(r"internal compiler error: Killed \(program (\S+?)\)")
 """gcc's driver reporting its compiler killed by a signal (older than "Killed signal
 terminated program")."""
@@ -171,6 +177,9 @@ _TIMEOUT = re.compile(
     # function's "Task timed out after 3.00 seconds"); a connection's or a request's is not one
     r"|(?i:\b(?:process|task|job|step|test|execution|command|build|function|worker|stage"
     r"|script|activity)\b(?: \S+){0,3}? (?:has )?timed out\b)"
+    # systemd's unit jobs: "start operation timed out. Terminating.", "Failed with result
+    # 'timeout'"
+    r"|\b(?:start|stop|reload|restart)(?:-\w+)? operation timed out\b|with result 'timeout'"
 )
 _TIMEOUT_NODEID = re.compile(r"FAILED (?:\[[\d.]+m?s\] )?(\S+::\S+) - Failed: Timeout")
 _K8S_OOMKILLED = re.compile(
@@ -373,7 +382,7 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
     ):
         code = next(group for group in match.groups() if group is not None)
         return LineSignal("exit_code", {"code": int(code)})
-    if "sig" in low and (match := _SIGNAL_EXIT.search(line)):
+    if ("sig" in low or "code=" in low) and (match := _SIGNAL_EXIT.search(line)):
         number = next(group for group in match.groups() if group is not None)
         code = -int(number) if number.isdigit() else -_SIGNAL_NUMBERS.get(number.upper(), 0)
         if code:
@@ -404,7 +413,8 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
         if "compiler error" in low and (match := _GCC_KILLED.search(line)):
             return LineSignal("shell_killed", {"command": match[1]})
         if match := _SHELL_KILLED.search(line):
-            fields = {"pid": int(match[2]) if match[2] else None, "command": match[1] or match[3]}
+            pid = match[2] or match[4]
+            fields = {"pid": int(pid) if pid else None, "command": match[1] or match[3] or match[5]}
             return LineSignal("shell_killed", {k: v for k, v in fields.items() if v})
     if ("core dumped" in low or "segmentation fault" in low or "aborted" in low) and (
         match := _SHELL_CRASH.search(line)

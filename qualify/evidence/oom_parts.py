@@ -41,6 +41,10 @@ _REFUSED = (
     r"|\bmemory\b.{0,80}?\bwould (?:use|be larger than|exceed)\b.{0,60}?\b(?:maximum|limit)\b"
     r"|circuit_?breaking_?exception|errno[ =:]*12\b|\benomem\b|alloc(?:ation)?_failure"
     r"|\boom\b.{0,40}\b(?:not allowed|refused|rejected|denied)\b"
+    r"|\bfail\w*\W+(?:\w+\W+){0,2}to allocate\b|\b\w*alloc\w*(?:\(\))? fail(?:ed|s)?\b"
+    r"|\bmemory pool\b[^.]{0,40}\b(?:exhausted|depleted|full|in use)\b"
+    r"|\b(?:killed|terminated|stopped|evicted)\b.{0,20}\b(?:due to|because of|for)\b.{0,20}"
+    r"\bmemory\b"
 )
 """Memory refused by any verb that gets it (map, reserve, commit, enlarge, grow: Postgres'
 "could not map anonymous shared memory", Emscripten's "Cannot enlarge memory arrays"), more of
@@ -49,9 +53,13 @@ memory the subject of "exhausted" (PHP's "Allowed memory size of N bytes exhaust
 refused because it would pass a limit (ClickHouse's "would use 18.75 GiB ..., maximum: 18.63
 GiB", a circuit breaker's "would be larger than limit of"), ENOMEM by its number, an
 allocation failure named as such (OpenCL's ``CL_MEM_OBJECT_ALLOCATION_FAILURE``) and work
-refused for an OOM (Redis' "OOM command not allowed when used memory > 'maxmemory'")."""
+refused for an OOM (Redis' "OOM command not allowed when used memory > 'maxmemory'"), an
+allocation that failed in other words (kraken2's "Failed attempt to allocate", MECAT2's "calloc
+fail"), a memory pool used up (Godot's "All memory pool allocations are in use"), and a process
+ended because of memory (Xcode's "Terminated due to memory issue")."""
 _SAID = re.compile(
-    _REFUSED + r"|out of (?:\w+ )?memory|\boom\b|outofmemory|out_of_memory|resource[_ ]exhausted"
+    _REFUSED + r"|out of (?:[\w-]+ ){0,4}memory|\boom\b|outofmemory|out_of_memory"
+    r"|resource[_ ]exhausted"
     r"|out of swap|(?:failed|unable) to reclaim (?:\w+ )?memory"
     r"|memory (?:is )?exhausted|(?:can ?not|can't|could ?not|couldn't|unable to|failed to)"
     r" (?:\w+ )?allocate|alloc(?:ation)?[_ ]failed|allocation (?:of|on) .{0,80}?(?:failed|would"
@@ -72,8 +80,13 @@ _SAID = re.compile(
 scanner's needles find; on a line of its own it is the message of a code, ``in_context``)."""
 _CODE = re.compile(
     r"^\s*(?:(?:if|elif|else|for|while|return|raise|throw|except|catch|case|def|class)\b"
-    r"|(?:#|//|/\*)(?!.*\w(?:Error|Exception): ))"
-    r"|^\s*\*\s|^\s*[\"'].*[,({;+\\]\s*$|^(?!.*\w\. [A-Z]).*[,({;+\\]\s*$"
+    r"|(?:#|//|/\*)(?!.*\w(?:Error|Exception): )(?!\s*(?:[Ff]atal|FATAL|[Ee]rror|ERROR)\b))"
+    # a stack frame: the kernel's "warn_alloc_failed+0x104/0x128", a backtrace's "0x101b0f440
+    # v8::...::FatalProcessOutOfMemory(...) + 616", gdb's "#3 0x... in", lldb's "frame #3:"
+    r"|\w\+0x[0-9a-f]+/0x[0-9a-f]+\b|0x[0-9a-f]{8,}\s.*\s\+ \d+\s*$"
+    r"|^\s*#\d+\s+0x[0-9a-f]+ in |^\s*frame #\d+:"
+    r"|^\s*\*\s|^\s*[\"'].*[,({;+\\]\s*$|^(?!.*\w\. [A-Z]).*[,({+\\]\s*$"
+    r"|^(?!.*\w\. [A-Z])(?=.*[=(){}]).*;\s*$"
 )
 """Source code quoted in a log (a traceback's source line, a snippet): the report follows it.
 A line that ends open (``,``, ``(``) is code when it is a string literal's or holds no sentence
@@ -86,14 +99,23 @@ _TEST_PROGRESS = re.compile(
 name, not a report (pytest's own FAILED lines are read by the pytest parser)."""
 _EVENT = re.compile(
     r"error(?!s)|exception(?!s)|fatal|fail|kill|abort|panic|can't|cannot|can not|unable|terminat"
+    r"|couldn't|could not"
     r"|exceed|sigterm|sigkill|evict|refused|exhausted|crash|\boom\b|low memory|running low"
     r"|would exceed|to continue|paging file is too small|\bwhat\(\):"
     r"|^\W*\d{4}-\d\d-\d\d[t ][\d:.,]+\S*\s+(?:[ef]|fatal|error|crit\w*|severe|panic|emerg\w*)\b"
 )
 """What makes a line that names running out of memory a report of it (besides a size)."""
-_BARE = re.compile(r"^\W*(?:fatal|error)?\W*out of (?:\w+ )?memory\W*$")
-"""A line that is the statement alone ("Out of memory!", Perl's; "out of memory"): a program's
-message, not a person's sentence about it."""
+_BARE = re.compile(
+    r"^\W*(?:fatal|error)?\W*(?:(?:the )?(?:system|device|gpu|host|machine|process|program"
+    r"|application|server|node|worker)\b[^.]{0,30}\b(?:is|ran|has run) )?out of (?:[\w-]+ ){0,4}"
+    r"memory(?:\W*$| (?:in|at|while|during|on|allocating)\b)"
+)
+"""A line that is the statement alone ("Out of memory!", Perl's), a system said to be out of it
+(Blender's "System is out of GPU and shared host memory"), or the statement and where (Blender's
+"Out of memory in cuStreamCreate(...)"): a program's message, not a person's sentence (which
+starts with its speaker, "I ran out of memory")."""
+_IMPLAUSIBLE = 1 << 60
+_NEGATIVE_SIZE = re.compile(r"(?<![\w.])-\d+\s*(?:bytes|[kmgt]i?b)\b")
 _SQLITE_CANTOPEN = re.compile(r"sqlite\w*\W.{0,40}?\bcode\W{0,2}14\b")
 """SQLite's code 14 (SQLITE_CANTOPEN), which its API words "out of memory" for a handle that
 never opened."""
@@ -132,7 +154,8 @@ _KILLER = re.compile(r"earlyoom|nohang|lowmemorykiller|lmkd|jetsam|systemd-oomd|
 _ALLOCATING = re.compile(
     _REFUSED + r"|alloc|to reserve|gc overhead limit|paging file|\b1455\b"
     r"|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough"
-    r"|insufficient|out of memory|outofmemory|out_of_memory|memory (?:is )?exhausted"
+    r"|insufficient|out of (?:[\w-]+ ){0,4}memory|outofmemory|out_of_memory"
+    r"|memory (?:is )?exhausted"
 )
 _ACCELERATOR = re.compile(
     r"\b(?:cuda\w*|\w*gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|metal|tpu\w*|hpu\w*|neuron\w*|vulkan"
@@ -140,6 +163,7 @@ _ACCELERATOR = re.compile(
     r"|nvidia\w*|accelerator|xla\w*|jax\w*|cupy\w*|rmm|vk[a-z]*(?:alloc|memory|buffer)\w*"
     r"|device memory|device buffer"
     r"|on device|allocated so far|8007000e|npu\w*|ascend\w*|rtmalloc\w*|aclrt\w*|habana\w*"
+    r"|gl_out_of_memory|opengl|gles\w*"
     r"|gaudi\w*|synhelper|device_id\W?\d+)\b"
 )
 _HOST = re.compile(
@@ -151,8 +175,9 @@ _NODE = re.compile(
     r"\bkernel: |\b(?:node|host|system|machine|instance)\b.{0,40}\b(?:low on memory|running low"
     r"|memory pressure|out of memory|memory usage threshold|ran out|low on resource: memory)"
     r"|low on memory|memory ?pressure|low memory|all (?:the )?available (?:ram|memory)"
-    r"|running low on memory|earlyoom|nohang|lowmemorykiller|lmkd|jetsam|oomd|usage threshold"
+    r"|running low on memory|earlyoom|nohang|lowmemorykiller|lmkd|jetsam|\boomd\b|usage threshold"
 )
+_OOM_KILLER = re.compile(r"\bby the (?:kernel's )?oom[- ]?killer\b")
 _LIMIT_KILL = re.compile(
     r"cgroup|memcg|container|\bpod\b|\bjob\b|\bstep\b|\btask\b|\bdyno\b|memory (?:usage )?limit"
     r"|memlimit|quota|request(?:ed)? memory|\blimit\b"
@@ -333,6 +358,11 @@ def parse_oom_parts(
     if _HANDLED.search(low):
         kind = "gpu_oom_handled" if accelerator else "oom_handled"
         return LineSignal(kind, {**fields, "engine": ecosystem or "", "detail": "retried"})
+    if any(size >= _IMPLAUSIBLE for size in numbers.values()) or _NEGATIVE_SIZE.search(low):
+        # 2^60 bytes and more, or a negative size: an allocation refused all the same, but the
+        # request is an overflow (a bug) rather than memory running out (Unreal's "Ran out of
+        # memory allocating 18446744068997660672 bytes"): said in the summary.
+        fields["implausible"] = True
     if _SQLITE_CANTOPEN.search(low):
         # SQLite words its code 14 (SQLITE_CANTOPEN) "out of memory" when the database was
         # never opened: a file that cannot be opened, not memory.
@@ -349,6 +379,11 @@ def parse_oom_parts(
             return LineSignal("node_oom_kill", fields)
         if _LIMIT_KILL.search(low):
             return LineSignal("limit_oom_kill", fields)
+        if _OOM_KILLER.search(low):
+            # The kernel's OOM killer named, no limit of anything named (systemd's "A process of
+            # this unit has been killed by the OOM killer"): taken as the host's memory, as a
+            # kernel report cut before its scope is.
+            return LineSignal("node_oom_kill", {**fields, "ecosystem": "the kernel's OOM killer"})
         return LineSignal("oom_kill", fields)
     ended = _ENDED.search(low) is not None
     if (ended or "crashed" in low) and not accelerator and _NODE.search(low):

@@ -99,6 +99,9 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"memory size",
         b"mem limit",  # "exceeded mem limit: ActiveHard 24 MB" (iOS)
         b"memory budget",  # "Worker exceeded 95% memory budget" (Dask's nanny)
+        b"host memory",  # "System is out of GPU and shared host memory" (Blender)
+        b"memory pool",  # "All memory pool allocations are in use" (Godot)
+        b"memory issue",  # "Terminated due to memory issue" (Xcode)
     ),
     b"k": (b"kill", b"stack of", b"kv cache", b"kvcache"),
     # "overhead limit exceeded": the JVM's "GC overhead limit exceeded" on a line without
@@ -147,6 +150,9 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     b"canceled": (b"canceled",),  # "The operation was canceled."
     # a death by a signal worded without "kill" (ninja's "job terminated due to signal 9")
     b"signal": (b"due to signal", b"on signal", b"from signal"),
+    # an allocation refused in words no other needle holds: "unable to allocate hash table
+    # memory" (kraken2), "calloc fail" (MECAT2)
+    b"alloc": (b"to allocate", b"alloc fail"),
 }
 NEEDLES: tuple[bytes, ...] = tuple(n for needles in GROUPS.values() for n in needles)
 _CUDA_HIT = b"out of memory. Tried to allocate"

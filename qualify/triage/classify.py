@@ -133,7 +133,15 @@ def _host_oom(bag: Bag) -> Decision | None:
             f"{who} killed the job because the node ran low on memory (the host's memory, "
             "not a cgroup cap)"
         )
-        return Decision(TriageClass.GLOBAL_OOM, summary, tuple(e for e, _ in bag.node_oom[:8]))
+        # The other lines that say the same kill, unscoped, next to one of these (systemd's
+        # "Failed with result 'oom-kill'" after "killed by the OOM killer").
+        said = [e for e, _ in bag.node_oom[:8]]
+        near = [
+            k for k in bag.oom_kills
+            if any(k.source == e.source and abs((k.line or 0) - (e.line or 0)) <= 3
+                   for e in said)
+        ]  # fmt: skip
+        return Decision(TriageClass.GLOBAL_OOM, summary, (*said, *near[:4]))
     if bag.memcg_partial:
         summary = (
             "a memory cgroup's OOM report, cut before its kill line: the cgroup hit its limit "
@@ -162,6 +170,11 @@ def _host_alloc(bag: Bag) -> Decision:
     evidence, fields = bag.host_alloc[0]
     who = f"{fields['ecosystem']}: " if "ecosystem" in fields else ""
     summary = f"{who}an allocation of host memory was refused (nothing was killed)"
+    if fields.get("implausible"):
+        summary += (
+            "; the size asked for is one no machine has (an overflow in the request: a bug, "
+            "not memory running out)"
+        )
     numbers = []
     if "requested_bytes" in fields:
         numbers.append(f"requested {format_bytes(fields['requested_bytes'])}")
