@@ -77,7 +77,8 @@ _OOMD = re.compile(
 )
 _OOMD_UNIT = re.compile(r"(\S+): systemd-oomd killed (\d+) process")
 _EXIT = re.compile(
-    r"(?i)\b(?:exit(?:ed|s)?(?: with)?(?: return)?(?: code| status)?(?: exit status)?|exitcode\"?)"
+    r"(?i)\b(?:exit(?:ed|s)?(?: with)?(?: return)?(?: code| status)?(?: exit status)?|exitcode\"?"
+    r"|return value)"
     r"\s*[:=(]?\s*"
     r"(-?\d+)\b|Error executing in Docker Container: (\d+)|\*\*\* \[[^\]]*\] Error (\d+)"
 )
@@ -122,7 +123,7 @@ _HEDGED = re.compile(r"\b(?:if|when|whether|unless|may|might|could|can)\b[^.]*$"
 """A condition or a possibility just before a kill's words ("if the process is killed by the
 system"): not a kill that happened."""
 _SHELL_KILLED = re.compile(
-    r"(?:^|\s|Z\s|\.)Killed(?:\s{2,}(\S.*)|\s*)$"
+    r"(?:^|\s|Z\s|[.\d])Killed(?:\s{2,}(\S.*)|\s*)$"
     r"|\bline \d+:\s+(\d+) Killed(?:\s+(\S.*)|\s*)$"
     r"|^\[\d+\]\s+[+-]?\s*(\d+) killed\s{2,}(\S.*)$"
 )
@@ -130,7 +131,7 @@ _SHELL_KILLED = re.compile(
 dots, "Loading database information...Killed"), after the script's ``line N: PID`` (then
 wherever the line quotes it, one space or many before the command), or zsh's job line
 ("[1]    75076 killed     python main.py")."""
-_GCC_KILLED = re.compile(r"internal compiler error: Killed \(program (\S+?)\)")
+_GCC_KILLED = re.compile(r"internal compiler error: Killed(?:: \d+)? \(program (\S+?)\)")
 """gcc's driver reporting its compiler killed by a signal (older than "Killed signal
 terminated program")."""
 _SHELL_CRASH = re.compile(
@@ -377,9 +378,8 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
         _AGENT_LOST.search(line)
     ):
         return LineSignal("agent_lost")
-    if ("exit" in low or "docker container:" in low or "*** [" in low) and (
-        match := _EXIT.search(line)
-    ):
+    ended = "exit" in low or "docker container:" in low or "*** [" in low or "return value" in low
+    if ended and (match := _EXIT.search(line)):
         code = next(group for group in match.groups() if group is not None)
         return LineSignal("exit_code", {"code": int(code)})
     if ("sig" in low or "code=" in low) and (match := _SIGNAL_EXIT.search(line)):

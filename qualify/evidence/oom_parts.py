@@ -40,11 +40,12 @@ _REFUSED = (
     r"|\bmemory\b(?: [\w-]+){0,8} exhausted\b"
     r"|\bmemory\b.{0,80}?\bwould (?:use|be larger than|exceed)\b.{0,60}?\b(?:maximum|limit)\b"
     r"|circuit_?breaking_?exception|errno[ =:]*12\b|\benomem\b|alloc(?:ation)?_failure"
+    r"|\bos error 12\b|\berror\(12\)|cache resources exhausted"
     r"|\boom\b.{0,40}\b(?:not allowed|refused|rejected|denied)\b"
     r"|\bfail\w*\W+(?:\w+\W+){0,2}to allocate\b|\b\w*alloc\w*(?:\(\))? fail(?:ed|s)?\b"
     r"|\bmemory pool\b[^.]{0,40}\b(?:exhausted|depleted|full|in use)\b"
     r"|\b(?:killed|terminated|stopped|evicted)\b.{0,20}\b(?:due to|because of|for)\b.{0,20}"
-    r"\bmemory\b"
+    r"\bmemory\b|^\W*vm: killing process\b"
 )
 """Memory refused by any verb that gets it (map, reserve, commit, enlarge, grow: Postgres'
 "could not map anonymous shared memory", Emscripten's "Cannot enlarge memory arrays"), more of
@@ -56,13 +57,15 @@ allocation failure named as such (OpenCL's ``CL_MEM_OBJECT_ALLOCATION_FAILURE``)
 refused for an OOM (Redis' "OOM command not allowed when used memory > 'maxmemory'"), an
 allocation that failed in other words (kraken2's "Failed attempt to allocate", MECAT2's "calloc
 fail"), a memory pool used up (Godot's "All memory pool allocations are in use"), and a process
-ended because of memory (Xcode's "Terminated due to memory issue")."""
+ended because of memory (Xcode's "Terminated due to memory issue"), ENOMEM as Rust words it ("os
+error 12", "Error(12)"), ImageMagick's resource limit ("cache resources exhausted") and Linux
+2.4's OOM killer ("VM: killing process")."""
 _SAID = re.compile(
     _REFUSED + r"|out of (?:[\w-]+ ){0,4}memory|\boom\b|outofmemory|out_of_memory"
     r"|resource[_ ]exhausted"
     r"|out of swap|(?:failed|unable) to reclaim (?:\w+ )?memory"
     r"|memory (?:is )?exhausted|(?:can ?not|can't|could ?not|couldn't|unable to|failed to)"
-    r" (?:\w+ )?allocate|alloc(?:ation)?[_ ]failed|allocation (?:of|on) .{0,80}?(?:failed|would"
+    r" (?:\w+ )?\w*allocate|alloc(?:ation)?[_ ]failed|allocation (?:of|on) .{0,80}?(?:failed|would"
     r" exceed)|bad_alloc|memoryerror|nomemoryerror|not enough (?:\w+ )?memory"
     r"|insufficient (?:\w+ )?memory|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching)"
     r" (?:the |its |their |your )?(?:[\w%]+ ){0,2}mem(?:ory)? (?:usage )?(?:limit|quota|budget)"
@@ -108,12 +111,13 @@ _EVENT = re.compile(
 _BARE = re.compile(
     r"^\W*(?:fatal|error)?\W*(?:(?:the )?(?:system|device|gpu|host|machine|process|program"
     r"|application|server|node|worker)\b[^.]{0,30}\b(?:is|ran|has run) )?out of (?:[\w-]+ ){0,4}"
-    r"memory(?:\W*$| (?:in|at|while|during|on|allocating)\b)"
+    r"memory(?:\W*$| (?:in|at|while|during|on|allocating)\b|\. [a-z]\w)"
 )
 """A line that is the statement alone ("Out of memory!", Perl's), a system said to be out of it
-(Blender's "System is out of GPU and shared host memory"), or the statement and where (Blender's
-"Out of memory in cuStreamCreate(...)"): a program's message, not a person's sentence (which
-starts with its speaker, "I ran out of memory")."""
+(Blender's "System is out of GPU and shared host memory"), the statement and where (Blender's
+"Out of memory in cuStreamCreate(...)"), or the statement as a sentence of its own before the
+next (MATLAB's "Out of memory. Type HELP MEMORY for your options."): a program's message, not a
+person's sentence (which starts with its speaker, "I ran out of memory")."""
 _IMPLAUSIBLE = 1 << 60
 _NEGATIVE_SIZE = re.compile(r"(?<![\w.])-\d+\s*(?:bytes|[kmgt]i?b)\b")
 _SQLITE_CANTOPEN = re.compile(r"sqlite\w*\W.{0,40}?\bcode\W{0,2}14\b")
@@ -127,7 +131,7 @@ _HEDGE = re.compile(
     r"|may have been|might be"
     r"|might have|could be|can be caused|one of the following|if you see|to avoid|to prevent"
     r"|\w+ly (?:means|indicates)|(?:usually|often) (?:means|indicates|caused by))\b"
-    r"|^\W*(?:if|in case)\b|\b(?:perhaps|maybe|probably)\b"
+    r"|^\W*(?:if|in case)\b|\b(?:perhaps|maybe|probably)\b|\btells you\b|\bmeans that\b"
 )
 """A cause offered as one of several, a generic explanation ("exit code 137 typically means"),
 advice, or a condition ("If you encounter CUDA out of memory, try ..."): a mention, not a
@@ -172,11 +176,18 @@ _HOST = re.compile(
     r"|fork|errno 12|enomem|gc overhead|paging file|winerror|out of swap)\b"
 )
 _NODE = re.compile(
-    r"\bkernel: |\b(?:node|host|system|machine|instance)\b.{0,40}\b(?:low on memory|running low"
+    r"\bkernel: |^\W*vm: killing process\b"
+    r"|\b(?:node|host|system|machine|instance)\b.{0,40}\b(?:low on memory|running low"
     r"|memory pressure|out of memory|memory usage threshold|ran out|low on resource: memory)"
     r"|low on memory|memory ?pressure|low memory|all (?:the )?available (?:ram|memory)"
     r"|running low on memory|earlyoom|nohang|lowmemorykiller|lmkd|jetsam|\boomd\b|usage threshold"
 )
+_REFUSAL = re.compile(
+    r"(?:can ?not|can't|could ?not|couldn't|unable to|failed to) (?:\w+ )?"
+    r"(?:\w*allocate|get|obtain|map|reserve|commit)\b"
+)
+"""A program saying it could not get memory: a refusal, whatever else the line says of the
+system (Unity's "Could not allocate memory: System out of memory!")."""
 _OOM_KILLER = re.compile(r"\bby the (?:kernel's )?oom[- ]?killer\b")
 _LIMIT_KILL = re.compile(
     r"cgroup|memcg|container|\bpod\b|\bjob\b|\bstep\b|\btask\b|\bdyno\b|memory (?:usage )?limit"
@@ -259,7 +270,8 @@ _ECOSYSTEMS = (
     ("memoryerror", "Python"), ("bad_alloc", "C++"), ("slurm", "Slurm"), ("srun", "Slurm"),
     ("kubernetes", "Kubernetes"), ("kubelet", "Kubernetes"), ("docker", "Docker"),
     ("ecs", "Amazon ECS"), ("cloud run", "Cloud Run"), ("heroku", "Heroku"),
-    ("kernel: ", "the kernel"),
+    ("kernel: ", "the kernel"), ("vm: killing", "the kernel"), ("magick", "ImageMagick"),
+    ("matlab", "MATLAB"),
 )  # fmt: skip
 _DEVICES = (
     ("rocm", "a ROCm device"), ("hip", "a ROCm device"), ("xpu", "an XPU"),
@@ -367,7 +379,10 @@ def parse_oom_parts(
         # SQLite words its code 14 (SQLITE_CANTOPEN) "out of memory" when the database was
         # never opened: a file that cannot be opened, not memory.
         return LineSignal("memory_noted", {**fields, "ecosystem": "SQLite"})
-    if _INTRO.search(low) or _HEDGE.search(low) or _PLACEHOLDER.search(low):
+    if (
+        _INTRO.search(low) or _HEDGE.search(low) or _PLACEHOLDER.search(low)
+        or _CHANGE_INTRO.search(low)  # a message being changed or proposed, described
+    ):  # fmt: skip
         return LineSignal("memory_noted", fields)
     reported = reported or _BARE.match(low) is not None
     if not (reported or numbers or _EVENT.search(low) or _EVICTION.search(low)):
@@ -409,9 +424,9 @@ def parse_oom_parts(
         return None
     if accelerator and not (host and not _DEVICE_WORD.search(low)):
         return _device_oom(low, fields, numbers, ecosystem, _named(low, _DEVICES))
-    if _NODE.search(low):
+    if _NODE.search(low) and not _REFUSAL.search(low):
         return LineSignal("node_oom_kill", fields)
-    return LineSignal("host_alloc_failed", {**fields, "memory_named": host})
+    return LineSignal("host_alloc_failed", {**fields, "memory_named": host or _NODE.search(low)})
 
 
 def _device_oom(
@@ -472,6 +487,40 @@ def _in_fence(before: str) -> bool:
     return len(_FENCE.findall(before)) % 2 == 1
 
 
+_EXAMPLE_INTRO = re.compile(
+    r"\b(?:something like|for example|for instance|e\.g\.|such as|would (?:be|read|look like))\b",
+    re.IGNORECASE,
+)
+"""Words that introduce an example when the sentence ends with a colon."""
+_CHANGE_INTRO = re.compile(
+    r"\b(?:message (?:is now|would be|will be|now reads)|instead of (?:only )?reporting|we now"
+    r" (?:report|print|show|raise)|proposed (?:message|wording|text)|the new (?:error|message))\b",
+    re.IGNORECASE,
+)
+"""Words that say a message is being changed or proposed: what follows shows it."""
+_BLANK_OR_TICKS = re.compile(r"^[\s`~>+]*$")
+
+
+def _an_example(before: str) -> bool:
+    """Whether the line after ``before`` is an example of a message rather than an occurrence:
+    inside a fenced ``diff`` (a document's change), or after a sentence that introduces an
+    example ("I believe the error message is now:", "something like:", "we now report ...:"),
+    the nearest sentence before it or before its fence."""
+    lines = before.splitlines()
+    if _in_fence(before):
+        opener = max(i for i, text in enumerate(lines) if _FENCE.match(text))
+        if re.match(r"^[\s>]*(?:```|~~~)`*\s*(?:diff|patch)\b", lines[opener]):
+            return True
+        lines = lines[:opener]
+    sentences = [text for text in lines[-4:] if not _BLANK_OR_TICKS.match(text)]
+    if not sentences:
+        return False
+    last = sentences[-1]
+    return bool(_CHANGE_INTRO.search(last)) or (
+        last.rstrip().endswith(":") and bool(_EXAMPLE_INTRO.search(last))
+    )
+
+
 def in_context(
     found: LineSignal, line: str, before: str, after: str
 ) -> tuple[LineSignal, int, str]:
@@ -490,6 +539,8 @@ def in_context(
       in an issue): read as the program's report it is.
     """
     kind, fields = found.kind, found.fields
+    if kind in ("host_alloc_failed", "gpu_oom") and _an_example(before):
+        return LineSignal("memory_noted", {**fields, "example": True}), 0, line
     if kind == "memory_noted":
         if not fields.get("unreported") or _FIELD.match(line) or not _in_fence(before):
             return found, 0, line
