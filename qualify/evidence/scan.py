@@ -150,9 +150,9 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     b"canceled": (b"canceled",),  # "The operation was canceled."
     # a death by a signal worded without "kill" (ninja's "job terminated due to signal 9")
     b"signal": (b"due to signal", b"on signal", b"from signal"),
-    # an allocation refused in words no other needle holds: "unable to allocate hash table
-    # memory" (kraken2), "calloc fail" (MECAT2)
-    b"alloc": (b"to allocate", b"alloc fail"),
+    # an allocation refused in words no other needle holds ("classify: unable to allocate hash
+    # table memory", kraken2)
+    b"allocate": (b"to allocate",),
 }
 NEEDLES: tuple[bytes, ...] = tuple(n for needles in GROUPS.values() for n in needles)
 _CUDA_HIT = b"out of memory. Tried to allocate"
