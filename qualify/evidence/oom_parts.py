@@ -426,7 +426,8 @@ def parse_oom_parts(
         return _device_oom(low, fields, numbers, ecosystem, _named(low, _DEVICES))
     if _NODE.search(low) and not _REFUSAL.search(low):
         return LineSignal("node_oom_kill", fields)
-    return LineSignal("host_alloc_failed", {**fields, "memory_named": host or _NODE.search(low)})
+    named = host or _NODE.search(low) is not None
+    return LineSignal("host_alloc_failed", {**fields, "memory_named": named})
 
 
 def _device_oom(
