@@ -184,10 +184,23 @@ wait_here()
 """
 
 
+def _until_asleep(child: subprocess.Popen[bytes]) -> None:
+    """Until ``child`` sleeps in ``time.sleep`` (its wait channel): past its start-up, whose
+    frames (``site``'s ``_joinrealpath``) a capture made earlier finds instead."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if "nanosleep" in Path(f"/proc/{child.pid}/wchan").read_text():
+            return
+        time.sleep(0.01)
+    raise AssertionError("the child never reached its sleep")
+
+
 def _capture_once(tmp_path: Path, code: str, settle_s: float = 0.0) -> LastGaspRecord:
     """One capture of a real child running ``code`` with qualify's start-up hook."""
     child = _child(tmp_path, code)
     try:
+        if code is WAITING:
+            _until_asleep(child)
         time.sleep(settle_s)
         gasp = LastGasp(tmp_path, lambda: [child.pid], limit_bytes=100)
         gasp.observe(99)
