@@ -77,15 +77,16 @@ _OOMD = re.compile(
 )
 _OOMD_UNIT = re.compile(r"(\S+): systemd-oomd killed (\d+) process")
 _EXIT = re.compile(
-    r"(?i)\b(?:exit(?:ed|s)?(?: with)?(?: return)?(?: code| status)?(?: exit status)?|exitcode\"?"
-    r"|return value)"
-    r"\s*[:=(]?\s*"
+    r"(?i)\b(?:exit(?:ed|s)?(?: with)?(?: (?:the |a )?(?:non-?zero |return )?(?:code|status))?"
+    r"(?: exit status)?(?: of)?|exitcode\"?|return value)"
+    r"\s*[:=(]?\s*['\"]?"
     r"(-?\d+)\b|Error executing in Docker Container: (\d+)|\*\*\* \[[^\]]*\] Error (\d+)"
 )
 _SIGNAL_EXIT = re.compile(
     r"\(signal: (\d+),"  # Rust's ExitStatus: "(signal: 9, SIGKILL: kill)"
     r"|(?i:(?:killed|terminated|died|exited|ended|stopped|received)(?: \w+){0,2}?"
-    r" (?:by|due to|with|of|on|from)? ?(?:the )?'?signal)\W{0,2}(?:SIG)?(\d+|KILL|TERM)\b"
+    r" (?:by|due to|with|of|on|from)? ?(?:the )?'?signal)\W{0,2}(?:SIG)?"
+    r"(\d+|KILL|TERM|(?i:killed|terminated|bus error|segmentation fault|aborted))\b"
     r"|[Ss]ignal (\d+) \(SIG\w+\) received"  # torch.distributed.elastic's failure record
     # a return code given as the signal's name (Airflow: "return code Negsignal.SIGKILL")
     r"|(?i:(?:return code|exit code|exit status|exited with|code)\W{1,3}(?:neg)?signal\.sig"
@@ -100,7 +101,10 @@ _SIGNAL_EXIT = re.compile(
 """A process said to have ended by a signal, as runtimes and runners word it."""
 _SIGNAL_NUMBERS = {
     "KILL": 9, "TERM": 15, "SEGV": 11, "ABRT": 6, "BUS": 7, "INT": 2, "KILLED": 9, "TERMINATED": 15,
+    "BUS ERROR": 7, "SEGMENTATION FAULT": 11, "ABORTED": 6,
 }  # fmt: skip
+"""Signals by the names a message gives them (a signal's own, or ``strsignal``'s: PyTorch's
+"DataLoader worker (pid 2064) is killed by signal: Killed.", "... by signal: Bus error.")."""
 _TERMINATE = re.compile(
     r"terminate called after throwing an instance of '([^']*(?:[Ee]rror|bad_alloc)[^']*)'"
 )
@@ -116,9 +120,20 @@ communication with the server" and "We stopped hearing from agent X"."""
 _EXTERNALLY = re.compile(
     r"(?i)\b(?:terminated|killed|stopped) by (?:the |an |some )?(?:external|outside"
     r"|operating system|os\b|system\b|scheduler\b|host\b)"
+    r"|(?i:\b(?:daemon|driver|worker|agent|runner|executor|process|instance|host|node|vm|machine"
+    r"|container|pod|server|session|kernel)\b[^.;:]{0,40}?\b(?:disappeared|vanished|went away"
+    r"|(?:stopped|terminated|shut down|restarted) unexpectedly"
+    r"|is disrupted|was disrupted|(?:was |been )?(?:preempted|interrupted)))\b"
+    r"|(?i:\bsignaled to exit\b)"
 )
 """A process said to be ended by something outside it, naming no reason (Nextflow's "Likely it
-has been terminated by the external system")."""
+has been terminated by the external system"), or said to be gone without one: Gradle's "build
+daemon disappeared unexpectedly (it may have been killed or may have crashed)", Databricks'
+"The spark driver has stopped unexpectedly and is restarting", Cirrus CI's "Signaled to exit!",
+a pod "disrupted" by an eviction, a preempted machine. Whoever ended it said nothing of why; a
+line that also says the reason is read for it (``parse_line``). A process that "died" or
+"exited" unexpectedly is not one: a crash says that too (Ray's "The worker died unexpectedly
+while executing this task")."""
 _HEDGED = re.compile(r"\b(?:if|when|whether|unless|may|might|could|can)\b[^.]*$")
 """A condition or a possibility just before a kill's words ("if the process is killed by the
 system"): not a kill that happened."""
@@ -177,7 +192,14 @@ _TIMEOUT = re.compile(
     # a unit of work said to have timed out (Airflow's "Process timed out, PID: N", a
     # function's "Task timed out after 3.00 seconds"); a connection's or a request's is not one
     r"|(?i:\b(?:process|task|job|step|test|execution|command|build|function|worker|stage"
-    r"|script|activity)\b(?: \S+){0,3}? (?:has )?timed out\b)"
+    r"|script|activity|query|statement)\b(?: \S+){0,3}? (?:has )?timed out\b)"
+    # a unit of work that reached its time limit, in its own words (Snowflake's "Statement
+    # reached its statement or warehouse timeout of 120 second(s) and was canceled", Druid's
+    # "QueryTimeoutException"), a watchdog's report of a hung program (Paper's "The server has
+    # stopped responding!" from its watchdog thread)
+    r"|(?i:\b(?:reached|exceeded|hit) (?:its |the |a )?(?:[\w-]+ ){0,4}?time ?out\b(?! \w+ing\b))"
+    r"|(?i:(?:query|statement|task|job|step|execution|process)timeout(?:exception|error)\b)"
+    r"|(?i:watchdog\b.{0,80}\b(?:stopped responding|not responding|is hung|hang detected)\b)"
     # systemd's unit jobs: "start operation timed out. Terminating.", "Failed with result
     # 'timeout'"
     r"|\b(?:start|stop|reload|restart)(?:-\w+)? operation timed out\b|with result 'timeout'"
@@ -382,11 +404,8 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
     if ended and (match := _EXIT.search(line)):
         code = next(group for group in match.groups() if group is not None)
         return LineSignal("exit_code", {"code": int(code)})
-    if ("sig" in low or "code=" in low) and (match := _SIGNAL_EXIT.search(line)):
-        number = next(group for group in match.groups() if group is not None)
-        code = -int(number) if number.isdigit() else -_SIGNAL_NUMBERS.get(number.upper(), 0)
-        if code:
-            return LineSignal("exit_code", {"code": code, "by_signal": True})
+    if (signalled := _signal_exit(line, low)) is not None:
+        return signalled
     if "terminate called" in low and (match := _TERMINATE.search(line)):
         cause = parse_oom_parts(line, low) if "bad_alloc" in match[1] else None
         if cause is not None and cause.kind in _MEMORY_CAUSES:  # an allocation refused
@@ -395,7 +414,17 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
     if "shutdown signal" in low and "runner has received a shutdown signal" in low:
         return LineSignal("runner_shutdown")
     if (
-        " by " in low
+        (
+            " by " in low
+            or "unexpectedly" in low
+            or "signaled" in low
+            or "disrupted" in low
+            or "preempted" in low
+            or "interrupted" in low
+            or "disappeared" in low
+            or "vanished" in low
+            or "went away" in low
+        )
         and (match := _EXTERNALLY.search(line))
         and not _HEDGED.search(low[: match.start()])
     ):
@@ -432,10 +461,32 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
     return None
 
 
+def _ended(line: str, low: str) -> LineSignal | None:
+    """How a unit of work ended when an exception's message says so: by a signal (PyTorch's
+    "RuntimeError: DataLoader worker (pid 2064) is killed by signal: Killed."), by its time
+    limit (Snowflake's "ProgrammingError: ... Statement reached its statement or warehouse
+    timeout ..."), or ended from outside."""
+    if (signalled := _signal_exit(line, low)) is not None:
+        return signalled
+    if _timeout_words(low) and _TIMEOUT.search(line):
+        return LineSignal("timeout")
+    return None
+
+
+def _signal_exit(line: str, low: str) -> LineSignal | None:
+    """A process's death by a signal, as ``exit_code`` with the signal's negative number."""
+    if ("sig" in low or "code=" in low) and (match := _SIGNAL_EXIT.search(line)):
+        number = next(group for group in match.groups() if group is not None)
+        code = -int(number) if number.isdigit() else -_SIGNAL_NUMBERS.get(number.upper(), 0)
+        if code:
+            return LineSignal("exit_code", {"code": code, "by_signal": True})
+    return None
+
+
 def _timeout_words(low: str) -> bool:
     return (
         "timeout" in low or "stack of" in low or "execution t" in low or "time limit" in low
-        or "timed out" in low or "time has" in low
+        or "timed out" in low or "time has" in low or "responding" in low or "time out" in low
     )  # fmt: skip
 
 
@@ -470,6 +521,8 @@ def parse_pytest_line(line: str, low: str | None = None) -> LineSignal | None:
         text = cuts.head(f"{match[1]}: {match[2]}", 500)
         if (found := _by_memory(text, None)) is not None:
             return found
+        if (ended := _ended(line, low)) is not None:
+            return ended  # an exception reporting a death by a signal, a time limit
         if _NAMES_A_TEST.search(match[2]):  # raised about a test: a leak check, a harness
             return LineSignal("test_error_line", {"text": text})
         return LineSignal("exception_line", {"text": text})
@@ -480,7 +533,8 @@ def parse_pytest_line(line: str, low: str | None = None) -> LineSignal | None:
 
 _EXCEPTION = re.compile(r"(?:^|[\s:>\]])((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (\S.*)")
 """An exception as Python, Java and most runtimes print its last line."""
-_NAMES_A_TEST = re.compile(r"\btest_\w+|\bTest\w*\.test\w*")
+_NAMES_A_TEST = re.compile(r"(?<![/\\])\btest_\w+(?![\w/\\])|\bTest\w*\.test\w*")
+"""A test named in an exception's message (not a directory named so: "C:/test_kohya/...")."""
 _MEMORY_CAUSES = frozenset(
     {"host_alloc_failed", "gpu_oom", "gpu_budget", "node_oom_kill", "limit_oom_kill", "oom_kill"}
 )
@@ -539,6 +593,10 @@ PARSERS = (
 )
 
 
+_DIFF_LINE = re.compile(r"[+-](?: {2,}|\t)\S")
+"""A line a diff adds or removes, indented as code is (a test's ``+        r.waitForMessage(
+"Container jnlp was terminated (Exit Code: 137, Reason: OOMKilled)", b);``): source, not what a
+program printed. (A Markdown list's ``- `` and a shell trace's ``+ `` have one space.)"""
 _BARE_ENDS = frozenset({"exit_code", "shell_killed", "terminated_externally"})
 """How a process ended, without why: a line that also states the cause is read for it."""
 
@@ -547,6 +605,8 @@ def parse_line(line: str) -> LineSignal | None:
     """The first parser that recognises ``line`` (the line is lowercased once for all); a bare
     exit or kill on a line that also says memory ran out (``Exit Code: 137, Exit Message: "OOM
     Killed"``) is read by the line's parts, which name the cause."""
+    if line[:1] in ("+", "-") and _DIFF_LINE.match(line):
+        return None
     low = line.lower()
     for parser in PARSERS:
         if (found := parser(line, low)) is not None:

@@ -66,11 +66,12 @@ _SAID = re.compile(
     r"|out of swap|(?:failed|unable) to reclaim (?:\w+ )?memory"
     r"|memory (?:is )?exhausted|(?:can ?not|can't|could ?not|couldn't|unable to|failed to)"
     r" (?:\w+ )?\w*allocate|alloc(?:ation)?[_ ]failed|allocation (?:of|on) .{0,80}?(?:failed|would"
-    r" exceed)|bad_alloc|memoryerror|nomemoryerror|not enough (?:\w+ )?memory"
-    r"|insufficient (?:\w+ )?memory|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching)"
-    r" (?:the |its |their |your )?(?:[\w%]+ ){0,2}mem(?:ory)? (?:usage )?(?:limit|quota|budget)"
-    r"|mem(?:ory)? (?:limit|quota)(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
-    r" (?:was |has been |is )?(?:\w+ly )?(?:exceeded|reached)"
+    r" exceed)|bad_alloc|bad allocation|memoryerror|nomemoryerror|not enough (?:\w+ )?memory"
+    r"|insufficient (?:\w+ )?memory|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching|beyond)"
+    r" (?:the |its |their |your )?(?:[\w%-]+ ){0,2}mem(?:ory)? (?:usage )?(?:limit|quota|budget)"
+    r"|mem(?:ory)?[ _](?:limit|quota)(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
+    r"[ _](?:was |has been |is )?(?:\w+ly )?(?:exceeded|reached)"
+    r"|\bmemory\b[^;:]{0,80}?\bexceed\w* (?:the |its )?(?:hard |soft )?limit\b"
     r"|gc overhead limit exceeded|\b(?:winerror|error)[ =]?1455\b"
     r"|(?:error\b.{0,200}?|exception \(0x[0-9a-f]{8}\): )the paging file is too small"
     r"|memlimit|low on memory|low memory|memory ?pressure|oom[- _]?kill|running low on memory"
@@ -104,20 +105,26 @@ _EVENT = re.compile(
     r"error(?!s)|exception(?!s)|fatal|fail|kill|abort|panic|can't|cannot|can not|unable|terminat"
     r"|couldn't|could not"
     r"|exceed|sigterm|sigkill|evict|refused|exhausted|crash|\boom\b|low memory|running low"
-    r"|would exceed|to continue|paging file is too small|\bwhat\(\):"
+    r"|would exceed|to continue|paging file is too small|\bwhat\(\):|bad alloc"
     r"|^\W*\d{4}-\d\d-\d\d[t ][\d:.,]+\S*\s+(?:[ef]|fatal|error|crit\w*|severe|panic|emerg\w*)\b"
 )
 """What makes a line that names running out of memory a report of it (besides a size)."""
 _BARE = re.compile(
-    r"^\W*(?:fatal|error)?\W*(?:(?:the )?(?:system|device|gpu|host|machine|process|program"
+    r"^\W*(?:[\w.]+(?:::|\.))?(?:bad_alloc|bad allocation|\w*memoryerror|outofmemory\w*)\W*$"
+    r"|^\W*(?:fatal|error)?\W*(?:(?:the )?(?:system|device|gpu|host|machine|process|program"
     r"|application|server|node|worker)\b[^.]{0,30}\b(?:is|ran|has run) )?out of (?:[\w-]+ ){0,4}"
     r"memory(?:\W*$| (?:in|at|while|during|on|allocating)\b|\. [a-z]\w)"
 )
 """A line that is the statement alone ("Out of memory!", Perl's), a system said to be out of it
 (Blender's "System is out of GPU and shared host memory"), the statement and where (Blender's
-"Out of memory in cuStreamCreate(...)"), or the statement as a sentence of its own before the
+"Out of memory in cuStreamCreate(...)"), an exception's name alone on its line (LightGBM's
+"Met Exceptions:" then ``std::bad_alloc``), or the statement as a sentence of its own before the
 next (MATLAB's "Out of memory. Type HELP MEMORY for your options."): a program's message, not a
 person's sentence (which starts with its speaker, "I ran out of memory")."""
+_OPTION = re.compile(r"(?<!\S)-(?:xx:[+-]?|-?)[\w.+:=-]*(?:oom|outofmemory)[\w.+:=/-]*")
+"""A command-line option whose name holds the words (the JVM's
+``-XX:+HeapDumpOnOutOfMemoryError``, ``--oom-score-adj=500``): a setting, not an event; blanked
+before the line is read."""
 _IMPLAUSIBLE = 1 << 60
 _NEGATIVE_SIZE = re.compile(r"(?<![\w.])-\d+\s*(?:bytes|[kmgt]i?b)\b")
 _SQLITE_CANTOPEN = re.compile(r"sqlite\w*\W.{0,40}?\bcode\W{0,2}14\b")
@@ -132,6 +139,7 @@ _HEDGE = re.compile(
     r"|might have|could be|can be caused|one of the following|if you see|to avoid|to prevent"
     r"|\w+ly (?:means|indicates)|(?:usually|often) (?:means|indicates|caused by))\b"
     r"|^\W*(?:if|in case)\b|\b(?:perhaps|maybe|probably)\b|\btells you\b|\bmeans that\b"
+    r"|\b(?:it is|it's|it may be) possible\b"
 )
 """A cause offered as one of several, a generic explanation ("exit code 137 typically means"),
 advice, or a condition ("If you encounter CUDA out of memory, try ..."): a mention, not a
@@ -141,6 +149,21 @@ _INTRO = re.compile(
     r"|keep getting|have|had)|we (?:get|got|see|saw))\b"
 )
 """A person introducing a paste ("This is the status of the pod with out of memory error:")."""
+_PERSON = re.compile(r"^\W*(?:i|i'm|i've|we|we're|we've|my|our)\s")
+_QUOTED = re.compile(r"`[^`]+`|\"[^\"]+\"")
+"""A sentence a person starts with themselves ("I am receiving a strange error that my vector
+memory limit has been reached:"): a description, not the program's report, unless it quotes
+the report (``Our services exit with the message `Exit Code: 137, Exit Message: "OOM
+Killed"` ``)."""
+
+
+def _described(low: str) -> bool:
+    """Whether ``low`` is a person's own sentence that quotes no report of memory running out."""
+    if not _PERSON.search(low):
+        return False
+    return not any(_SAID.search(quote[0]) for quote in _QUOTED.finditer(low))
+
+
 _EVICTION = re.compile(r"low on resource: memory|had condition: \[memorypressure\]")
 """The kubelet's eviction messages for node memory (said only when it evicts a pod)."""
 _HANDLED = re.compile(
@@ -157,7 +180,7 @@ _KILLER = re.compile(r"earlyoom|nohang|lowmemorykiller|lmkd|jetsam|systemd-oomd|
 """Programs and kernel parts whose work is killing for memory."""
 _ALLOCATING = re.compile(
     _REFUSED + r"|alloc|to reserve|gc overhead limit|paging file|\b1455\b"
-    r"|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough"
+    r"|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough|bad allocation"
     r"|insufficient|out of (?:[\w-]+ ){0,4}memory|outofmemory|out_of_memory"
     r"|memory (?:is )?exhausted"
 )
@@ -172,6 +195,7 @@ _ACCELERATOR = re.compile(
 )
 _HOST = re.compile(
     r"\b(?:cpu\w*|host|ram|system memory|physical memory|heap|memoryerror|nomemoryerror|bad_alloc"
+    r"|bad allocation"
     r"|malloc|mmap|node|swap|jvm|java\w*|javascript|runtime: out of memory|defaultcpuallocator"
     r"|fork|errno 12|enomem|gc overhead|paging file|winerror|out of swap)\b"
 )
@@ -189,6 +213,14 @@ _REFUSAL = re.compile(
 """A program saying it could not get memory: a refusal, whatever else the line says of the
 system (Unity's "Could not allocate memory: System out of memory!")."""
 _OOM_KILLER = re.compile(r"\bby the (?:kernel's )?oom[- ]?killer\b")
+_SYSTEM_OOM = re.compile(r"\b(?:system|node|host|machine)[ _-]?oom\b")
+"""An OOM of the whole system (the kubelet's "SystemOOM ... System OOM encountered, victim
+process: git"): the kernel's global OOM killer acted."""
+_OWN_OOM = re.compile(r"\breason\W{1,3}(?:oom|out[ _-]of[ _-]memory)\b|\bprocess\W{1,3}oom\b")
+"""A process that ended because it ran out of memory itself, by the reason given for its end
+(Chromium's and Electron's "renderer process gone (reason: oom, ...)", VS Code's "The window
+terminated unexpectedly (reason 'oom', ...)", "Renderer process oom"): its own allocator gave
+up, nothing killed it."""
 _LIMIT_KILL = re.compile(
     r"cgroup|memcg|container|\bpod\b|\bjob\b|\bstep\b|\btask\b|\bdyno\b|memory (?:usage )?limit"
     r"|memlimit|quota|request(?:ed)? memory|\blimit\b"
@@ -198,12 +230,21 @@ _BUDGET = re.compile(
     r"|memory limit|limit of|\bquota\b|per[- ]process|utilization"
 )
 _LIMIT_CROSSED = re.compile(
-    r"(?:exceed\w*|over|above|reached) (?:the |its |their |your )?(?:[\w%]+ ){0,2}mem(?:ory)? "
-    r"(?:usage )?(?:limit|budget)|mem(?:ory)? limit(?: \([^)]{1,30}\))?(?: of [\w.]+"
-    r"(?: ?[kmgt]i?b)?)? (?:was |has been |is )?(?:exceeded|reached)|memlimit"
+    r"(?:exceed\w*|over|above|reached|beyond) (?:the |its |their |your )?(?:[\w%-]+ ){0,2}"
+    r"mem(?:ory)? (?:usage )?(?:limit|budget)|mem(?:ory)?[ _]limit(?: \([^)]{1,30}\))?"
+    r"(?: of [\w.]+(?: ?[kmgt]i?b)?)?[ _](?:was |has been |is )?(?:exceeded|reached)|memlimit"
+    r"|\bmemory\b[^;:]{0,80}?\bexceed\w* (?:the |its )?(?:hard |soft )?limit\b"
 )
-"""A memory limit (or a worker's memory budget, as Dask's nanny enforces it) crossed; not a
-quota: a quota may be soft, as Heroku's R14 is."""
+"""A memory limit (or a worker's memory budget, as Dask's nanny enforces it) crossed, in any
+words that put memory before the crossing (StarRocks' "MEM_LIMIT_EXCEEDED Memory of process
+exceed limit", YARN's "running beyond physical memory limits"); not a quota: a quota may be
+soft, as Heroku's R14 is."""
+_WORK_REFUSED = re.compile(
+    r"\b(?:query|queries|statement|request|transaction|try consume|failed alloc\w*)\b"
+)
+"""A limit crossed by a unit of work a server refuses (Trino's "Query exceeded per-node memory
+limit of 4.80GB", StarRocks' "try consume", Doris' "failed alloc size"): the server refused the
+allocation and lives on; nothing was killed."""
 _QUOTA_CROSSED = re.compile(
     r"memory (?:usage )?quota(?: of [\w.]+(?: ?[kmgt]i?b)?)? (?:was |has been |is )?(?:\w+ly )?"
     r"exceeded"
@@ -235,10 +276,10 @@ _MESSAGE_1455 = re.compile(r"paging file|页面文件")
 _SIZE = re.compile(
     r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:[.,]\d+)?)\s*"
     r"(bytes|byte|b|kib|kb|k|mib|mb|m|gib|gb|g|tib|tb)\b"
-    r"|(?<![\w.,])(\d{1,3}(?:,\d{3}){2,}|\d{4,})(?![\w%.]|\s*[\w%])"
+    r"|(?<![\w.,-])(\d{1,3}(?:,\d{3}){2,}|\d{4,})(?![\w%.]|\s*[\w%])"
 )
 """A size with its unit, or a bare count of bytes (``1,073,741,824`` with its thousands
-separators, or 4 digits and more)."""
+separators, or 4 digits and more; not a negative number: a code, "code: -536870904")."""
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+")
 _UNITS = {
     "b": 1, "byte": 1, "bytes": 1,
@@ -251,7 +292,8 @@ _LABELS = (
     ("requested_bytes", re.compile(r"(?:allocat\w*|request\w*|size|needs?|needed|trying|tried|"
                                    r"wants?|for)\W*(?:\w+\W+){0,2}$")),
     ("free_bytes", re.compile(r"(?:free|available|avail)\W*(?:\w+\W+){0,2}$")),
-    ("total_bytes", re.compile(r"(?:total|capacity|of|/)\W*(?:\w+\W+){0,1}$")),
+    ("total_bytes", re.compile(r"(?:total|capacity|(?<!limit )(?<!quota )of|/)\W*"
+                               r"(?:\w+\W+){0,1}$")),
     ("limit_bytes", re.compile(r"(?:allowed|limit|max|maximum|quota|budget|capped at|cap)\W*"
                                r"(?:\w+\W+){0,2}$")),
     ("allocated_bytes", re.compile(r"(?:allocated|in use|used|usage)\W*(?:\w+\W+){0,2}$")),
@@ -357,6 +399,8 @@ def parse_oom_parts(
     no event of its own ("Insufficient memory for GC_all_nils").
     """
     low = line.lower() if low is None else low
+    if "-" in low and ("oom" in low or "outofmemory" in low):
+        low = _OPTION.sub(lambda option: " " * len(option[0]), low)
     said = _SAID.search(low)
     if said is None or _CODE.search(line) or _TEST_PROGRESS.search(line):
         return None
@@ -380,7 +424,7 @@ def parse_oom_parts(
         # never opened: a file that cannot be opened, not memory.
         return LineSignal("memory_noted", {**fields, "ecosystem": "SQLite"})
     if (
-        _INTRO.search(low) or _HEDGE.search(low) or _PLACEHOLDER.search(low)
+        _INTRO.search(low) or _HEDGE.search(low) or _PLACEHOLDER.search(low) or _described(low)
         or _CHANGE_INTRO.search(low)  # a message being changed or proposed, described
     ):  # fmt: skip
         return LineSignal("memory_noted", fields)
@@ -389,6 +433,10 @@ def parse_oom_parts(
         # A mention (a title, prose), unless the lines around show it is a program's output
         # (inside a fenced block: ``in_context``).
         return LineSignal("memory_noted", {**fields, "unreported": True})
+    if _OWN_OOM.search(low) and not _KILLER.search(low):
+        return LineSignal("host_alloc_failed", {**fields, "memory_named": True, "ended": True})
+    if _SYSTEM_OOM.search(low):
+        return LineSignal("node_oom_kill", fields)
     if _KILLED.search(low) or _KILLER.search(low) or _EVICTION.search(low):
         if _NODE.search(low):
             return LineSignal("node_oom_kill", fields)
@@ -413,6 +461,8 @@ def parse_oom_parts(
     if _SOFT_LIMIT.search(low) and not _DEVICE_WORD.search(low):
         return LineSignal("limit_noted", fields)  # a soft limit warns; a kill may follow
     if _LIMIT_CROSSED.search(low) and not _DEVICE_WORD.search(low) and not _WOULD.search(low):
+        if _WORK_REFUSED.search(low):
+            return LineSignal("host_alloc_failed", {**fields, "memory_named": True})
         return LineSignal("limit_oom_kill", fields)  # a memory limit is enforced by a kill
     if _QUOTA_CROSSED.search(low) and not _DEVICE_WORD.search(low):
         return LineSignal("limit_noted", fields)

@@ -115,6 +115,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"exhausted",
         b"overhead limit exceeded",
         b"exception (0x",
+        b"unexpectedly",  # "build daemon disappeared unexpectedly" (Gradle)
         b"by the external",  # "terminated by the external system" (Nextflow)
         b"by an external",
         b"by external",
@@ -132,7 +133,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     b"q": (b"requested amount", b"requested size"),  # TensorRT: "was N bytes", tactic "of N"
     # "by signal" (a signal death), "not possible" (XLA: "Attempting to reserve 3.95G ... That
     # was not possible"): under a letter they hold, no pass of their own over each block.
-    b"b": (b"abort", b"bad_alloc", b"liveness probe", b"by signal", b"not possible"),
+    b"b": (b"abort", b"bad_alloc", b"bad alloc", b"liveness probe", b"by signal", b"not possible"),
     b"fa": (b"fail", b"fault"),  # FAILED, Failed: Timeout, *_ALLOC_FAILED; Segmentation fault
     b"error": (b"error",),  # XError:, E-lines, "1 error in", "] Error 137", Error Code N
     b"time": (
@@ -152,7 +153,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     b"signal": (b"due to signal", b"on signal", b"from signal"),
     # an allocation refused in words no other needle holds ("classify: unable to allocate hash
     # table memory", kraken2)
-    b"allocate": (b"to allocate",),
+    b"allocate": (b"to allocate", b"t allocate"),  # "Can't allocate 129499136 bytes on device 0"
 }
 NEEDLES: tuple[bytes, ...] = tuple(n for needles in GROUPS.values() for n in needles)
 _CUDA_HIT = b"out of memory. Tried to allocate"

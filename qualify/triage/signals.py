@@ -420,8 +420,8 @@ def signal_name(returncode: int | None) -> str | None:
     if returncode is None:
         return None
     number = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
-    if number <= 0:
-        return None
+    if not 0 < number < 128:
+        return None  # not a signal: Windows' NTSTATUS codes (3221225477 is 0xC0000005)
     try:
         return signal.Signals(number).name
     except ValueError:
