@@ -333,3 +333,38 @@ def test_a_limit_the_kill_line_states_is_the_remedys_limit(tmp_path: Path) -> No
     remedies = " ".join(result.remedies)
     assert "limit is 2 GiB and usage reached 3.14 GiB" in remedies, remedies
     assert "-l mem=" in remedies and "no limit" not in remedies, remedies
+
+
+SHORTAGES = [
+    # ComfyUI Desktop's error, quoted alone on its line
+    # (https://github.com/Comfy-Org/Comfy-Desktop/issues/1466)
+    (
+        '"Not enough GPU memory. Try reducing image resolution or batch size and run again"',
+        "gpu_oom",
+    ),
+    # MySQL's ER_OUT_OF_SORTMEMORY (1038), as the server reference words it
+    # (https://dev.mysql.com/doc/mysql-errors/8.0/en/server-error-reference.html)
+    ("Out of sort memory, consider increasing server sort buffer size", "host_alloc_failed"),
+    # Meshroom's DepthMap error, as an issue's title (a mention)
+    # (https://github.com/alicevision/Meshroom/issues/2485)
+    ("Not enough GPU memory to compute a single tile.", "memory_noted"),
+]
+
+
+@pytest.mark.parametrize(("line", "kind"), SHORTAGES, ids=["comfyui", "mysql", "meshroom-title"])
+def test_a_shortage_with_words_between_is_read(line: str, kind: str, tmp_path: Path) -> None:
+    """Memory said to run short with a word between ("not enough GPU memory", "out of sort
+    memory"): no needle lists the word, the scanner's clause admits the line, and the parts
+    reader classifies it."""
+    found = parse_line(line)
+    assert found is not None and found.kind == kind
+    log = tmp_path / "console.log"
+    log.write_text(f"step 1 of 3\n{line}\nstep 3 of 3\n")
+    result = triage(Sources(paths=(log,)))
+    assert 2 in {e.line for e in result.decided_by}
+    if kind == "gpu_oom":
+        assert result.triage_class is TriageClass.CUDA_OOM_CAPACITY
+    elif kind == "host_alloc_failed":
+        assert result.triage_class is TriageClass.HOST_ALLOC_FAILED
+    else:
+        assert result.triage_class is TriageClass.UNKNOWN

@@ -1,8 +1,9 @@
 """The streaming scanner finds exactly the lines a plain line-by-line scan finds.
 
 The reference below is the definition: a line (split on b"\\n", CR kept) is a candidate when
-its ASCII-lowercased bytes hold one of ``NEEDLES``; the scanner gives it whole when it is at
-most MAX_LINE_BYTES long, else in windows that together hold every needle of the line. Checked
+its ASCII-lowercased bytes hold one of ``NEEDLES`` or match one of ``CLAUSES``; the scanner
+gives it whole when it is at most MAX_LINE_BYTES long, else in windows that together hold every
+needle of the line. Checked
 on every real sample and artifact and on generated logs built to hit the scanner's edges: block
 boundaries, both search paths (rare-letter anchors, regex passes over the lowered block), an
 anchor budget running out mid-block, CRLF, long lines, no final newline, binary junk, UTF-16;
@@ -14,13 +15,14 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from pathlib import Path
 
 import pytest
 
 from qualify.evidence import scan
 from qualify.evidence.lines import parse_line
-from qualify.evidence.scan import MAX_LINE_BYTES, MAX_PER_KIND, NEEDLES, iter_candidates
+from qualify.evidence.scan import CLAUSES, MAX_LINE_BYTES, MAX_PER_KIND, NEEDLES, iter_candidates
 from tests.conftest import SAMPLES
 
 TRIAGE = SAMPLES.parent / "triage"
@@ -37,14 +39,21 @@ WORDY_FILLER = [
 ]
 
 
+CLAUSE_REGEXES = [
+    re.compile(re.escape(anchor) + b"(?:" + clause + b")") for anchor, clause in CLAUSES.items()
+]
+
+
 def needle_at(low: bytes) -> list[int]:
-    """Where each needle occurrence starts in a lowercased line."""
+    """Where each needle occurrence, and each clause's match, starts in a lowercased line."""
     found = []
     for needle in NEEDLES:
         at = low.find(needle)
         while at >= 0:
             found.append(at)
             at = low.find(needle, at + 1)
+    for regex in CLAUSE_REGEXES:
+        found.extend(match.start() for match in regex.finditer(low))
     return sorted(found)
 
 

@@ -60,8 +60,12 @@ fail"), a memory pool used up (Godot's "All memory pool allocations are in use")
 ended because of memory (Xcode's "Terminated due to memory issue"), ENOMEM as Rust words it ("os
 error 12", "Error(12)"), ImageMagick's resource limit ("cache resources exhausted") and Linux
 2.4's OOM killer ("VM: killing process")."""
+_CLAUSE = r"\b(?:enough|insufficient|out of) (?:[a-z0-9_-]{1,12} ){1,2}memory\b"
+"""A shortage, a word or two, then memory, whatever the words between ("Not enough GPU memory to
+compute a single tile.", MySQL's "Out of sort memory, consider increasing server sort buffer
+size"). The scanner's clauses (:data:`qualify.evidence.scan.CLAUSES`) admit the same lines."""
 _SAID = re.compile(
-    _REFUSED + r"|out of (?:[\w-]+ ){0,4}memory|\boom\b|outofmemory|out_of_memory"
+    _REFUSED + r"|" + _CLAUSE + r"|out of (?:[\w-]+ ){0,4}memory|\boom\b|outofmemory|out_of_memory"
     r"|resource[_ ]exhausted"
     r"|out of swap|(?:failed|unable) to reclaim (?:\w+ )?memory"
     r"|memory (?:is )?exhausted|(?:can ?not|can't|could ?not|couldn't|unable to|failed to)"
@@ -112,15 +116,18 @@ _EVENT = re.compile(
 _BARE = re.compile(
     r"^\W*(?:[\w.]+(?:::|\.))?(?:bad_alloc|bad allocation|\w*memoryerror|outofmemory\w*)\W*$"
     r"|^\W*(?:fatal|error)?\W*(?:(?:the )?(?:system|device|gpu|host|machine|process|program"
-    r"|application|server|node|worker)\b[^.]{0,30}\b(?:is|ran|has run) )?out of (?:[\w-]+ ){0,4}"
-    r"memory(?:\W*$| (?:in|at|while|during|on|allocating)\b|\. [a-z]\w)"
+    r"|application|server|node|worker)\b[^.]{0,30}\b(?:is|ran|has run) )?(?:out of|not enough"
+    r"|insufficient) (?:[\w-]+ ){0,4}memory(?:\W*$| (?:in|at|while|during|on|allocating)\b"
+    r"|\. [a-z]\w|, [a-z])"
 )
 """A line that is the statement alone ("Out of memory!", Perl's), a system said to be out of it
 (Blender's "System is out of GPU and shared host memory"), the statement and where (Blender's
 "Out of memory in cuStreamCreate(...)"), an exception's name alone on its line (LightGBM's
 "Met Exceptions:" then ``std::bad_alloc``), or the statement as a sentence of its own before the
-next (MATLAB's "Out of memory. Type HELP MEMORY for your options."): a program's message, not a
-person's sentence (which starts with its speaker, "I ran out of memory")."""
+next (MATLAB's "Out of memory. Type HELP MEMORY for your options.", ComfyUI's "Not enough GPU
+memory. Try reducing image resolution ..."), or before its advice (MySQL's "Out of sort memory,
+consider increasing server sort buffer size"): a program's message, not a person's sentence
+(which starts with its speaker, "I ran out of memory")."""
 _OPTION = re.compile(r"(?<!\S)-(?:xx:[+-]?|-?)[\w.+:=-]*(?:oom|outofmemory)[\w.+:=/-]*")
 """A command-line option whose name holds the words (the JVM's
 ``-XX:+HeapDumpOnOutOfMemoryError``, ``--oom-score-adj=500``): a setting, not an event; blanked
@@ -179,7 +186,7 @@ _KILLED = re.compile(
 _KILLER = re.compile(r"earlyoom|nohang|lowmemorykiller|lmkd|jetsam|systemd-oomd|oom[- _]?killer")
 """Programs and kernel parts whose work is killing for memory."""
 _ALLOCATING = re.compile(
-    _REFUSED + r"|alloc|to reserve|gc overhead limit|paging file|\b1455\b"
+    _REFUSED + r"|" + _CLAUSE + r"|alloc|to reserve|gc overhead limit|paging file|\b1455\b"
     r"|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough|bad allocation"
     r"|insufficient|out of (?:[\w-]+ ){0,4}memory|outofmemory|out_of_memory"
     r"|memory (?:is )?exhausted"

@@ -144,6 +144,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"***timeout",
         b"timed out",
         b"time has",  # "Build execution time has reached the maximum allowed time" (AppVeyor)
+        b"timeout of",  # "reached its statement or warehouse timeout of 120 second(s)"
     ),  # pytest-timeout banner, Slurm DUE TO TIME LIMIT, libcheck's and CTest's timeouts
     b" passed": (b" passed in", b" passed,", b" passed\x1b"),  # a pytest summary (coloured)
     b"e   ": (b"e   ",),  # pytest's "E   " lines
@@ -154,6 +155,10 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     # an allocation refused in words no other needle holds ("classify: unable to allocate hash
     # table memory", kraken2)
     b"allocate": (b"to allocate", b"t allocate"),  # "Can't allocate 129499136 bytes on device 0"
+    # clauses only (``CLAUSES``): a shortage, a word or two, then memory
+    b"out of ": (),
+    b"enough ": (),
+    b"insufficient ": (),
 }
 NEEDLES: tuple[bytes, ...] = tuple(n for needles in GROUPS.values() for n in needles)
 _CUDA_HIT = b"out of memory. Tried to allocate"
@@ -164,10 +169,25 @@ over the MiB (``benchmarks/bench_triage.py --log dense``)."""
 _NUL_SHARE = 0.3
 
 
+_ONE_OR_TWO_WORDS = rb"(?:[a-z0-9_-]{1,12} ){1,2}memory\b"
+CLAUSES: dict[bytes, bytes] = {
+    # a shortage, one or two words, then memory: "not enough GPU memory", "insufficient device
+    # memory", "Out of sort memory" (with no word between, they are needles)
+    b"out of ": _ONE_OR_TWO_WORDS,
+    b"enough ": _ONE_OR_TWO_WORDS,
+    b"insufficient ": _ONE_OR_TWO_WORDS,
+}
+"""Clauses that make a line a candidate besides the needles: memory said to run short with a word
+or two between that no needle can list (the device, the pool, the purpose). Each is the regex of
+its anchor's group, a pass of its own (``benchmarks/README.md`` has their cost). The parser reads
+the same clauses (:data:`qualify.evidence.oom_parts._CLAUSE`)."""
+
+
 def _group_regex(anchor: bytes, needles: tuple[bytes, ...]) -> re.Pattern[bytes]:
     """``anchor`` then, for each needle, the rest of it: what precedes the anchor as a
-    lookbehind (which includes the anchor), what follows as plain bytes."""
-    branches = []
+    lookbehind (which includes the anchor), what follows as plain bytes; then the anchor's
+    clause (``CLAUSES``)."""
+    branches = [CLAUSES[anchor].decode()] if anchor in CLAUSES else []
     for needle in needles:
         at = needle.index(anchor)
         if needle == anchor:
@@ -180,8 +200,8 @@ def _group_regex(anchor: bytes, needles: tuple[bytes, ...]) -> re.Pattern[bytes]
 _REGEXES = {anchor: _group_regex(anchor, needles) for anchor, needles in GROUPS.items()}
 _REACH = {
     anchor: (
-        max(n.index(anchor) for n in needles),
-        max(len(n) - n.index(anchor) for n in needles),
+        max((n.index(anchor) for n in needles), default=0),
+        max((len(n) - n.index(anchor) for n in needles), default=len(anchor)),
     )
     for anchor, needles in GROUPS.items()
 }
