@@ -368,3 +368,24 @@ def test_a_shortage_with_words_between_is_read(line: str, kind: str, tmp_path: P
         assert result.triage_class is TriageClass.HOST_ALLOC_FAILED
     else:
         assert result.triage_class is TriageClass.UNKNOWN
+
+
+TIME_LIMITS = [
+    # Travis CI's end of a job past its plan's time
+    # (https://github.com/dimagi/commcare-hq/pull/11500, comment by millerdev, 2016-05-05)
+    "The job exceeded the maximum time limit for jobs, and has been terminated.",
+    # IBM Spectrum LSF's documented termination reason TERM_RUNLIMIT, as the job report words it
+    "TERM_RUNLIMIT: job killed after reaching LSF run time limit.",
+]
+
+
+@pytest.mark.parametrize("line", TIME_LIMITS, ids=["travis", "lsf"])
+def test_a_time_limit_crossed_is_a_timeout(line: str, tmp_path: Path) -> None:
+    """A time limit said to be crossed (exceeded, reached), whatever ran: a timeout, not a kill."""
+    found = parse_line(line)
+    assert found is not None and found.kind == "timeout"
+    log = tmp_path / "console.log"
+    log.write_text(f"Running tests\n{line}\n")
+    result = triage(Sources(paths=(log,)))
+    assert result.triage_class is TriageClass.TIMEOUT
+    assert 2 in {e.line for e in result.decided_by}

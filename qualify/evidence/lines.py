@@ -78,7 +78,7 @@ _OOMD = re.compile(
 _OOMD_UNIT = re.compile(r"(\S+): systemd-oomd killed (\d+) process")
 _EXIT = re.compile(
     r"(?i)\b(?:exit(?:ed|s)?(?: with)?(?: (?:the |a )?(?:non-?zero |return )?(?:code|status))?"
-    r"(?: exit status)?(?: of)?|exit_?code\"?|return value)"
+    r"(?: exit status)?(?: of)?|exitcode\"?|return value)"
     r"\s*[:=(]?\s*['\"]?"
     r"(-?\d+)\b|Error executing in Docker Container: (\d+)|\*\*\* \[[^\]]*\] Error (\d+)"
 )
@@ -97,10 +97,6 @@ _SIGNAL_EXIT = re.compile(
     # systemd's "Main process exited, code=killed, status=9/KILL"; loky's "The exit codes of
     # the workers are {SIGKILL(-9)}"
     r"|\bcode=(?:killed|dumped), status=(\d+)\b|(?i:exit codes?\b.{0,40}?\bSIG([a-z]+)\b)"
-    # any end said with the signal's name or number near its verb: "terminated by SIGKILL",
-    # "Process received SIGKILL", "killed (signal 9)", "died with SIGSEGV"
-    r"|(?i:\b(?:killed|terminated|died|exited|ended|stopped|received|got|caught)\b[^.\n]{0,30}?"
-    r"\b(?:signal\W{0,3}(\d+)|SIG(KILL|TERM|SEGV|ABRT|BUS))\b)"
 )
 """A process said to have ended by a signal, as runtimes and runners word it."""
 _SIGNAL_NUMBERS = {
@@ -141,8 +137,6 @@ while executing this task")."""
 _HEDGED = re.compile(r"\b(?:if|when|whether|unless|may|might|could|can)\b[^.]*$")
 """A condition or a possibility just before a kill's words ("if the process is killed by the
 system"): not a kill that happened."""
-_CAUSES_LISTED = re.compile(r"\b(?:possible|potential|likely) (?:\w+ )?(?:causes?|reasons?)\b")
-"""Causes offered as possibilities before what the line says of an end."""
 _SHELL_KILLED = re.compile(
     r"(?:^|\s|Z\s|[.\d])Killed(?:\s{2,}(\S.*)|\s*)$"
     r"|\bline \d+:\s+(\d+) Killed(?:\s+(\S.*)|\s*)$"
@@ -204,9 +198,12 @@ _TIMEOUT = re.compile(
     # "QueryTimeoutException"), a watchdog's report of a hung program (Paper's "The server has
     # stopped responding!" from its watchdog thread)
     r"|(?i:\b(?:reached|exceeded|hit) (?:its |the |a )?(?:[\w-]+ ){0,4}?time ?out\b(?! \w+ing\b))"
-    # a time limit said to be crossed, whatever ran: "Time limit exceeded" (not a timeout: a
+    # a time limit said to be crossed, whatever ran: Travis CI's "The job exceeded the maximum
+    # time limit for jobs, and has been terminated.", LSF's "TERM_RUNLIMIT: job killed after
+    # reaching LSF run time limit.", "Time limit exceeded" (a time limit, not a timeout: a
     # connection's "Timeout exceeded while waiting" is not the run's time running out)
-    r"|(?i:\btime ?limit (?:was |has been |is )?(?:exceeded|reached|hit)\b)"
+    r"|(?i:\b(?:exceeded|reached|reaching|hit) (?:the |its |their |your |a )?(?:[\w-]+ ){0,3}?"
+    r"time ?limit\b|\btime ?limit (?:was |has been |is )?(?:exceeded|reached|hit)\b)"
     r"|(?i:(?:query|statement|task|job|step|execution|process)timeout(?:exception|error)\b)"
     r"|(?i:watchdog\b.{0,80}\b(?:stopped responding|not responding|is hung|hang detected)\b)"
     # systemd's unit jobs: "start operation timed out. Terminating.", "Failed with result
@@ -485,10 +482,6 @@ def _ended(line: str, low: str) -> LineSignal | None:
 def _signal_exit(line: str, low: str) -> LineSignal | None:
     """A process's death by a signal, as ``exit_code`` with the signal's negative number."""
     if ("sig" in low or "code=" in low) and (match := _SIGNAL_EXIT.search(line)):
-        before = low[: match.start()]
-        if _HEDGED.search(before) or _CAUSES_LISTED.search(before):
-            return None  # a possible cause ("There are some potential root causes. (1) The
-            # process is killed by SIGKILL ...")
         number = next(group for group in match.groups() if group is not None)
         code = -int(number) if number.isdigit() else -_SIGNAL_NUMBERS.get(number.upper(), 0)
         if code:
