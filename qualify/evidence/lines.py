@@ -97,6 +97,9 @@ _SIGNAL_EXIT = re.compile(
     # systemd's "Main process exited, code=killed, status=9/KILL"; loky's "The exit codes of
     # the workers are {SIGKILL(-9)}"
     r"|\bcode=(?:killed|dumped), status=(\d+)\b|(?i:exit codes?\b.{0,40}?\bSIG([a-z]+)\b)"
+    # a signal as a field's value (Jest's "ChildProcessWorker exit: exitCode = null, pid = 1378,
+    # signal = SIGKILL")
+    r"|\bsignal\s?[=:]\s?SIG([A-Z]+)\b"
 )
 """A process said to have ended by a signal, as runtimes and runners word it."""
 _SIGNAL_NUMBERS = {
@@ -198,6 +201,14 @@ _TIMEOUT = re.compile(
     # "QueryTimeoutException"), a watchdog's report of a hung program (Paper's "The server has
     # stopped responding!" from its watchdog thread)
     r"|(?i:\b(?:reached|exceeded|hit) (?:its |the |a )?(?:[\w-]+ ){0,4}?time ?out\b(?! \w+ing\b))"
+    # a test's or a unit's timeout said crossed with its length (Playwright's "Test timeout of
+    # 30000ms exceeded.")
+    r"|(?i:\b(?:test|task|job|step|run|flow|build|query|statement) time ?out of [\d.,]+ ?\w* "
+    r"(?:was )?exceeded\b)"
+    # a run of a unit of work ended by a timeout exception (Prefect's "Flow run 'x' - Finished in
+    # state Failed('Flow run encountered an exception. TimeoutError: ')")
+    r"|\b(?:[Ff]low|[Tt]ask|[Jj]ob|[Ss]tep|[Ss]tage) run\b.{0,80}?"
+    r"\bTime(?:out|dOut)(?:Error|Exception)\b"
     # a time limit said to be crossed, whatever ran: Travis CI's "The job exceeded the maximum
     # time limit for jobs, and has been terminated.", LSF's "TERM_RUNLIMIT: job killed after
     # reaching LSF run time limit.", "Time limit exceeded" (a time limit, not a timeout: a
@@ -246,6 +257,10 @@ status 2 put on hold by SYSTEM_PERIODIC_HOLD due to memory usage N``."""
 _MEMORY_RESOURCES = frozenset({"mem", "vmem", "pmem", "pvmem", "rss", "memory", "swap"})
 _TIME_RESOURCES = frozenset({"walltime", "cput", "cputime", "wallclock", "runtime"})
 _UNIT_BYTES = {"": 1, "b": 1, "kb": KB, "mb": KB * KB, "gb": KB**3, "tb": KB**4}
+_K8S_KILLING = re.compile(r"^\s*Normal\s+Killing\s.*\bStopping container\b")
+"""The kubelet's Killing event in ``kubectl describe`` ("Normal  Killing  5s  kubelet  Stopping
+container mm"): the container stopped from outside (an eviction, a deletion, a failed probe);
+a line of its own says why when anything does."""
 _PROBE_KILL = re.compile(r"failed liveness probe|liveness probe failed")
 """Kubernetes restarting a container whose liveness probe failed (a kill, not for memory)."""
 
@@ -363,6 +378,8 @@ def parse_orchestrator_line(line: str, low: str | None = None) -> LineSignal | N
         return LineSignal("limit_oom_kill", {"ecosystem": "the batch scheduler", "held": True})
     if "liveness probe" in low and _PROBE_KILL.search(low):
         return LineSignal("probe_kill")
+    if "killing" in low and _K8S_KILLING.search(line):
+        return LineSignal("terminated_externally")
     if "out_of_memory" in low and _SLURM_STATE.search(line):
         return LineSignal("slurm_oom")
     return None
@@ -493,6 +510,7 @@ def _timeout_words(low: str) -> bool:
     return (
         "timeout" in low or "stack of" in low or "execution t" in low or "time limit" in low
         or "timed out" in low or "time has" in low or "responding" in low or "time out" in low
+        or "timeouterror" in low or "timeoutexception" in low
     )  # fmt: skip
 
 

@@ -34,10 +34,10 @@ from qualify.evidence.evidence_line import LineSignal
 
 _REFUSED = (
     r"(?:can ?not|can't|could ?not|couldn't|unable to|failed to|fail to) (?:\w+ )?"
-    r"(?:map|reserve|commit|obtain|grow|enlarge|expand|extend|allocate)\b(?: [\w-]+){0,3}"
+    r"(?:map|reserve|commit|obtain|grow|enlarge|expand|extend|allocate)\b(?: [\w-]+){0,4}"
     r" (?:memory|heap|ram)\b"
     r"|(?:requires?|needs?|needed) more (?:\w+ ){0,2}memory\b.{0,40}?\bthan\b"
-    r"|\bmemory\b(?: [\w-]+){0,8} exhausted\b"
+    r"|\b(?:memory|heap)\b(?: [\w-]+){0,8},? exhausted\b|\bjava heap space\b"
     r"|\bmemory\b.{0,80}?\bwould (?:use|be larger than|exceed)\b.{0,60}?\b(?:maximum|limit)\b"
     r"|circuit_?breaking_?exception|errno[ =:]*12\b|\benomem\b|alloc(?:ation)?_failure"
     r"|\bos error 12\b|\berror\(12\)|cache resources exhausted"
@@ -73,8 +73,9 @@ _SAID = re.compile(
     r" exceed)|bad_alloc|bad allocation|memoryerror|nomemoryerror|not enough (?:\w+ )?memory"
     r"|insufficient (?:\w+ )?memory|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching|beyond)"
     r" (?:the |its |their |your )?(?:[\w%-]+ ){0,2}mem(?:ory)? (?:usage )?(?:limit|quota|budget)"
-    r"|mem(?:ory)?[ _](?:limit|quota)(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
+    r"|mem(?:ory)?[ _](?:limit|quota|budget)(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
     r"[ _](?:was |has been |is )?(?:\w+ly )?(?:exceeded|reached)"
+    r"|\bmax(?:imum)?\.? memory (?:was |has been )?exceeded\b"
     r"|\bmemory\b[^;:]{0,80}?\bexceed\w* (?:the |its )?(?:hard |soft )?limit\b"
     r"|gc overhead limit exceeded|\b(?:winerror|error)[ =]?1455\b"
     r"|(?:error\b.{0,200}?|exception \(0x[0-9a-f]{8}\): )the paging file is too small"
@@ -88,7 +89,8 @@ _SAID = re.compile(
 scanner's needles find; on a line of its own it is the message of a code, ``in_context``)."""
 _CODE = re.compile(
     r"^\s*(?:(?:if|elif|else|for|while|return|raise|throw|except|catch|case|def|class)\b"
-    r"|(?:#|//|/\*)(?!.*\w(?:Error|Exception): )(?!\s*(?:[Ff]atal|FATAL|[Ee]rror|ERROR)\b))"
+    r"|(?:#|//|/\*)(?!.*\w(?:Error|Exception): )(?!\s*(?:[Ff]atal|FATAL|[Ee]rror|ERROR)\b)"
+    r"(?!.*\b(?:fatal error|java runtime environment|native memory allocation)\b))"
     # a stack frame: the kernel's "warn_alloc_failed+0x104/0x128", a backtrace's "0x101b0f440
     # v8::...::FatalProcessOutOfMemory(...) + 616", gdb's "#3 0x... in", lldb's "frame #3:"
     r"|\w\+0x[0-9a-f]+/0x[0-9a-f]+\b|0x[0-9a-f]{8,}\s.*\s\+ \d+\s*$"
@@ -146,11 +148,14 @@ _HEDGE = re.compile(
     r"|might have|could be|can be caused|one of the following|if you see|to avoid|to prevent"
     r"|\w+ly (?:means|indicates)|(?:usually|often) (?:means|indicates|caused by))\b"
     r"|^\W*(?:if|in case)\b|\b(?:perhaps|maybe|probably)\b|\btells you\b|\bmeans that\b"
-    r"|\b(?:it is|it's|it may be) possible\b"
+    r"|\b(?:it is|it's|it may be) possible\b|\b(?:indicates|signals?) that\b"
+    r"|\bpotential(?:ly)? (?:an? )?(?:oom|out[ -]of[ -]memory|kill\w*|terminat\w*)\b"
 )
-"""A cause offered as one of several, a generic explanation ("exit code 137 typically means"),
-advice, or a condition ("If you encounter CUDA out of memory, try ..."): a mention, not a
-report."""
+"""A cause offered as one of several or as a possibility ("It is possible that dataloader's workers
+are out of shared memory", "I've seen 137 referenced as a potential OOM termination"), a generic
+explanation ("exit code 137 typically means", "Error 53200 is ... signal that the ... budget has
+run out"), advice, or a condition ("If you encounter CUDA out of memory, try ..."): a mention,
+not a report."""
 _INTRO = re.compile(
     r"^\W*(?:this is|here is|here's|below is|the following|i (?:get|got|see|saw|am getting"
     r"|keep getting|have|had)|we (?:get|got|see|saw))\b"
@@ -189,11 +194,13 @@ _ALLOCATING = re.compile(
     _REFUSED + r"|" + _CLAUSE + r"|alloc|to reserve|gc overhead limit|paging file|\b1455\b"
     r"|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough|bad allocation"
     r"|insufficient|out of (?:[\w-]+ ){0,4}memory|outofmemory|out_of_memory"
-    r"|memory (?:is )?exhausted"
+    r"|\b(?:fail\w*|error|exception)\b.{0,60}\boom\b|\boom\b.{0,60}\b(?:fail\w*|error|exception)\b"
+    r"|memory (?:is )?exhausted|heap,? exhausted|java heap space|memory budget exceeded"
+    r"|max(?:imum)?\.? memory (?:was |has been )?exceeded"
 )
 _ACCELERATOR = re.compile(
     r"\b(?:cuda\w*|\w*gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|metal|tpu\w*|hpu\w*|neuron\w*|vulkan"
-    r"|directml|dml|opencl|vram|hbm|device[ _:]?\d+|cu\w*alloc\w*|ggml\w*|\w*_bfc|cl_mem\w*"
+    r"|directml|dml|\w*opencl\w*|vram|hbm|device[ _:]?\d+|cu\w*alloc\w*|ggml\w*|\w*_bfc|cl_mem\w*"
     r"|nvidia\w*|accelerator|xla\w*|jax\w*|cupy\w*|rmm|vk[a-z]*(?:alloc|memory|buffer)\w*"
     r"|device memory|device buffer"
     r"|on device|allocated so far|8007000e|npu\w*|ascend\w*|rtmalloc\w*|aclrt\w*|habana\w*"
@@ -219,7 +226,7 @@ _REFUSAL = re.compile(
 )
 """A program saying it could not get memory: a refusal, whatever else the line says of the
 system (Unity's "Could not allocate memory: System out of memory!")."""
-_OOM_KILLER = re.compile(r"\bby the (?:kernel's )?oom[- ]?killer\b")
+_OOM_KILLER = re.compile(r"\bby the (?:kernel's |linux |linux's |system's )?oom(?:[- ]?killer)?\b")
 _SYSTEM_OOM = re.compile(r"\b(?:system|node|host|machine)[ _-]?oom\b")
 """An OOM of the whole system (the kubelet's "SystemOOM ... System OOM encountered, victim
 process: git"): the kernel's global OOM killer acted."""
@@ -479,6 +486,11 @@ def parse_oom_parts(
         if _NODE.search(low):
             return LineSignal("memory_low", fields)
         return None
+    if accelerator and _ON_HOST.search(low):
+        # an allocation said to be on the host, whatever API reports it (TensorFlow's "could
+        # not allocate pinned host memory", "failed to alloc N bytes on host:
+        # CUDA_ERROR_OUT_OF_MEMORY"): host memory
+        return LineSignal("host_alloc_failed", {**fields, "memory_named": True})
     if accelerator and not (host and not _DEVICE_WORD.search(low)):
         return _device_oom(low, fields, numbers, ecosystem, _named(low, _DEVICES))
     if _NODE.search(low) and not _REFUSAL.search(low):
@@ -652,10 +664,15 @@ def in_context(
     return found, 0, line
 
 
+_ON_HOST = re.compile(
+    r"\bon (?:the )?host\b(?! \w)|\b(?:pinned |page-locked )host memory\b|\w*_host_bfc\b"
+)
+"""An allocation said to be of the host's memory ("pinned host memory", "bytes on host:", XLA's
+pinned host allocator ``xla_gpu_host_bfc``)."""
 _DEVICE_WORD = re.compile(
     r"\b(?:cuda\w*|gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|metal|tpu\w*|hpu\w*|vulkan|vram|\w*_bfc"
     r"|device[ _:]?\d+|device memory|device buffer|on device|rmm|npu\w*|rtmalloc\w*|synhelper"
-    r"|device_id\W?\d+)\b"
+    r"|device_id\W?\d+|\w*opencl\w*|mem_object_allocation_failure)\b"
 )
 """An accelerator named outright (``node``/``host`` words next to it do not make it the
 host's: "GPU 0 on host x")."""

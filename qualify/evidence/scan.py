@@ -133,7 +133,17 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     b"q": (b"requested amount", b"requested size"),  # TensorRT: "was N bytes", tactic "of N"
     # "by signal" (a signal death), "not possible" (XLA: "Attempting to reserve 3.95G ... That
     # was not possible"): under a letter they hold, no pass of their own over each block.
-    b"b": (b"abort", b"bad_alloc", b"bad alloc", b"liveness probe", b"by signal", b"not possible"),
+    b"b": (
+        b"abort",
+        b"bad_alloc",
+        b"bad alloc",
+        b"liveness probe",
+        b"by signal",
+        b"not possible",
+        b"object heap",  # the JVM's "Could not reserve enough space for object heap"
+        b"circuitbreaking",  # Elasticsearch's and OpenSearch's CircuitBreakingException
+        b"circuit_breaking",
+    ),
     b"fa": (b"fail", b"fault"),  # FAILED, Failed: Timeout, *_ALLOC_FAILED; Segmentation fault
     b"error": (b"error",),  # XError:, E-lines, "1 error in", "] Error 137", Error Code N
     b"time": (
