@@ -197,7 +197,7 @@ def _library(line: str, low: str) -> LineSignal | None:
             return _signal("gpu_oom", engine="cuda", api="CUDA runtime")
     if "out_of_memory" in low and "cuda_error_out_of_memory" in low:
         if " on host" in low:
-            return None  # pinned host memory refused through the driver: the parts reader's
+            return None  # pinned host memory refused through the driver: the host's (parts)
         sized = _TF_BYTES.search(line)
         return _signal(
             "gpu_oom",
