@@ -571,6 +571,48 @@ def test_json_nested_deeper_than_the_decoder_goes_is_cleaned_as_text(tmp_path: P
     assert published.count("[REDACTED:github-token]") == 3
 
 
+def test_an_events_line_cleaning_keeps_is_published_as_written(tmp_path: Path) -> None:
+    """A JSON line with no escape whose strings cleaning keeps is published byte for byte; every
+    other line is cleaned value by value. Either way each line decodes to what cleaning its
+    value gives, and each rule counts what it did once per use, as when every line was
+    cleaned value by value."""
+    token = "ghp_" + "Wq4Er8Ty2Ui6Op0As3Df7Gh1Jk5Lz9Xc4Vb8N"
+    plain = '{"event":"test_phase","state":"start","when":"call","nodeid":"t.py::a","t":1.5}'
+    lines = [
+        plain,
+        f'{{"event":"test_phase","nodeid":"t.py::b[{token}]","t":2}}',  # a token in a value
+        f'{{"event":"test_phase","nodeid":"t.py::b[{token}]","t":3}}',  # again: counted again
+        '{"event":"x","api_key":"ab12"}',  # a key that names a secret (too short to learn)
+        '{"event":"x","nodeid":"\\u0067hp_' + token[4:] + '"}',  # the token escaped
+        '{"event":"x","path":"/home/zed-planted/x"}',  # an identity
+        '{"event":"x","path":"/home/zed-planted/x"}',
+        plain.replace("1.5", "1e999"),  # a number json reads as infinity, kept as written
+        '{"event":"x","cut":"t.py::a',  # a cut last line: cleaned as text
+    ]
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "audit.json").write_bytes(Audit(verdict="PASSED").to_bytes())
+    (run_dir / "events.jsonl").write_text("\n".join(lines) + "\n")
+    identities = Identities(homes=frozenset({"/home/zed-planted"}))
+    sanitizer = run_sanitizer(run_dir, {}, identities=identities)
+    reference = run_sanitizer(run_dir, {}, identities=identities)
+    assert publish_run(run_dir, "internal", sanitizer)
+    published = (run_dir / "public" / "events.jsonl").read_text().splitlines()
+    assert published[0] == plain
+    assert published[7] == lines[7]
+    assert token not in "\n".join(published) and "zed-planted" not in "\n".join(published)
+    assert "ab12" not in published[3]
+    for line, out in zip(lines[:-1], published[:-1], strict=True):
+        expected = reference.clean_json(json.loads(line))
+        assert json.loads(out) == expected, line
+    assert published[-1] == reference.clean(lines[-1])
+    record = json.loads((run_dir / "publication.json").read_text())
+    assert record["rule_counts"]["github-token"] == 3
+    assert record["rule_counts"]["secret-assignment"] == 1
+    counts = dict(reference.counts)
+    assert {rule: record["rule_counts"].get(rule, 0) for rule in counts} == counts
+
+
 def test_the_pseudonym_map_is_written_again_only_when_it_changed(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()

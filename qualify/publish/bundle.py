@@ -252,7 +252,13 @@ class _Writer:
     def _json_line(self, line: str) -> str:
         ending = line[len(line.rstrip("\r\n")) :]
         try:
-            cleaned = self.sanitizer.clean_json(json.loads(line))
+            value = json.loads(line)
+            # A line with no escape holds its strings as they decode, each between two quotes:
+            # when cleaning keeps every one of them, the line is published as it was written
+            # (most lines of an events file; no value re-encoded).
+            if "\\" not in line and self.sanitizer.keeps(_JSON_STRING.findall(line)):
+                return line
+            cleaned = self.sanitizer.clean_json(value)
             return json.dumps(cleaned, ensure_ascii=False) + ending
         except (ValueError, RecursionError):
             # A truncated last line, or one nested deeper than the decoder (or the cleaning)
@@ -276,6 +282,10 @@ class _Writer:
             withheld=dict(sorted(self.withheld.items())),
         )
         return dataclasses.replace(read.audit, publication=publication).to_bytes().decode()
+
+
+_JSON_STRING = re.compile(r'"([^"]*)"')
+"""The strings of a JSON text that holds no backslash (no escapes: a quote always delimits)."""
 
 
 _RENDERED = frozenset({contract.JUNIT, contract.REPORT_HTML})

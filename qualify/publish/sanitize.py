@@ -458,6 +458,8 @@ class Sanitizer:
         self.counts: collections.Counter[str] = collections.Counter()
         self._memo: dict[str, tuple[str, collections.Counter[str] | None]] = {}
         self._secret_keys: dict[str, bool] = {}
+        self._kept: set[str] = set()
+        """Texts that cleaning leaves as they are, as a key or as a value (``keeps``)."""
 
     # --- known secrets
 
@@ -480,6 +482,7 @@ class Sanitizer:
             self.known += added.values()
             self._index = None
             self._memo.clear()
+            self._kept.clear()
 
     def harvest(self, text: str, where: str) -> None:
         """Learn every value a token, key-value or URL-credential rule finds in ``text`` (every
@@ -680,6 +683,26 @@ class Sanitizer:
             self.counts.update(remembered[1])
         return remembered[0]
 
+    def keeps(self, texts: Iterable[str]) -> bool:
+        """Whether cleaning leaves every one of ``texts`` as it is and counts nothing, whether
+        it stands as a JSON key or as a value (no key that names a secret). What a text is
+        found to be is remembered (short texts, as ``clean`` remembers them); a text that
+        cleaning would change is left for ``clean`` to count when it is cleaned."""
+        kept = self._kept
+        for text in texts:
+            if text in kept:
+                continue
+            if len(text) > _MEMO_LENGTH or len(kept) >= _MEMO_KEPT or _secret_key(text):
+                return False
+            counts = self.counts.copy()
+            if self.clean(text) != text or self.counts != counts:
+                # (remembered with what it counts: ``clean`` counts it again when it is used)
+                self.counts.clear()
+                self.counts.update(counts)
+                return False
+            kept.add(text)
+        return True
+
     def clean_name(self, name: str) -> str:
         """A file name: the same rules, with a marker safe in names and artifact uploads."""
         return self.pseudonymize(self.redact(name, marker="REDACTED-{rule}"))
@@ -726,6 +749,8 @@ class Sanitizer:
 _SCALARS = (int, float, bool)
 _MEMO_KEYS = 4096
 """Key names whose secrecy is remembered, at most."""
+_MEMO_KEPT = 1 << 16
+"""Texts found to be kept as they are (``Sanitizer.keeps``), remembered at most."""
 
 
 def _secret_key(key: str) -> bool:
