@@ -210,15 +210,21 @@ it, ends with the run's last process; its pages are charged to the cap of whoeve
 the E2E inside the run's cgroup (docker does the same for a container)."""
 LOCK_SCRIPT = (
     'mount -t tmpfs -o "size=$1,nosuid,nodev,mode=1777" qualify-shm /dev/shm || exit 126; '
-    "shift; "
-    "for m in $(sed -n 's/^[^ ]* [^ ]* [^ ]* [^ ]* \\([^ ]*\\) .* - cgroup2\\{0,1\\} .*/\\1/p' "
-    '/proc/self/mountinfo); do mount -o remount,bind,ro "$m" || exit 126; done; '
+    "shift; set -f; l() { echo \"none $5 none remount,bind,ro 0 0\"; }; "
+    'while read -r m; do case "$m" in *" - cgroup "*|*" - cgroup2 "*) l $m;; esac; done '
+    "< /proc/self/mountinfo > /dev/shm/.qualify-lock && mount -a -T /dev/shm/.qualify-lock "
+    "&& rm /dev/shm/.qualify-lock || exit 126; "
     'exec setpriv --bounding-set -sys_admin,-sys_ptrace --inh-caps -sys_admin,-sys_ptrace -- "$@"'
 )
 """:data:`SHM_SCRIPT`, and the limits locked as a container locks them: every cgroup file
 system remounted read-only in the namespace (a write to ``memory.limit_in_bytes`` fails with
 EROFS, root or not), and CAP_SYS_ADMIN dropped from the E2E's bounding set, so that nothing in
-it can remount them writable, unmount them or make a namespace of its own to escape the lock."""
+it can remount them writable, unmount them or make a namespace of its own to escape the lock.
+
+The remounts are one ``mount -a`` over a table of them (mount points as ``mountinfo`` escapes
+them, which is how a table escapes them), written into the new tmpfs and removed before the
+E2E starts: one process where a ``mount`` each took 10 on a cgroup v1 host (about 9 ms
+against 21 ms for the whole script, ``unshare`` included)."""
 LIMITS_LOCKED = (
     "the E2E cannot change its limits: the cgroup file systems are read-only in its mount "
     "namespace and CAP_SYS_ADMIN is dropped from its bounding set"
