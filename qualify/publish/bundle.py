@@ -251,14 +251,15 @@ class _Writer:
 
     def _json_line(self, line: str) -> str:
         ending = line[len(line.rstrip("\r\n")) :]
+        # A flat object with no escape (what the harness writes) holds its strings as they
+        # decode, each between two quotes: when cleaning keeps every one of them, the line is
+        # published as it was written (most lines of an events file; nothing decoded).
+        if _FLAT_OBJECT.fullmatch(line, 0, len(line) - len(ending)) and self.sanitizer.keeps(
+            _JSON_STRING.findall(line)
+        ):
+            return line
         try:
-            value = json.loads(line)
-            # A line with no escape holds its strings as they decode, each between two quotes:
-            # when cleaning keeps every one of them, the line is published as it was written
-            # (most lines of an events file; no value re-encoded).
-            if "\\" not in line and self.sanitizer.keeps(_JSON_STRING.findall(line)):
-                return line
-            cleaned = self.sanitizer.clean_json(value)
+            cleaned = self.sanitizer.clean_json(json.loads(line))
             return json.dumps(cleaned, ensure_ascii=False) + ending
         except (ValueError, RecursionError):
             # A truncated last line, or one nested deeper than the decoder (or the cleaning)
@@ -286,6 +287,13 @@ class _Writer:
 
 _JSON_STRING = re.compile(r'"([^"]*)"')
 """The strings of a JSON text that holds no backslash (no escapes: a quote always delimits)."""
+_FLAT_SCALAR = (
+    r'(?:"[^"\\\x00-\x1f]*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)'
+)
+_FLAT_MEMBER = rf'"[^"\\\x00-\x1f]*": ?{_FLAT_SCALAR}'
+_FLAT_OBJECT = re.compile(rf"\{{(?:{_FLAT_MEMBER}(?:, ?{_FLAT_MEMBER})*)?\}}")
+"""A JSON object of strings, numbers, booleans and nulls, with no escape and no space but one
+after a colon or a comma (a subset of JSON: what it matches, ``json.loads`` reads)."""
 
 
 _RENDERED = frozenset({contract.JUNIT, contract.REPORT_HTML})
