@@ -528,10 +528,11 @@ def instructions(args: argparse.Namespace, command: list[str], repo: Path, out: 
 
 
 def own_instructions(args: argparse.Namespace, repo: Path, out: Path) -> None:
-    """qualify's own process for a one-test E2E, counted by callgrind with the E2E left out
-    (``--trace-children=no``: the E2E and every helper run at full speed, so qualify's monitor
-    samples as often as it does without valgrind): the instructions of qualify's start and end,
-    which the machine's other users do not move, side by side with ``--baseline``'s."""
+    """qualify's own process for a one-test E2E (``--own-family``: another), counted by
+    callgrind with the E2E left out (``--trace-children=no``: the E2E and every helper run at
+    full speed, so qualify's monitor samples as often as it does without valgrind): the
+    instructions of qualify's start and end, which the machine's other users do not move, side
+    by side with ``--baseline``'s."""
     if shutil.which("valgrind") is None:
         raise SystemExit("--only own: valgrind not found (Debian: apt-get install valgrind)")
     env = dict(bare_env(), PYTHONHASHSEED="0")
@@ -549,7 +550,8 @@ def own_instructions(args: argparse.Namespace, repo: Path, out: Path) -> None:
             completed = subprocess.run(
                 ["valgrind", "--tool=callgrind", "--trace-children=no",
                  f"--callgrind-out-file={target}", python, "-m", "qualify", "run",
-                 "--family", "one", "--repo", str(repo), "--mem", args.mem, "--out", str(out)],
+                 "--family", args.own_family, "--repo", str(repo), "--mem", args.mem,
+                 "--out", str(out)],
                 cwd=out.parent, env=env, capture_output=True, text=True, check=False,
             )  # fmt: skip
             if completed.returncode != 0:
@@ -561,7 +563,8 @@ def own_instructions(args: argparse.Namespace, repo: Path, out: Path) -> None:
             counts[name].append(int(summary[0].split()[1]))
         row = " | ".join(f"{name} {values[-1] / 1e6:.1f} M" for name, values in counts.items())
         print(f"  round {index + 1}: {row}", file=sys.stderr)
-    print(f"qualify's own process, one-test E2E (callgrind, E2E not traced, PYTHONHASHSEED=0), "
+    print(f"qualify's own process, E2E {args.own_family!r} (callgrind, E2E not traced, "
+          f"PYTHONHASHSEED=0), "
           f"{args.count_rounds} rounds, millions of instructions, min / median / max:")  # fmt: skip
     for name, values in counts.items():
         print(f"  {name:<24} {spread([v / 1e6 for v in values], '.1f')}")
@@ -634,6 +637,11 @@ def main() -> int:
     parser.add_argument("--venv", type=Path, default=None, help="the suite's venv (cached)")
     parser.add_argument("--mem", default="2G")
     parser.add_argument("--startup-rounds", type=int, default=40, help="python -c pass rounds")
+    parser.add_argument(
+        "--own-family", choices=("one", "counted", "suite"), default="one",
+        help="--only own: the E2E qualify's process is counted around (default one: one test; "
+        "counted: test_arraypad; suite: the six modules)",
+    )  # fmt: skip
     parser.add_argument(
         "--count-rounds", type=int, default=3, help="instruction-count rounds (default 3)"
     )
