@@ -133,11 +133,11 @@ END_OF_RUN_MODULES = (
     "qualify.judge.judgement",
     "qualify.commands.publish",
     "qualify.report.terminal",
-    "rich.console",
-    "rich.table",
 )
 """What judging, reporting and publishing a run import: imported while the E2E runs, instead
-of before it starts or between its end and the reports."""
+of before it starts or between its end and the reports. Not rich: the summary of a run piped
+into a CI log is written without it (``qualify.report.terminal``); a terminal's, with colours,
+imports it at the end."""
 
 
 class EndOfRunImports:

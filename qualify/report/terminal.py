@@ -72,12 +72,83 @@ def _parity_line(result: RunResult) -> str | None:
     return line
 
 
+_Lines = list[tuple[str, str | None]]
+"""Lines of the summary: (text, rich style)."""
+_CONTROL = dict.fromkeys((7, 8, 11, 12, 13))
+"""What rich's ``Text`` strips from a text (bell, backspace, vertical tab, form feed, carriage
+return: ``rich.control.strip_control_codes``)."""
+
+
+def _lines(result: RunResult) -> tuple[_Lines, _Lines]:
+    """The summary's lines (text, rich style) before the phase table and after it."""
+    spec, execution = result.spec, result.execution
+    sandbox = execution.sandbox
+    style = _STYLE.get(result.verdict, "bold red")
+    limit = sandbox.in_effect.memory_bytes if sandbox else None
+    backend = sandbox.backend if sandbox else spec.backend
+    cap = format_bytes(limit) if sandbox and sandbox.capped else "UNCAPPED"
+    monitor = execution.monitor
+    peak = format_bytes(monitor.peak_bytes) if monitor else "-"
+    oom = monitor.oom_kills if monitor and monitor.oom_kills is not None else "-"
+    dirty = " (dirty)" if spec.commit.dirty else ""
+    before: _Lines = [
+        (result.verdict.value, style),  # the verdict alone in its style, then the line
+        (f" {spec.family.name} ({spec.profile}): {result.reason}", None),
+        (f"commit {spec.commit.head}{dirty}  backend {backend}", None),
+        (f"cap {cap}  peak {peak}  oom kills {oom}", None),
+    ]
+    site = allocation_point(list(monitor.last_gasp)) if monitor else None
+    if site is not None and monitor is not None:
+        site["phase"] = phase_at(monitor.phases, site["at_s"])  # (at_s: monotonic here)
+        before.append((f"near the cap: {allocation_words(site)}", None))
+    progress = result.progress
+    counts = family_counts(result.testcases)
+    before.append(
+        (
+            f"tests: {counts_said(counts, progress.collected)}"
+            + rerun_words(progress.rerun_count, progress.flaky, len(progress.flaky))
+            + (f"; running at the end: {progress.running}" if progress.running else ""),
+            None,
+        )
+    )
+    if result.pytest_unseen:
+        before.append((f"note: {WITHOUT_PLUGIN}", "yellow"))
+    after: _Lines = []
+    parity = _parity_line(result)
+    if parity:
+        after.append((parity, None))
+    if result.base is not None:
+        after.append((result.base.summary, None))
+    for problem in execution.teardown_problems:
+        after.append((f"teardown: {problem}", "yellow"))
+    return before, after
+
+
 def render_summary(result: RunResult, *, color: bool = False, width: int = 100) -> str:
     """Verdict, limits and peak, tests, phases, parity, as text (ANSI colours when ``color``).
 
     Every piece of the family's text is printed as text, never parsed as rich markup; the
-    caller sanitizes the result before it prints it (a CI log is public).
+    caller sanitizes the result before it prints it (a CI log is public). Without colours and
+    without phases (a plain pytest family's run, piped into a CI log) the lines are written
+    directly, as rich writes them, and rich is not imported (a tenth of a run's own CPU).
     """
+    before, after = _lines(result)
+    monitor = result.execution.monitor
+    # (a tab after a wide character: rich counts cells to its tab stop, ``expandtabs`` does not)
+    tabbed = any("\t" in text and not text.isascii() for text, _ in [*before, *after])
+    if not color and (monitor is None or not monitor.phases) and not tabbed:
+        return _plain(before, after)
+    return _rich(result, before, after, color=color, width=width)
+
+
+def _plain(before: _Lines, after: _Lines) -> str:
+    """The lines as rich writes them without colours: its control codes stripped, tabs
+    expanded to its tab stops, never wrapped."""
+    lines = [before[0][0] + before[1][0], *(text for text, _ in [*before[2:], *after])]
+    return "".join(line.translate(_CONTROL).expandtabs(8) + "\n" for line in lines)
+
+
+def _rich(result: RunResult, before: _Lines, after: _Lines, *, color: bool, width: int) -> str:
     from rich.console import Console  # imported late: it is the slowest import of a run
     from rich.text import Text
 
@@ -92,46 +163,12 @@ def render_summary(result: RunResult, *, color: bool = False, width: int = 100) 
         emoji=False,
         markup=False,
     )
-    spec, execution = result.spec, result.execution
-    sandbox = execution.sandbox
-    style = _STYLE.get(result.verdict, "bold red")
-    console.print(
-        Text.assemble(
-            (result.verdict.value, style), f" {spec.family.name} ({spec.profile}): {result.reason}"
-        )
-    )
-    limit = sandbox.in_effect.memory_bytes if sandbox else None
-    backend = sandbox.backend if sandbox else spec.backend
-    cap = format_bytes(limit) if sandbox and sandbox.capped else "UNCAPPED"
-    monitor = execution.monitor
-    peak = format_bytes(monitor.peak_bytes) if monitor else "-"
-    oom = monitor.oom_kills if monitor and monitor.oom_kills is not None else "-"
-    dirty = " (dirty)" if spec.commit.dirty else ""
-    console.print(Text(f"commit {spec.commit.head}{dirty}  backend {backend}"))
-    console.print(Text(f"cap {cap}  peak {peak}  oom kills {oom}"))
-    site = allocation_point(list(monitor.last_gasp)) if monitor else None
-    if site is not None and monitor is not None:
-        site["phase"] = phase_at(monitor.phases, site["at_s"])  # (at_s: monotonic here)
-        console.print(Text(f"near the cap: {allocation_words(site)}"))
-    progress = result.progress
-    counts = family_counts(result.testcases)
-    console.print(
-        Text(
-            f"tests: {counts_said(counts, progress.collected)}"
-            + rerun_words(progress.rerun_count, progress.flaky, len(progress.flaky))
-            + (f"; running at the end: {progress.running}" if progress.running else "")
-        )
-    )
-    if result.pytest_unseen:
-        console.print(Text(f"note: {WITHOUT_PLUGIN}", style="yellow"))
+    console.print(Text.assemble((before[0][0], before[0][1] or ""), before[1][0]))
+    for text, style in before[2:]:
+        console.print(Text(text, style=style or ""))
     table = _phase_table(result)
     if table is not None:
         console.print(table)
-    parity = _parity_line(result)
-    if parity:
-        console.print(Text(parity))
-    if result.base is not None:
-        console.print(Text(result.base.summary))
-    for problem in execution.teardown_problems:
-        console.print(Text(f"teardown: {problem}", style="yellow"))
+    for text, style in after:
+        console.print(Text(text, style=style or ""))
     return buffer.getvalue()
