@@ -210,7 +210,7 @@ it, ends with the run's last process; its pages are charged to the cap of whoeve
 the E2E inside the run's cgroup (docker does the same for a container)."""
 LOCK_SCRIPT = (
     'mount -t tmpfs -o "size=$1,nosuid,nodev,mode=1777" qualify-shm /dev/shm || exit 126; '
-    "shift; set -f; l() { echo \"none $5 none remount,bind,ro 0 0\"; }; "
+    'shift; set -f; l() { echo "none $5 none remount,bind,ro 0 0"; }; '
     'while read -r m; do case "$m" in *" - cgroup "*|*" - cgroup2 "*) l $m;; esac; done '
     "< /proc/self/mountinfo > /dev/shm/.qualify-lock && mount -a -T /dev/shm/.qualify-lock "
     "&& rm /dev/shm/.qualify-lock || exit 126; "
