@@ -32,8 +32,10 @@ from typing import Any
 from qualify import cuts
 from qualify.evidence.evidence_line import LineSignal
 
+_CANNOT = r"can ?not|can't|could ?not|couldn't|unable to|failed to"
+"""The words of a refusal ("could not", "unable to"), shared by every reading of one."""
 _REFUSED = (
-    r"(?:can ?not|can't|could ?not|couldn't|unable to|failed to|fail to) (?:\w+ )?"
+    rf"(?:{_CANNOT}|fail to) (?:\w+ )?"
     r"(?:map|reserve|commit|obtain|grow|enlarge|expand|extend|allocate)\b(?: [\w-]+){0,4}"
     r" (?:memory|heap|ram)\b"
     r"|(?:requires?|needs?|needed) more (?:\w+ ){0,2}memory\b.{0,40}?\bthan\b"
@@ -68,7 +70,7 @@ _SAID = re.compile(
     _REFUSED + r"|" + _CLAUSE + r"|out of (?:[\w-]+ ){0,4}memory|\boom\b|outofmemory|out_of_memory"
     r"|resource[_ ]exhausted"
     r"|out of swap|(?:failed|unable) to reclaim (?:\w+ )?memory"
-    r"|memory (?:is )?exhausted|(?:can ?not|can't|could ?not|couldn't|unable to|failed to)"
+    rf"|memory (?:is )?exhausted|(?:{_CANNOT})"
     r" (?:\w+ )?\w*allocate|alloc(?:ation)?[_ ]failed|allocation (?:of|on) .{0,80}?(?:failed|would"
     r" exceed)|bad_alloc|bad allocation|memoryerror|nomemoryerror|not enough (?:\w+ )?memory"
     r"|insufficient (?:\w+ )?memory|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching|beyond)"
@@ -221,7 +223,7 @@ _NODE = re.compile(
     r"|running low on memory|earlyoom|nohang|lowmemorykiller|lmkd|jetsam|\boomd\b|usage threshold"
 )
 _REFUSAL = re.compile(
-    r"(?:can ?not|can't|could ?not|couldn't|unable to|failed to) (?:\w+ )?"
+    rf"(?:{_CANNOT}) (?:\w+ )?"
     r"(?:\w*allocate|get|obtain|map|reserve|commit)\b"
 )
 """A program saying it could not get memory: a refusal, whatever else the line says of the
