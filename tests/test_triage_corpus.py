@@ -186,10 +186,6 @@ KNOWN_MISSES = {
         "the class is right; the kernel report's 'invoked oom-killer' line is cited, not its "
         "call trace's out_of_memory frame the label names"
     ),
-    "kill-kserve-emptydir-evicted-kserve-kserve-3792.txt": (
-        "the class is right; the kubelet's Killing events are cited, not the Evicted line the "
-        "label names"
-    ),
     "kill-loki-oom-killer-grafana-loki-196.txt": (
         "the class is right; the kernel report's 'invoked oom-killer' line is cited, not its "
         "call trace's out_of_memory frame"

@@ -208,6 +208,9 @@ def _library(line: str, low: str) -> LineSignal | None:
     if "outofmemory" in low and ("hiperroroutofmemory" in low or "hip_error_outofmemory" in low):
         return _signal("gpu_oom", engine="hip", api="HIP runtime")
     if "out_of_device_memory" in low:
+        # the same constant's name in two APIs: Vulkan's VK_ERROR_..., Level Zero's ZE_RESULT_...
+        if "vk_error_out_of_device_memory" in low:
+            return _signal("gpu_oom", engine="vulkan", api="Vulkan")
         return _signal("gpu_oom", engine="level-zero", api="Level Zero")
     if low.strip() == "failed to allocate again.":
         return _signal("gpu_oom", engine="nnabla", api="nnabla allocator")

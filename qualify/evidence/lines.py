@@ -47,10 +47,12 @@ import re
 from typing import Any
 
 from qualify import cuts
+from qualify.evidence.end_parts import parse_end_parts
 from qualify.evidence.evidence_line import LineSignal
 from qualify.evidence.gpu_lines import parse_engine_line
 from qualify.evidence.gpu_lines import parse_tensorrt_line as _parse_tensorrt
 from qualify.evidence.oom_parts import parse_oom_parts
+from qualify.evidence.structure import names_memory, read_fields, spelled
 
 __all__ = ["KB", "LineSignal", "parse_line"]
 
@@ -97,6 +99,8 @@ _SIGNAL_EXIT = re.compile(
     # systemd's "Main process exited, code=killed, status=9/KILL"; loky's "The exit codes of
     # the workers are {SIGKILL(-9)}"
     r"|\bcode=(?:killed|dumped), status=(\d+)\b|(?i:exit codes?\b.{0,40}?\bSIG([a-z]+)\b)"
+    # Python's subprocess: "Command '[...]' died with <Signals.SIGKILL: 9>."
+    r"|(?i:died with <signals\.sig([a-z]+): \d+>)"
     # a signal as a field's value (Jest's "ChildProcessWorker exit: exitCode = null, pid = 1378,
     # signal = SIGKILL")
     r"|\bsignal\s?[=:]\s?SIG([A-Z]+)\b"
@@ -615,6 +619,7 @@ PARSERS = (
     parse_pytest_line,
     parse_console_line,
     parse_oom_parts,
+    parse_end_parts,
 )
 
 
@@ -632,7 +637,21 @@ def parse_line(line: str) -> LineSignal | None:
     Killed"``) is read by the line's parts, which name the cause."""
     if line[:1] in ("+", "-") and _DIFF_LINE.match(line):
         return None
-    low = line.lower()
+    found = _first(line, line.lower())
+    if found is not None:
+        return found
+    # Read again with its identifiers spelled as words ("OOMKilled", "InsufficientMemoryException",
+    # "VK_ERROR_OUT_OF_DEVICE_MEMORY"), then by its fields (``status: DeadlineExceeded``).
+    words = spelled(line)
+    if words is None:
+        return None
+    found = _first(words, words.lower())
+    if found is not None and found.kind in _MEMORY_CAUSES and not names_memory(words):
+        return None  # a status spelled as words ("ResourceExhausted") that names no memory
+    return found or read_fields(words)
+
+
+def _first(line: str, low: str) -> LineSignal | None:
     for parser in PARSERS:
         if (found := parser(line, low)) is not None:
             if found.kind in _BARE_ENDS:

@@ -85,6 +85,8 @@ _SAID = re.compile(
     r"|low on resource: memory|alloc\w* failed|failed to alloc\b|enough memory resources"
     r"|outofdevicememory|(?:attempting|trying|tried) to (?:reserve|allocate) .{0,80}not possible"
     r"|alloc\w* <= (?:available|free)\w* failed"
+    r"|\b(?:used|using|consumed|consuming|exhausted|exhausting|took|taking) (?:up )?all "
+    r"(?:the |of the )?(?:available |free |system |its )?(?:ram|memory)\b"
 )
 """Words that say memory ran out (on the lowered line). Windows' "The paging file is too small
 ..." counts when an error or a .NET exception with its HRESULT reports it on the line (what the
@@ -132,6 +134,17 @@ next (MATLAB's "Out of memory. Type HELP MEMORY for your options.", ComfyUI's "N
 memory. Try reducing image resolution ..."), or before its advice (MySQL's "Out of sort memory,
 consider increasing server sort buffer size"): a program's message, not a person's sentence
 (which starts with its speaker, "I ran out of memory")."""
+_LOG_SHAPED = re.compile(
+    r"^\W{0,3}(?:\d{4}[-/.]\d\d[-/.]\d\d[t ]\d\d:\d\d"  # 2023-05-01 12:00:00, ISO 8601
+    r"|\d\d:\d\d:\d\d[.,]\d+\b"  # 12:00:00.123
+    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\b"  # syslog: May  1 12:00:00
+    r"|[EFW]\d{4} \d\d:\d\d:\d\d"  # glog: E0501 12:00:00.123
+    r"|\[?(?:error|err|fatal|crit(?:ical)?|severe|panic|emerg(?:ency)?|alert|warn(?:ing)?|info"
+    r"|notice|debug)\]?(?:\s*[\]:|-]))",
+    re.IGNORECASE,
+)
+"""A line shaped as a program's log writes it: a timestamp or a severity first. What such a line
+says of memory is the program's report, not a person's sentence."""
 _OPTION = re.compile(r"(?<!\S)-(?:xx:[+-]?|-?)[\w.+:=-]*(?:oom|outofmemory)[\w.+:=/-]*")
 """A command-line option whose name holds the words (the JVM's
 ``-XX:+HeapDumpOnOutOfMemoryError``, ``--oom-score-adj=500``): a setting, not an event; blanked
@@ -444,7 +457,7 @@ def parse_oom_parts(
         or _CHANGE_INTRO.search(low)  # a message being changed or proposed, described
     ):  # fmt: skip
         return LineSignal("memory_noted", fields)
-    reported = reported or _BARE.match(low) is not None
+    reported = reported or _BARE.match(low) is not None or _LOG_SHAPED.match(line) is not None
     if not (reported or numbers or _EVENT.search(low) or _EVICTION.search(low)):
         # A mention (a title, prose), unless the lines around show it is a program's output
         # (inside a fenced block: ``in_context``).

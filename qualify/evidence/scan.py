@@ -27,6 +27,7 @@ import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from qualify.evidence.cuda_oom import CudaOom, parse_cuda_oom
 from qualify.evidence.evidence_line import Evidence
@@ -155,11 +156,21 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"timed out",
         b"time has",  # "Build execution time has reached the maximum allowed time" (AppVeyor)
         b"timeout of",  # "reached its statement or warehouse timeout of 120 second(s)"
+        b"wall time",  # "Walltime exceeded", "wall time limit"
+        b"walltime",
+        b"maximum runtime",  # "task exceeded its maximum runtime of 2h"
+        b"max runtime",
     ),  # pytest-timeout banner, Slurm DUE TO TIME LIMIT, libcheck's and CTest's timeouts
     b" passed": (b" passed in", b" passed,", b" passed\x1b"),  # a pytest summary (coloured)
     b"e   ": (b"e   ",),  # pytest's "E   " lines
     b"oom": (b"oom",),  # OOMKilled, oom-kill, docker "container oom", systemd-oomd
-    b"canceled": (b"canceled",),  # "The operation was canceled."
+    # a deadline passed: Kubernetes' "DeadlineExceeded", "Job was active longer than specified
+    # deadline"
+    b"deadline": (b"deadline",),
+    b"evict": (b"evicted",),  # a pod evicted ("Warning  Evicted  44s  kubelet  The node was ...")
+    # the code of a SIGKILL after a word other than "exit" ("returned a non-zero code: 137")
+    b"137": (b"code: 137", b"code 137", b"code=137", b"status: 137", b"status 137", b"status=137"),
+    b"cancel": (b"canceled", b"cancelled"),  # "The operation was canceled.", "cancelled after"
     # a death by a signal worded without "kill" (ninja's "job terminated due to signal 9")
     b"signal": (b"due to signal", b"on signal", b"from signal"),
     # an allocation refused in words no other needle holds ("classify: unable to allocate hash
@@ -170,6 +181,30 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     b"enough ": (),
     b"insufficient ": (),
 }
+_NAMED = (
+    b"memory limit", b"memory quota", b"memory pressure", b"memory budget", b"mem limit",
+    b"low memory", b"enough memory", b"insufficient memory", b"of host memory",
+    b"of gpu memory", b"of video memory", b"time limit", b"timed out", b"out of swap",
+)  # fmt: skip
+"""Needles that name a state or an error, as identifiers also write them."""
+
+
+def _joined(needles: tuple[bytes, ...]) -> tuple[bytes, ...]:
+    """``needles``, and each of ``_NAMED`` also joined by underscores and by nothing, as an
+    identifier writes it once lowered (``MemoryLimitExceeded``, ``ERR_INSUFFICIENT_MEMORY``,
+    ``VK_ERROR_OUT_OF_HOST_MEMORY``): the parser reads such a line with its identifiers spelled
+    (:mod:`qualify.evidence.structure`)."""
+    out = list(needles)
+    for needle in needles:
+        if needle in _NAMED:
+            out += [
+                j for j in (needle.replace(b" ", b"_"), needle.replace(b" ", b"")) if j not in out
+            ]
+    return tuple(out)
+
+
+for _anchor in (b"mem", b"time", b"w"):
+    GROUPS[_anchor] = _joined(GROUPS[_anchor])
 NEEDLES: tuple[bytes, ...] = tuple(n for needles in GROUPS.values() for n in needles)
 _CUDA_HIT = b"out of memory. Tried to allocate"
 _SAMPLE_BYTES = 16 << 10
@@ -194,17 +229,44 @@ the same clauses (:data:`qualify.evidence.oom_parts._CLAUSE`)."""
 
 
 def _group_regex(anchor: bytes, needles: tuple[bytes, ...]) -> re.Pattern[bytes]:
-    """``anchor`` then, for each needle, the rest of it: what precedes the anchor as a
-    lookbehind (which includes the anchor), what follows as plain bytes; then the anchor's
-    clause (``CLAUSES``)."""
-    branches = [CLAUSES[anchor].decode()] if anchor in CLAUSES else []
+    """``anchor`` then what follows it in each needle, as one trie of those tails (a tail shared
+    by many needles is tried once per hit, not once per needle: ``ory limit``, ``ory_limit``,
+    ``orylimit``), each needle's part before the anchor checked at its tail's end as a lookbehind
+    of the whole needle; then the anchor's clause (``CLAUSES``)."""
+    if anchor in needles:
+        return re.compile(re.escape(anchor))
+    trie: dict[Any, Any] = {}
     for needle in needles:
         at = needle.index(anchor)
-        if needle == anchor:
-            return re.compile(re.escape(anchor))
-        before = f"(?<={re.escape(needle[: at + len(anchor)]).decode()})" if at else ""
-        branches.append(before + re.escape(needle[at + len(anchor) :]).decode())
+        node = trie
+        for byte in needle[at + len(anchor) :]:
+            node = node.setdefault(byte, {})
+        node.setdefault(None, []).append(f"(?<={re.escape(needle).decode()})" if at else "")
+    branches = [CLAUSES[anchor].decode()] if anchor in CLAUSES else []
+    if trie:
+        branches.append(_trie_pattern(trie))
     return re.compile(f"{re.escape(anchor).decode()}(?:{'|'.join(branches)})".encode())
+
+
+def _trie_pattern(node: dict[Any, Any]) -> str:
+    """The regex of a trie of bytes: a chain of single children as one literal."""
+    options = []
+    ends = node.get(None)
+    for byte, node_child in node.items():
+        if byte is None:
+            continue
+        chain, child = bytes([byte]), node_child
+        while len(child) == 1 and None not in child:
+            ((next_byte, child),) = child.items()
+            chain += bytes([next_byte])
+        options.append(re.escape(chain).decode() + _trie_pattern(child))
+    if ends is not None:
+        if "" in ends and not options:
+            return ""  # a needle ends here, whatever precedes it
+        options.append("" if "" in ends else "|".join(ends))
+    if not options:
+        return ""
+    return options[0] if len(options) == 1 and ends is None else f"(?:{'|'.join(options)})"
 
 
 _REGEXES = {anchor: _group_regex(anchor, needles) for anchor, needles in GROUPS.items()}

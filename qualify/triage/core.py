@@ -175,6 +175,8 @@ def read_inputs(sources: Sources) -> Inputs:
         inputs.docker.append(state)
         if problem:
             inputs.problems.append(problem)
+        if state.empty:  # JSON that names OOMKilled as a value (a structured log): its lines
+            inputs.logs.append(_scan(path, inputs, sources.label(path)))
     for path in sources.junit:
         inputs.tests.append(read_junit_outcomes(path, sources.label(path)))
     for path in sources.report_log:

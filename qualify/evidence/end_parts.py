@@ -1,0 +1,160 @@
+"""How a unit of work ended, read by the parts of any sentence that says so: the reader of last
+resort for kills and time limits, as :mod:`qualify.evidence.oom_parts` is for memory.
+
+The named parsers (:mod:`qualify.evidence.lines`) know the wordings of the CI systems, shells
+and schedulers they were written from. A line none of them knows is read here for:
+
+- **what ended**: a unit of work (a process, task, job, step, build, test, worker, command,
+  container, session...) or the shell's status word (``Killed``, ``zsh: killed``);
+- **how**: killed (``was killed``, ``got killed``, ``SIGKILL``, ``signal 9``), evicted, or
+  ended with the code a shell gives a process killed by SIGKILL or SIGTERM (``returned a
+  non-zero code: 137``);
+- **why**: its time running out, in any words that pair a time limit with its end (``timeout``,
+  ``time limit``, ``deadline``, ``walltime``, ``maximum execution time``, ``ran longer than``)
+  with a unit of work or a crossing (``exceeded``, ``after``, ``reached``). A network's time
+  running out (a connection, a request, a read, a lock) is not a unit of work's and decides
+  nothing.
+
+A sentence that only supposes an end ("if the process is killed", "may time out", "to avoid
+timeouts", a question) is not one. Memory as the cause is read by the memory reader, which runs
+first.
+"""
+
+from __future__ import annotations
+
+import re
+
+from qualify.evidence.evidence_line import LineSignal
+
+_UNIT = (
+    r"process(?:es)?|task|job|step|build|test(?: case)?|worker|command|container|pod|run"
+    r"|program|script|stage|session|instance|executor|daemon|child|subprocess|service|pipeline"
+    r"|action|compiler|linker|suite|runner|agent|workflow|query|statement|function|tool|binary"
+    r"|application|app|server|training|benchmark|simulation|solver|check|hook|spec"
+)
+_UNIT_WORD = re.compile(rf"\b(?:{_UNIT})\b")
+_KILL = re.compile(
+    r"\b(?:was|were|been|being|got|get|gets|is|are) (?:\w+ly )?killed\b"
+    r"|^\W*(?:[\w.-]+: )?killed\b|\b(?:" + _UNIT + r")(?: \S+)? killed\b"
+    r"|\bsigkill\b|\bsignal 9\b|\bkill -9\b"
+)
+"""A unit of work killed, in words or by SIGKILL; the shell's status word after the
+shell's name (zsh's ``zsh: killed     python train.py``). (A program's own "Killing subprocess
+12" is its cleanup after another end, which is the cause: not read as one.)"""
+_KILL_TO_FREE = re.compile(r"\bkill(?:s|ed|ing)?\b.{0,120}?\bto (?:free|reclaim|release)\b")
+"""A kill whose purpose is to free memory (Android's low-memory killer: "Kill 'com.x' (1234),
+uid 10123, adj 900 to free 51234kB"): the machine ran short."""
+_KILL_CODE = re.compile(
+    r"\bexit\w*\b[^\d\n]{0,30}?(?<![\w.-])(137|143|-9|-15)\b(?![.\d])"
+    r"|\b(?:code|status)(?:: |:|=| )(137)\b(?![.\d])"
+)
+"""An end with the code a shell gives a process killed by SIGKILL (137) or SIGTERM (143), or the
+signal's negative number a runtime gives (``exit status -9``); after "code" or "status" alone,
+137 (``returned a non-zero code: 137``, the scanner's needles for it)."""
+_FAILED_TESTS = re.compile(
+    r"^\s*\[ +failed +\] \S"  # GoogleTest
+    r"|^\s*fail\s+\S+\.(?:test|spec)\.\w+\b|^\s*fail\t\S+\t"  # Jest; go test's package line
+    r"|^\s*(?!0\b)\d+ failing\s*$"  # mocha
+    r"|\bfailures: (?!0\b)\d+|\btests run:.*\berrors: (?!0\b)\d+"  # Maven Surefire
+    r"|^\s*failed \((?:failures|errors)=\d+"  # unittest
+    r"|\b\d+ examples?, (?!0\b)\d+ failures?\b"  # RSpec
+    r"|^[\s`>]*tests?:\s+(?!0\b)\d+ failed\b"  # Jest's summary
+    r"|^\s*the following tests failed:"  # CTest
+)
+"""Other test runners' own words for failed tests, each with a count above zero where it has
+one."""
+_TIME_LIMIT = re.compile(
+    r"\btime ?outs?\b|\btimed ?out\b|\btime ?limit\b|\bdeadline\b|\bwall ?time\b|\bwall[- ]clock\b"
+    r"|\bmax(?:imum)? (?:\w+ )?(?:time|duration|run ?time)\b|\bruntime limit\b"
+    r"|\b(?:ran|running|took|taking|runs) (?:\w+ )?longer than\b|\btoo long\b"
+    r"|\bno output\b|\binactivity\b|\bstalled\b"
+)
+"""Words that name a time limit or its crossing."""
+_CROSSED = re.compile(
+    r"\b(?:exceed\w*|reached|reaching|hit|expired|after|elapsed|timed ?out|longer than"
+    r"|killed|cancel+ed|stopped|aborted|terminated|interrupted)\b"
+)
+"""Words that say the limit was crossed or the work ended for it."""
+_AFTER_DURATION = re.compile(
+    r"\b(?:killed|cancel+ed|stopped|aborted|terminated|interrupted)\b.{0,40}?\bafter (?:\w+ )?"
+    r"[\d.]+ ?(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?)\b"
+)
+"""Work ended after a stated duration (``Process killed after 3600 seconds``, ``Build cancelled
+after 60 minutes``): its time ran out."""
+_NETWORK = re.compile(
+    r"\b(?:connect\w*|socket|request|http\w*|https|read|write|handshake|dns|lock|waiting for"
+    r"|wait for|await\w*|poll\w*|ping|heartbeat|rpc|grpc|curl|wget|fetch\w*|download\w*"
+    r"|upload\w*|ssh|tcp|udp|tls|ssl|url|proxy|network|navigation|selector|element|locator"
+    r"|response|acquire|mutex|semaphore|receive|recv|send|i/o|io|port|address|host"
+    r"|registry|pull\w*|push\w*|clone|git|npm|pip|apt|repository)\b"
+)
+"""A network's or a wait's time running out: not the run's own time limit."""
+_SUPPOSED = re.compile(
+    r"\b(?:if|when|whether|unless|may|might|could|can|would|should|will|to avoid|to prevent"
+    r"|prevent\w*|avoid\w*|how to|how do|why|configur\w*|set(?:ting)?|increase|default"
+    r"|option|flag|parameter|environment variable|invalid|must be|possibly|clean(?:ing)? ?up)\b"
+)
+"""A sentence that supposes, asks or advises rather than reports, names a setting or refuses one
+(``invalid value for 'build.steps[1].timeout'``), or tells of a cleanup after another end
+("processes killed (some possibly by mpiexec during cleanup)")."""
+_EVICTED = re.compile(
+    r"\b(?:was|were|been|is|are|being|got) evicted\b|^\W*(?:warning\s+)?evicted\s"
+)
+"""A pod evicted (for memory, the memory reader has said so first: here, for another resource or
+none said)."""
+_NEAR = 60
+"""Characters around a kill's or a time limit's words in which a supposition counts."""
+
+
+def _supposed(low: str, match: re.Match[str]) -> bool:
+    """Whether the words around ``match`` suppose, ask, advise or set rather than report (a
+    structured line's other fields, such as ``Namespace:"default"``, are not read)."""
+    if low.rstrip().endswith("?"):
+        return True
+    return _SUPPOSED.search(low, max(0, match.start() - _NEAR), match.end() + _NEAR) is not None
+
+
+_WORDS = re.compile(
+    r"kill|term|sig|137|143|-9|-15|time|deadline|output|longer|inactiv|stall|after|fail|evict"
+)
+_ERROR_LEADS = frozenset({"error", "fatal", "fatal error", "failed"})
+"""What may come before the time limit's words on a line that reports it."""
+_OTHER_CAUSE = re.compile(r"\bexceed\w*\b|\bover (?:the |its )?limit\b|\bdue to\b|\bbecause\b")
+"""A kill that says why: a cause other than time or memory (those are read first), such as PBS'
+"job killed: ncpus 9.3 exceeded limit 8"."""
+_ENDED = re.compile(r"\b(?:killed|cancel+ed|stopped|aborted|terminated|interrupted)\b")
+
+
+def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
+    """The end a line reports, read by its parts: ``timeout`` (a unit of work's time limit
+    reached), ``terminated_externally`` (killed or signalled from outside, no cause said),
+    ``exit_code`` (137 or 143 as a code), or None."""
+    low = line.lower() if low is None else low
+    if not _WORDS.search(low):
+        return None
+    if _FAILED_TESTS.search(low):
+        return LineSignal("test_failed", {"parts": True})
+    timed = _TIME_LIMIT.search(low) or _AFTER_DURATION.search(low)
+    if timed is not None and _supposed(low, timed):
+        return None
+    if timed is not None and not _NETWORK.search(low):
+        lead = low[: timed.start()].strip(" \t:*>#-[]")
+        crossed = _CROSSED.search(low) is not None
+        ended = _ENDED.search(low) is not None
+        if crossed and (ended or lead == "" or lead in _ERROR_LEADS or _UNIT_WORD.search(low)):
+            return LineSignal("timeout", {"parts": True})
+        if lead in _ERROR_LEADS and timed[0].startswith("time"):
+            return LineSignal("timeout", {"parts": True})  # "Error: Timeout - Async callback ..."
+    evicted = _EVICTED.search(low)
+    if evicted is not None and not _supposed(low, evicted):
+        return LineSignal("terminated_externally", {"parts": True, "evicted": True})
+    if _OTHER_CAUSE.search(low):
+        return None  # killed for another resource (a CPU limit): not ours to call
+    if _KILL_TO_FREE.search(low):
+        return LineSignal("node_oom_kill", {"parts": True})
+    killed = _KILL.search(low) or _EVICTED.search(low)
+    if killed is not None and not _supposed(low, killed):
+        return LineSignal("terminated_externally", {"parts": True})
+    if (match := _KILL_CODE.search(low)) is not None:
+        return LineSignal("exit_code", {"code": int(match[1] or match[2]), "parts": True})
+    return None
