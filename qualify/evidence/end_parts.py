@@ -36,11 +36,14 @@ _UNIT_WORD = re.compile(rf"\b(?:{_UNIT})\b")
 _KILL = re.compile(
     r"\b(?:was|were|been|being|got|get|gets|is|are) (?:\w+ly )?killed\b"
     r"|^\W*(?:[\w.-]+: )?killed\b|\b(?:" + _UNIT + r")(?: \S+)? killed\b"
-    r"|\bsigkill\b|\bsignal 9\b|\bkill -9\b"
+    r"|\b(?:by|with|received|got|due to|from|on)\W+(?:a |the )?(?:signal\W+)?(?:sigkill|9\b)"
+    r"|\(sigkill\)|\bkill -9\b"
 )
-"""A unit of work killed, in words or by SIGKILL; the shell's status word after the
-shell's name (zsh's ``zsh: killed     python train.py``). (A program's own "Killing subprocess
-12" is its cleanup after another end, which is the cause: not read as one.)"""
+"""A unit of work killed, in words or by SIGKILL said as what ended it ("received SIGKILL",
+"died with signal 9", "(SIGKILL)"; a setting that names the signal is not an end); the shell's
+status word after the shell's name (zsh's ``zsh: killed     python train.py``). (A program's
+own "Killing subprocess 12" is its cleanup after another end, which is the cause: not read as
+one.)"""
 _KILL_TO_FREE = re.compile(r"\bkill(?:s|ed|ing)?\b.{0,120}?\bto (?:free|reclaim|release)\b")
 """A kill whose purpose is to free memory (Android's low-memory killer: "Kill 'com.x' (1234),
 uid 10123, adj 900 to free 51234kB"): the machine ran short."""
@@ -60,6 +63,9 @@ _FAILED_TESTS = re.compile(
     r"|\b\d+ examples?, (?!0\b)\d+ failures?\b"  # RSpec
     r"|^[\s`>]*tests?:\s+(?!0\b)\d+ failed\b"  # Jest's summary
     r"|^\s*the following tests failed:"  # CTest
+    # an assertion's own error, first on its line: Python's, Node's "AssertionError
+    # [ERR_ASSERTION]: Expected values to be strictly equal", JUnit's AssertionFailedError
+    r"|^[\s>]*(?:[\w.]+\.)?assertion(?:failed)?error\b"
 )
 """Other test runners' own words for failed tests, each with a count above zero where it has
 one."""
@@ -91,7 +97,8 @@ _NETWORK = re.compile(
 """A network's or a wait's time running out: not the run's own time limit."""
 _SUPPOSED = re.compile(
     r"\b(?:if|when|whether|unless|may|might|could|can|would|should|will|to avoid|to prevent"
-    r"|prevent\w*|avoid\w*|how to|how do|why|configur\w*|set(?:ting)?|increase|default"
+    r"|prevent\w*|avoid\w*|how to|how do|why|configur\w*|set(?:ting)?|increas\w*|rais\w*|bump\w*"
+    r"|default"
     r"|option|flag|parameter|environment variable|invalid|must be|possibly|clean(?:ing)? ?up)\b"
 )
 """A sentence that supposes, asks or advises rather than reports, names a setting or refuses one
@@ -102,21 +109,41 @@ _EVICTED = re.compile(
 )
 """A pod evicted (for memory, the memory reader has said so first: here, for another resource or
 none said)."""
-_NEAR = 60
-"""Characters around a kill's or a time limit's words in which a supposition counts."""
+_BOUNDARY = re.compile(r"[.!?;]\s|:\s|\s-\s")
+"""Where a clause ends: a sentence's end, a colon before what it introduces, a dash."""
+
+
+def _clause(low: str, match: re.Match[str]) -> tuple[int, int]:
+    """The span of the clause of ``low`` that holds ``match``."""
+    start = max((m.end() for m in _BOUNDARY.finditer(low, 0, match.start())), default=0)
+    after = _BOUNDARY.search(low, match.end())
+    return start, after.start() if after is not None else len(low)
 
 
 def _supposed(low: str, match: re.Match[str]) -> bool:
-    """Whether the words around ``match`` suppose, ask, advise or set rather than report (a
-    structured line's other fields, such as ``Namespace:"default"``, are not read)."""
+    """Whether the clause of ``match`` supposes, asks, advises or sets rather than reports (a
+    structured line's other fields, such as ``Namespace:"default"``, are other clauses)."""
     if low.rstrip().endswith("?"):
         return True
-    return _SUPPOSED.search(low, max(0, match.start() - _NEAR), match.end() + _NEAR) is not None
+    return _SUPPOSED.search(low, *_clause(low, match)) is not None
+
+
+def _networked(low: str, match: re.Match[str]) -> bool:
+    """Whether the clause of ``match`` names a network's or a wait's time (a path elsewhere on the
+    line, ``E:\\Git\\...``, is another clause)."""
+    return _NETWORK.search(low, *_clause(low, match)) is not None
 
 
 _WORDS = re.compile(
     r"kill|term|sig|137|143|-9|-15|time|deadline|output|longer|inactiv|stall|after|fail|evict"
+    r"|assertion"
 )
+_TIMED_AFTER = re.compile(
+    r"\btimed out after (?:\w+ )?[\d.]+ ?(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?"
+    r"|h|hrs?|hours?)\b"
+)
+"""Something timed out after a stated duration (Hugo's 'partial "head/head.html" timed out after
+30s'): its time limit, whatever it names (a network's is excluded first)."""
 _ERROR_LEADS = frozenset({"error", "fatal", "fatal error", "failed"})
 """What may come before the time limit's words on a line that reports it."""
 _OTHER_CAUSE = re.compile(r"\bexceed\w*\b|\bover (?:the |its )?limit\b|\bdue to\b|\bbecause\b")
@@ -137,11 +164,16 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
     timed = _TIME_LIMIT.search(low) or _AFTER_DURATION.search(low)
     if timed is not None and _supposed(low, timed):
         return None
-    if timed is not None and not _NETWORK.search(low):
+    if timed is not None and not _networked(low, timed):
         lead = low[: timed.start()].strip(" \t:*>#-[]")
-        crossed = _CROSSED.search(low) is not None
-        ended = _ENDED.search(low) is not None
-        if crossed and (ended or lead == "" or lead in _ERROR_LEADS or _UNIT_WORD.search(low)):
+        start, stop = _clause(low, timed)
+        following = _BOUNDARY.search(low, stop + 1)
+        stop = following.start() if following is not None else len(low)  # and the next clause
+        crossed = _CROSSED.search(low, start, stop) is not None
+        ended = _ENDED.search(low, start, stop) is not None
+        unit = _UNIT_WORD.search(low, start, stop) is not None
+        timed_after = _TIMED_AFTER.search(low) is not None
+        if timed_after or (crossed and (ended or unit or lead == "" or lead in _ERROR_LEADS)):
             return LineSignal("timeout", {"parts": True})
         if lead in _ERROR_LEADS and timed[0].startswith("time"):
             return LineSignal("timeout", {"parts": True})  # "Error: Timeout - Async callback ..."

@@ -84,6 +84,8 @@ _EXIT = re.compile(
     r"\s*[:=(]?\s*['\"]?"
     r"(-?\d+)\b|Error executing in Docker Container: (\d+)|\*\*\* \[[^\]]*\] Error (\d+)"
 )
+_SIGNAL_NAMED = re.compile(r"\bsig(kill|term)\b")
+"""A killing signal named on a line (lowercased)."""
 _SIGNAL_EXIT = re.compile(
     r"\(signal: (\d+),"  # Rust's ExitStatus: "(signal: 9, SIGKILL: kill)"
     r"|(?i:(?:killed|terminated|died|exited|ended|stopped|received)(?: \w+){0,2}?"
@@ -101,6 +103,8 @@ _SIGNAL_EXIT = re.compile(
     r"|\bcode=(?:killed|dumped), status=(\d+)\b|(?i:exit codes?\b.{0,40}?\bSIG([a-z]+)\b)"
     # Python's subprocess: "Command '[...]' died with <Signals.SIGKILL: 9>."
     r"|(?i:died with <signals\.sig([a-z]+): \d+>)"
+    # Python's subprocess: a negative status is the signal ("returned non-zero exit status -9")
+    r"|(?i:non-zero exit status -(\d+))\b"
     # a signal as a field's value (Jest's "ChildProcessWorker exit: exitCode = null, pid = 1378,
     # signal = SIGKILL")
     r"|\bsignal\s?[=:]\s?SIG([A-Z]+)\b"
@@ -430,6 +434,13 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
     ended = "exit" in low or "docker container:" in low or "*** [" in low or "return value" in low
     if ended and (match := _EXIT.search(line)):
         code = next(group for group in match.groups() if group is not None)
+        named = _SIGNAL_NAMED.search(low)
+        if named is not None and int(code) not in (128 + _SIGNAL_NUMBERS[named[1].upper()],):
+            # the signal named beside a status that is its number or another's ("exit status 9
+            # (SIGKILL)"): the signal ended it
+            return LineSignal(
+                "exit_code", {"code": -_SIGNAL_NUMBERS[named[1].upper()], "by_signal": True}
+            )
         return LineSignal("exit_code", {"code": int(code)})
     if (signalled := _signal_exit(line, low)) is not None:
         return signalled
@@ -502,7 +513,9 @@ def _ended(line: str, low: str) -> LineSignal | None:
 
 def _signal_exit(line: str, low: str) -> LineSignal | None:
     """A process's death by a signal, as ``exit_code`` with the signal's negative number."""
-    if ("sig" in low or "code=" in low) and (match := _SIGNAL_EXIT.search(line)):
+    if ("sig" in low or "code=" in low or "status -" in low) and (
+        match := _SIGNAL_EXIT.search(line)
+    ):
         number = next(group for group in match.groups() if group is not None)
         code = -int(number) if number.isdigit() else -_SIGNAL_NUMBERS.get(number.upper(), 0)
         if code:

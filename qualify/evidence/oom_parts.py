@@ -94,7 +94,7 @@ scanner's needles find; on a line of its own it is the message of a code, ``in_c
 _CODE = re.compile(
     r"^\s*(?:(?:if|elif|else|for|while|return|raise|throw|except|catch|case|def|class)\b"
     r"|(?:#|//|/\*)(?!.*\w(?:Error|Exception): )(?!\s*(?:[Ff]atal|FATAL|[Ee]rror|ERROR)\b)"
-    r"(?!.*\b(?:fatal error|java runtime environment|native memory allocation)\b))"
+    r"(?!.*\b(?i:fatal error|java runtime environment|native memory allocation)\b))"
     # a stack frame: the kernel's "warn_alloc_failed+0x104/0x128", a backtrace's "0x101b0f440
     # v8::...::FatalProcessOutOfMemory(...) + 616", gdb's "#3 0x... in", lldb's "frame #3:"
     r"|\w\+0x[0-9a-f]+/0x[0-9a-f]+\b|0x[0-9a-f]{8,}\s.*\s\+ \d+\s*$"
@@ -165,12 +165,14 @@ _HEDGE = re.compile(
     r"|^\W*(?:if|in case)\b|\b(?:perhaps|maybe|probably)\b|\btells you\b|\bmeans that\b"
     r"|\b(?:it is|it's|it may be) possible\b|\b(?:indicates|signals?) that\b"
     r"|\bpotential(?:ly)? (?:an? )?(?:oom|out[ -]of[ -]memory|kill\w*|terminat\w*)\b"
+    r"|\bto (?:track|monitor|detect|catch|debug|investigate|reproduce|simulate|test|handle)"
+    r" (?:the |an? )?(?:\w+ ){0,2}(?:oom|out[ -]of[ -]memory)"
 )
 """A cause offered as one of several or as a possibility ("It is possible that dataloader's workers
 are out of shared memory", "I've seen 137 referenced as a potential OOM termination"), a generic
 explanation ("exit code 137 typically means", "Error 53200 is ... signal that the ... budget has
-run out"), advice, or a condition ("If you encounter CUDA out of memory, try ..."): a mention,
-not a report."""
+run out"), advice, a condition ("If you encounter CUDA out of memory, try ..."), or a purpose
+("This will help us to track OOM kills"): a mention, not a report."""
 _INTRO = re.compile(
     r"^\W*(?:this is|here is|here's|below is|the following|i (?:get|got|see|saw|am getting"
     r"|keep getting|have|had)|we (?:get|got|see|saw))\b"
@@ -182,6 +184,26 @@ _QUOTED = re.compile(r"`[^`]+`|\"[^\"]+\"")
 memory limit has been reached:"): a description, not the program's report, unless it quotes
 the report (``Our services exit with the message `Exit Code: 137, Exit Message: "OOM
 Killed"` ``)."""
+
+
+_ERROR_FORM = re.compile(r"\[errno \d+\]|\berrno\W|\b\w*(?:error|exception)\b\W{0,3}:|\benomem\b")
+"""An error's own form (``[Errno 12] Cannot allocate memory``, ``MemoryError:``)."""
+
+
+def _hedged(low: str, said: re.Match[str]) -> bool:
+    """Whether a hedge governs the words that say memory ran out: on the line, unless the hedge
+    stands before a colon after which the error is quoted in its own form (Ansible's "ERROR!
+    Unexpected Exception, this is probably a bug: [Errno 12] Cannot allocate memory": the bug is
+    supposed, the error is reported)."""
+    hedge = _HEDGE.search(low)
+    if hedge is None:
+        return False
+    colon = low.rfind(": ", hedge.end(), said.start())
+    if colon < 0:
+        return True
+    return (
+        _ERROR_FORM.search(low, colon, said.end()) is None or _HEDGE.search(low, colon) is not None
+    )
 
 
 def _described(low: str) -> bool:
@@ -453,7 +475,7 @@ def parse_oom_parts(
         # never opened: a file that cannot be opened, not memory.
         return LineSignal("memory_noted", {**fields, "ecosystem": "SQLite"})
     if (
-        _INTRO.search(low) or _HEDGE.search(low) or _PLACEHOLDER.search(low) or _described(low)
+        _INTRO.search(low) or _hedged(low, said) or _PLACEHOLDER.search(low) or _described(low)
         or _CHANGE_INTRO.search(low)  # a message being changed or proposed, described
     ):  # fmt: skip
         return LineSignal("memory_noted", fields)
