@@ -49,3 +49,25 @@ def pod_memory_limit(text: str, source: str) -> tuple[Evidence, int] | None:
             if match and (size := quantity_bytes(match.group(1))):
                 return Evidence.of(source, offset, below, "pod_memory_limit"), size
     return None
+
+
+_PLATFORM = re.compile(
+    r"\b(?:oomkilled|containers?|pods?|kubernetes|k8s|kubelet|kubectl|docker\w*|podman|cgroups?"
+    r"|memcg|cloud ?foundry|app instance|dynos?|slurm\w*|sbatch|srun|sacct|yarn|ecs|fargate"
+    r"|aws lambda|cloud run|nomad|mesos|openshift|helm)\b",
+    re.IGNORECASE,
+)
+"""A platform that runs work under a memory limit of its own: a container, a pod, a job of a
+batch scheduler, a PaaS's instance or dyno, a cgroup."""
+
+
+def platform_named(text: str, source: str) -> Evidence | None:
+    """The first line of ``text`` (a file's head) that names a platform running work under a
+    limit of its own, as evidence; None when none does."""
+    match = _PLATFORM.search(text)
+    if match is None:
+        return None
+    start = text.rfind("\n", 0, match.start()) + 1
+    stop = text.find("\n", match.end())
+    line = text.count("\n", 0, start) + 1
+    return Evidence.of(source, line, text[start : stop if stop >= 0 else len(text)], "platform")

@@ -156,11 +156,21 @@ def _host_oom(bag: Bag) -> Decision | None:
         )
         return Decision(TriageClass.GLOBAL_OOM, summary, tuple(bag.oom_invoked[:8]), LOW)
     if bag.oom_kills:
+        # The line does not say whose limit was hit: a platform that runs work under a limit of
+        # its own, named anywhere in the input (a pod, a container, a batch job), is taken as
+        # whose; with none named, the host's.
+        if bag.platform is not None or bag.docker_oom:
+            summary = (
+                "an OOM kill; the line does not say whose limit was hit, and the input runs the "
+                "work under a platform's limit (a container, pod, job or cgroup)"
+            )
+            evidence = (*bag.oom_kills[:8], *([bag.platform] if bag.platform else []))
+            return Decision(TriageClass.CGROUP_OOM, summary, evidence, LOW)
         summary = (
-            "an OOM kill; the text does not say whose limit was hit (a cgroup's or "
-            "container's, or the host's)"
+            "an OOM kill; nothing in the input names a container, pod, job or cgroup limit: "
+            "taken as the host's memory"
         )
-        return Decision(TriageClass.CGROUP_OOM, summary, tuple(bag.oom_kills[:8]), LOW)
+        return Decision(TriageClass.GLOBAL_OOM, summary, tuple(bag.oom_kills[:8]), LOW)
     if bag.host_alloc and not bag.gpu:
         return _host_alloc(bag)
     return None

@@ -33,6 +33,9 @@ class Inputs:
     problems: list[str] = dataclasses.field(default_factory=list)
     limits: list[tuple[Evidence, int]] = dataclasses.field(default_factory=list)
     """Memory limits the inputs state (a pod's ``limits.memory``)."""
+    platform: Evidence | None = None
+    """The first line of a log's head that names a platform running work under a limit of its
+    own (a container, a pod, a batch job, a cgroup)."""
 
 
 @frozen_record
@@ -104,6 +107,9 @@ class Bag:
     docker_not_oom: list[Evidence] = dataclasses.field(default_factory=list)
     budgets: list[tuple[Evidence, dict[str, Any]]] = dataclasses.field(default_factory=list)
     audit_oom_kills: int | None = None
+    platform: Evidence | None = None
+    """A line naming a platform that runs work under a limit of its own (``Inputs.platform``),
+    or the docker state given: whose limit an unscoped OOM kill was."""
     exits: list[Evidence] = dataclasses.field(default_factory=list)
     """Non-zero exits that were not by a signal (an error exit: it says that, not why)."""
     exceptions: list[Evidence] = dataclasses.field(default_factory=list)
@@ -361,6 +367,7 @@ def gather(inputs: Inputs) -> Bag:
     """Sort every parsed input into the bag."""
     bag = Bag()
     bag.memcg_limits.extend(inputs.limits)
+    bag.platform = inputs.platform
     for scan in inputs.kernel + inputs.logs:
         _kernel(scan, bag)
     for scan in inputs.logs + inputs.kernel:
