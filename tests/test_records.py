@@ -117,6 +117,75 @@ def test_every_record_of_qualify_is_frozen_with_its_fields_compared() -> None:
     assert len(classes) > 100
     for cls in classes:
         params = cls.__dataclass_params__  # type: ignore[attr-defined]
-        assert params.frozen and not params.eq and not params.repr
+        assert cls.__record_frozen__ and not params.eq and not params.repr  # type: ignore[attr-defined]
         fields = dataclasses.fields(cls)
         assert cls.__record_compared__ == tuple(f.name for f in fields if f.compare)  # type: ignore[attr-defined]
+
+
+def _init_shapes(decorate: Any, **options: Any) -> list[type]:
+    @decorate
+    class Required:
+        a: int
+        b: str = "x"
+        c: list[int] = dataclasses.field(default_factory=list)
+
+    @(decorate(kw_only=True) if options else dataclasses.dataclass(frozen=True, kw_only=True))
+    class KeywordsOnly:
+        a: int
+        b: int = 2
+
+    @decorate
+    class NotInInit:
+        a: int = 1
+        fixed: int = dataclasses.field(default=3, init=False)
+        made: list[int] = dataclasses.field(default_factory=lambda: [7], init=False)
+
+    @decorate
+    class Checked:
+        a: int = 0
+        seen: list[int] = dataclasses.field(default_factory=list, compare=False)
+
+        def __post_init__(self) -> None:
+            if self.a < 0:
+                raise ValueError(f"a = {self.a}")
+            self.seen.append(self.a)
+
+    return [Required, KeywordsOnly, NotInInit, Checked]
+
+
+def test_init_is_the_stdlibs() -> None:
+    import inspect
+
+    ours = _init_shapes(frozen_record, ours=True)
+    stdlib = _init_shapes(dataclasses.dataclass(frozen=True))
+    for mine, theirs in zip(ours, stdlib, strict=True):
+        signature, expected = inspect.signature(mine), inspect.signature(theirs)
+        assert [(p.name, p.kind) for p in signature.parameters.values()] == [
+            (p.name, p.kind) for p in expected.parameters.values()
+        ]
+    required, keywords, not_in_init, checked = ours
+    assert repr(required(1)) == repr(stdlib[0](1))
+    assert required(1).c is not required(1).c  # the factory called per instance
+    with pytest.raises(TypeError):
+        required()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        keywords(1)  # type: ignore[misc]
+    assert keywords(a=1) == keywords(a=1, b=2)
+    assert (not_in_init().fixed, not_in_init().made) == (3, [7])
+    with pytest.raises(TypeError):
+        not_in_init(1, 2)  # type: ignore[call-arg]
+    assert checked(4).seen == [4]
+    with pytest.raises(ValueError, match="a = -1"):
+        checked(-1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        checked(1).a = 2  # type: ignore[misc]
+
+
+def test_a_default_before_a_required_field_is_refused_as_the_stdlib_refuses() -> None:
+    for decorate in (frozen_record, dataclasses.dataclass(frozen=True)):
+        with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+
+            @decorate
+            class Wrong:
+                a: int = 0
+                b: int
