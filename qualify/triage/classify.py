@@ -157,9 +157,10 @@ def _host_oom(bag: Bag) -> Decision | None:
         return Decision(TriageClass.GLOBAL_OOM, summary, tuple(bag.oom_invoked[:8]), LOW)
     if bag.oom_kills:
         # The line does not say whose limit was hit: a platform that runs work under a limit of
-        # its own, named anywhere in the input (a pod, a container, a batch job), is taken as
-        # whose; with none named, the host's.
-        if bag.platform is not None or bag.docker_oom:
+        # its own, named anywhere in the input (a pod, a container, a batch job), or qualify's
+        # own run (always capped), is taken as whose; with none, the host's.
+        capped = bag.platform is not None or bag.docker_oom or bag.audit_oom_kills is not None
+        if capped:
             summary = (
                 "an OOM kill; the line does not say whose limit was hit, and the input runs the "
                 "work under a platform's limit (a container, pod, job or cgroup)"
