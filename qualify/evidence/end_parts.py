@@ -184,7 +184,7 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
         return None  # killed for another resource (a CPU limit): not ours to call
     if _KILL_TO_FREE.search(low):
         return LineSignal("node_oom_kill", {"parts": True})
-    killed = _KILL.search(low) or _EVICTED.search(low)
+    killed = _KILL.search(low)
     if killed is not None and not _supposed(low, killed):
         return LineSignal("terminated_externally", {"parts": True})
     if (match := _KILL_CODE.search(low)) is not None:
