@@ -613,6 +613,54 @@ def test_an_events_line_cleaning_keeps_is_published_as_written(tmp_path: Path) -
     assert {rule: record["rule_counts"].get(rule, 0) for rule in counts} == counts
 
 
+@pytest.mark.parametrize("spread", [1, 40])
+def test_simple_lines_are_published_as_written_unless_a_string_changes(
+    tmp_path: Path, spread: int
+) -> None:
+    """Runs of simple lines (objects of scalars and lists, compact, escapes allowed) are read
+    by their strings: a line none of whose strings cleaning changes is published byte for
+    byte, escapes and all; a line holding one is cleaned value by value. ``spread``: how many
+    distinct strings change (few are searched for in the text, many read line by line)."""
+    token = "ghp_" + "Wq4Er8Ty2Ui6Op0As3Df7Gh1Jk5Lz9Xc4Vb8N"
+    home = "/home/zed-planted"
+    lines = [
+        '{"event":"collection","nodeids":["t.py::a","t.py::b[1.5]"],"n":2,"ok":true}',
+        '{"event":"test_phase","longrepr":"E   assert 1 == 2\\n\\tat \\u00e9 \\"q\\"","t":1}',
+        f'{{"event":"test_phase","longrepr":"{home}/t.py:3: AssertionError","t":2}}',
+        f'{{"a":"{token}","a":"kept"}}',  # a duplicate key: the value json drops is read too
+        '{"event":"x","note":"\\u0067hp_' + token[4:] + '"}',  # the token escaped
+        '{"event":"x","sep":"para\u2028graph"}',  # a character str.splitlines breaks at
+        '{"event":"x","quote":":","next":"kept"}',  # quotes of neighbours read as a string
+        '{"event":"x", "spaced":"kept"}',  # (a space after a comma)
+        '{"event":"nested","value":{"inner":"' + home + '"}}',  # not simple: as before
+        '{"event":"crlf","v":"kept"}\r',
+        '{"event":"x","spread":"' + home + '/0"}',
+    ]
+    lines += [f'{{"event":"x","spread":"{home}/{n}"}}' for n in range(1, spread)]
+    lines += ['{"event":"x","cut":"t.py::a']  # a cut last line: cleaned as text
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "audit.json").write_bytes(Audit(verdict="PASSED").to_bytes())
+    (run_dir / "events.jsonl").write_text("\n".join(lines) + "\n")
+    identities = Identities(homes=frozenset({home}))
+    sanitizer = run_sanitizer(run_dir, {}, identities=identities)
+    reference = run_sanitizer(run_dir, {}, identities=identities)
+    assert publish_run(run_dir, "internal", sanitizer)
+    published = (run_dir / "public" / "events.jsonl").read_bytes().decode().split("\n")[:-1]
+    assert len(published) == len(lines)
+    assert token not in "\n".join(published) and "zed-planted" not in "\n".join(published)
+    for number in (0, 1, 5, 6, 7, 9):
+        assert published[number] == lines[number], number
+    assert "\\u00e9" in published[1]
+    assert json.loads(published[3]) == {"a": "kept"}
+    for line, out in zip(lines[:-1], published[:-1], strict=True):
+        assert json.loads(out) == reference.clean_json(json.loads(line)), line
+    assert published[-1] == reference.clean(lines[-1])
+    record = json.loads((run_dir / "publication.json").read_text())
+    counts = dict(reference.counts)
+    assert {rule: record["rule_counts"].get(rule, 0) for rule in counts} == counts
+
+
 def test_the_pseudonym_map_is_written_again_only_when_it_changed(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()

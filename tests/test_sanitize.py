@@ -576,3 +576,66 @@ def test_a_table_printed_in_a_repr_is_read_down_its_columns() -> None:
     cleaned = Sanitizer({"DEPLOY_TOKEN": value}, Identities()).clean(text)
     assert not any(value[i : i + 6] in cleaned for i in range(0, 24, 6)), cleaned
     assert cleaned.endswith("def test_out(text):")
+
+
+def _kept_corpus() -> list[str]:
+    """Texts of every kind cleaning changes or keeps: every rule's example and its near misses,
+    each escaped, coloured and wrapped; identities, addresses and versions; key names; a known
+    secret whole and cut; long texts; test ids; pieces that meet only across a neighbour."""
+    texts = [*EVERY_RULE.values(), *SHAPES.values(), PEM, AWS_SECRET]
+    texts += [
+        "torch 2.13.0.1", "v10.0.0.1", "10.0.0.1", "host 10.2.3.4 up", "(10.2.3.4:8080)",
+        "192.168.1.1", "8.8.8.8", "fd12:3456:789a::1", "fe80::1ff:fe23:4567:890a", "::1",
+        "alice@build-box-7", "/home/alice/x", "BUILD-BOX-7 ready", "user=alice", "malice",
+        "api_key", "db_password", "tokenizer", "signal", "keyboard", "passes", "cookies",
+        "t.py::test_a[0.5]", "t.py::TestX::test_y[1.2.3]", "t.py::test_z[int-fe80]", "",
+        "\x1b[31mghp_" + GH[4:] + "\x1b[0m", "\\u0067hp_" + GH[4:], "%67hp_" + GH[4:],
+        "&#103;hp_" + GH[4:], GH[:20] + "\n" + GH[20:], GH[:20] + "\\n" + GH[20:], "gh", "p_",
+        f"loading {SPLIT_VALUE} done", SPLIT_VALUE[:13], SPLIT_VALUE[3:], SPLIT_VALUE[:8],
+        "x" * 300, "x" * 300 + GH, "y" * 290 + " /home/alice", "sep\uffffghp_" + GH[4:],
+        "\uffff", "tab\there", "line\nbreak", "&amp; done", "100%", "a\\b",
+    ]  # fmt: skip
+    rng = random.Random(38)
+    pieces = [*texts[:40], "ghp_", "10.", "0.", "1", ":", "fd", "/home/", "alice", "=", " "]
+    for _ in range(300):
+        texts.append("".join(rng.choice(pieces)[: rng.randint(1, 40)] for _ in range(3)))
+    return texts
+
+
+def test_kept_among_agrees_with_cleaning_each_text() -> None:
+    """``kept_among`` searches every text's necessary conditions at once: what it keeps is
+    what cleaning each text alone keeps, counting nothing (a long text, never remembered, may
+    be kept where ``keeps`` would not say so, but never one cleaning changes)."""
+    texts = _kept_corpus()
+    environ = {"DEPLOY_TOKEN": SPLIT_VALUE}
+    for order in range(3):
+        random.Random(order).shuffle(texts)  # (other neighbours across the separator)
+        kept = Sanitizer(environ, IDENTITIES).kept_among(texts)
+        for text in texts:
+            reference = Sanitizer(environ, IDENTITIES)
+            unchanged = reference.clean(text) == text and not reference.counts
+            unchanged = unchanged and not sanitize._secret_key(text)
+            if len(text) <= sanitize._MEMO_LENGTH:
+                assert (text in kept) is unchanged, text
+            else:
+                assert text not in kept or unchanged, text
+
+
+def test_kept_among_answers_again_from_what_it_found() -> None:
+    sanitizer = Sanitizer({}, IDENTITIES)
+    assert sanitizer.kept_among(["t.py::a", "/home/alice"]) == {"t.py::a"}
+    assert sanitizer.kept_among(["t.py::a", "/home/alice"]) == {"t.py::a"}
+    assert sanitizer.clean("t.py::a") == "t.py::a" and not sanitizer.counts
+    assert sanitizer.clean("/home/alice") == "home-1" and sanitizer.counts["home-dir"] == 1
+
+
+def test_the_necessary_conditions_hold_no_anchor_or_lookaround() -> None:
+    """``kept_among`` searches them over texts joined together: a pattern that asserts what
+    stands around a match would see a neighbour where one text alone has its start or end."""
+    sanitizer = Sanitizer({}, IDENTITIES)
+    needles = [*sanitize._TRIGGER.parts, sanitize._KEY_WORD, *sanitizer._identity_needles]
+    needles += [sanitize.views.ESCAPE_START, sanitize.views.BREAK_HINT]
+    for needle in needles:
+        source = needle.pattern.replace("\\\\", "")
+        assert not re.search(r"\(\?[=!<]|(?<!\\)[\^$]|\\[bBAZ]", source), source
+    assert sanitize._SEPARATOR not in "".join(needle.pattern for needle in needles)

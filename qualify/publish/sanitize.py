@@ -453,6 +453,14 @@ class Sanitizer:
         self._identity_trigger = re.compile(
             rf"\d\.\d|:|{names}" if names else r"\d\.\d|:", re.IGNORECASE
         )
+        # Narrower necessary conditions, one pattern each (``kept_among``): a name, a dotted
+        # quad (``_IPV4``'s four numbers, the first's last digit and the last's first), an
+        # internal IPv6 address's first group.
+        self._identity_needles = (
+            re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d"),
+            re.compile(r"f[cde][0-9a-f]{2}:", re.IGNORECASE),
+            *([re.compile(names, re.IGNORECASE)] if names else []),
+        )
         self.pseudonyms: dict[str, str] = dict(pseudonyms or {})
         """value -> pseudonym; private: written to the run's pseudonym map, never published."""
         self.counts: collections.Counter[str] = collections.Counter()
@@ -673,6 +681,8 @@ class Sanitizer:
             return self.pseudonymize(self.redact(text))
         remembered = self._memo.get(text)
         if remembered is None:
+            if text in self._kept:
+                return text  # (found kept: nothing to replace, nothing to count)
             before = dict(self.counts)
             cleaned = self.pseudonymize(self.redact(text))
             # (most texts change no count: nothing to copy, nothing to add on each reuse)
@@ -704,6 +714,58 @@ class Sanitizer:
                 return False
             kept.add(text)
         return True
+
+    def kept_among(self, texts: Sequence[str]) -> set[str]:
+        """The ``texts`` that ``keeps`` would find kept, found together: one search of each
+        necessary condition over all of them (joined by ``_SEPARATOR``) instead of every rule
+        over each. A text that no condition touches is kept without being cleaned; the others
+        are each asked of ``keeps``.
+
+        The conditions: a rule's trigger (``_TRIGGER``) and a secret key's word, on the lowered
+        text; where an escape or a line break may be (a text without either is its only view,
+        :func:`qualify.publish.views.views`); a chunk of a known secret (``SecretIndex``); a
+        name, a dotted quad or an internal IPv6 group (every identity rule needs one). None of
+        them holds an anchor or a lookaround (``tests/test_sanitize.py``), so each finds in
+        the joined text every match it finds in one text alone; a match that runs across a
+        separator touches the texts on both sides."""
+        kept = self._kept
+        fresh = [text for text in dict.fromkeys(texts) if text not in kept]
+        if not fresh:
+            return set(texts)
+        touched = self._touched(fresh)
+        found = set(texts).difference(fresh)
+        for number, text in enumerate(fresh):
+            if number in touched:
+                if self.keeps((text,)):
+                    found.add(text)
+                continue
+            found.add(text)
+            if len(text) <= _MEMO_LENGTH and len(kept) < _MEMO_KEPT:
+                kept.add(text)
+        return found
+
+    def _touched(self, texts: Sequence[str]) -> set[int]:
+        """The indices of ``texts`` that some necessary condition of a change touches."""
+        joined = _SEPARATOR.join(texts)
+        lowered = joined.translate(_LOWER)
+        ends = list(itertools.accumulate(len(text) + 1 for text in texts))
+        searches: list[tuple[re.Pattern[str], str, int]] = [
+            *((part, lowered, 0) for part in _TRIGGER.parts),
+            (_KEY_WORD, lowered, 0),
+            (views.ESCAPE_START, joined, 0),
+            (views.BREAK_HINT, joined, 0),
+            *((needle, joined, 0) for needle in self._identity_needles),
+        ]
+        if self.index.pattern is not None:
+            searches.append((self.index.pattern, joined, 1))  # (the chunk is group 1)
+        touched: set[int] = set()
+        for pattern, haystack, group in searches:
+            for match in pattern.finditer(haystack):
+                start, end = match.span(group)
+                first = bisect.bisect_right(ends, start)
+                last = bisect.bisect_right(ends, max(start, end - 1))
+                touched.update(range(first, last + 1))
+        return touched
 
     def clean_name(self, name: str) -> str:
         """A file name: the same rules, with a marker safe in names and artifact uploads."""
@@ -753,6 +815,11 @@ _MEMO_KEYS = 4096
 """Key names whose secrecy is remembered, at most."""
 _MEMO_KEPT = 1 << 16
 """Texts found to be kept as they are (``Sanitizer.keeps``), remembered at most."""
+_SEPARATOR = "\uffff"
+"""Between the texts ``Sanitizer.kept_among`` searches together: a character no necessary
+condition matches (a noncharacter; were one to, it would only touch both neighbours)."""
+_KEY_WORD = re.compile(r"key|secret|token|pass|pwd|credential|cookie|dsn|sig")
+"""A necessary condition of ``_secret_key`` (``_KEY``'s words), on the lowered text."""
 
 
 def _secret_key(key: str) -> bool:

@@ -134,17 +134,19 @@ class SecretIndex:
                 for offset in range(0, len(form) - _CHUNK + 1, _CHUNK):
                     chunk = form[offset : offset + _CHUNK]
                     self._chunks.setdefault(chunk, []).append((form, offset, secret))
-        self._pattern = re.compile(f"(?=({_trie_pattern(self._chunks)}))") if self._chunks else None
+        self.pattern = re.compile(f"(?=({_trie_pattern(self._chunks)}))") if self._chunks else None
+        """Where a chunk of a known form starts (the chunk is group 1); None when none is
+        known."""
 
     def __bool__(self) -> bool:
         return bool(self.secrets)
 
     def find(self, text: str) -> list[Hit]:
         """Every maximal run of ``text`` equal to a known form or to 12+ characters of one."""
-        if self._pattern is None:
+        if self.pattern is None:
             return []
         hits: dict[tuple[int, int], Hit] = {}  # (start, length) -> the hit, whole if one is
-        for match in self._pattern.finditer(text):
+        for match in self.pattern.finditer(text):
             position = match.start()
             for form, offset, secret in self._chunks[match.group(1)]:
                 left = 0

@@ -38,7 +38,7 @@ of these, so a view without them (:func:`collapsed`) shows the halves side by si
 # Runs of invisible characters (with the spaces around them) and what follows a wrap: the
 # indentation, pytest's ``E   `` prefix and a diff's ``+``/``-``/``?`` marker.
 BREAK = re.compile(rf"(?:[ ]*(?:{INVISIBLE}))+(?:[ \t]*E {{2,}})?[ \t]*(?:[-+?] [ \t]*)?")
-_BREAK_HINT = re.compile(r"[\x00-\x1a\x1c-\x1f\x7f]|\\[nrtbfv]|&#|#x[017]")
+BREAK_HINT = re.compile(r"[\x00-\x1a\x1c-\x1f\x7f]|\\[nrtbfv]|&#|#x[017]")
 """Where a break may be: a text without one has no collapsed view."""
 _ESCAPED_LINE_BREAK = re.compile(r"\\r\\n|\\n")
 _ESCAPES = re.compile(
@@ -238,7 +238,7 @@ def views(text: str) -> list[tuple[str, AnyView | None]]:
     differ. (Breaks written as character references are collapsed in the decoded views, where
     they are real.)"""
     found: list[tuple[str, AnyView | None]] = [(text, None)]
-    if _BREAK_HINT.search(text):
+    if BREAK_HINT.search(text):
         view = collapsed(text)
         if view.changed:
             found.append((view.text, view))
