@@ -11,9 +11,10 @@ and schedulers they were written from. A line none of them knows is read here fo
   non-zero code: 137``);
 - **why**: its time running out, in any words that pair a time limit with its end (``timeout``,
   ``time limit``, ``deadline``, ``walltime``, ``maximum execution time``, ``ran longer than``)
-  with a unit of work or a crossing (``exceeded``, ``after``, ``reached``). A network's time
-  running out (a connection, a request, a read, a lock) is not a unit of work's and decides
-  nothing.
+  with a unit of work or a crossing (``exceeded``, ``after``, ``reached``), or given as a
+  failure's reason or a state (``failed due to timeout``, ``completed with status "TIMEOUT"``).
+  A network's time running out (a connection, a request, a read, a lock) is not a unit of
+  work's and decides nothing.
 
 A sentence that only supposes an end ("if the process is killed", "may time out", "to avoid
 timeouts", a question) is not one. Memory as the cause is read by the memory reader, which runs
@@ -149,6 +150,11 @@ _ERROR_LEADS = frozenset({"error", "fatal", "fatal error", "failed"})
 _OTHER_CAUSE = re.compile(r"\bexceed\w*\b|\bover (?:the |its )?limit\b|\bdue to\b|\bbecause\b")
 """A kill that says why: a cause other than time or memory (those are read first), such as PBS'
 "job killed: ncpus 9.3 exceeded limit 8"."""
+_FAILED_FOR = re.compile(
+    r"\b(?:fail\w*|due to|because of)\b|\b(?:status|state|result|reason)\W{1,4}(?:time|dead)"
+)
+"""A unit of work's failure, with a time limit as its reason or its state (``failed due to
+timeout``, ``completed with status "TIMEOUT"``, ``state: TIMEOUT``)."""
 _ENDED = re.compile(r"\b(?:killed|cancel+ed|stopped|aborted|terminated|interrupted)\b")
 
 
@@ -174,6 +180,9 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
         unit = _UNIT_WORD.search(low, start, stop) is not None
         timed_after = _TIMED_AFTER.search(low) is not None
         if timed_after or (crossed and (ended or unit or lead == "" or lead in _ERROR_LEADS)):
+            return LineSignal("timeout", {"parts": True})
+        failed_for = _FAILED_FOR.search(low, start, stop) is not None
+        if failed_for and timed[0].startswith(("time", "dead")):
             return LineSignal("timeout", {"parts": True})
         if lead in _ERROR_LEADS and timed[0].startswith("time"):
             return LineSignal("timeout", {"parts": True})  # "Error: Timeout - Async callback ..."
