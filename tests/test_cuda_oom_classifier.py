@@ -54,6 +54,8 @@ def parsed(text: str) -> CudaOom:
         ("torch2.1-capacty-typo-wrapped", "capacty-typo"),
         ("torch2.10-PYTORCH_ALLOC_CONF", "current"),
         ("torch2.2plus", "current"),
+        ("torch-npu-legacy-current-active-frag", "legacy"),
+        ("torch-npu-legacy-current-active-capacity", "legacy"),
         ("torch2.x-no-docs-url", "current"),
         ("vllm-private-pools-cuda-graphs", "current"),
         ("vllm-private-pools-process-has", "current"),
@@ -65,6 +67,25 @@ def test_format_of_each_real_message(prefix: str, form: str) -> None:
     oom = parsed(sample(prefix))
     assert oom.format == form
     assert oom.to_dict()["format"] == form
+
+
+def test_an_out_of_tree_backend_prints_the_legacy_message_under_its_own_name() -> None:
+    """Ascend's torch_npu: "NPU out of memory ... (NPU 3; ...)" with a "current active" figure
+    the CUDA allocator never printed. The cache with 8.08 GiB unallocated, PyTorch holding most
+    of the device, stood in the way of 5.03 GiB; where PyTorch held a sixth of a full device,
+    the device did."""
+    frag = parsed(sample("torch-npu-legacy-current-active-frag"))
+    assert (frag.backend, frag.device, frag.format) == ("NPU", 3, "legacy")
+    assert frag.reserved_bytes is not None and frag.allocated_bytes is not None
+    assert round((frag.reserved_bytes - frag.allocated_bytes) / GIB, 2) == 8.08
+    assert frag.kind == "fragmentation"
+    full = parsed(sample("torch-npu-legacy-current-active-capacity"))
+    assert (full.backend, full.device, full.requested_bytes) == ("NPU", 0, 22 * MIB)
+    assert full.kind == "capacity"
+
+
+def test_the_host_is_never_a_device_of_the_message() -> None:
+    assert parse_cuda_oom("CPU out of memory. Tried to allocate 2.00 GiB") is None
 
 
 def test_a_message_cut_after_its_head_is_of_unknown_format_and_says_what_is_missing() -> None:

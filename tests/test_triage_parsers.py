@@ -287,6 +287,8 @@ CUDA_TABLE: list[tuple[str, TriageClass]] = [
     ("rocm-hip-allowed", TriageClass.CUDA_OOM_BUDGET),  # a cap: tested before fragmentation
     ("torch-cuda-allowed", TriageClass.CUDA_OOM_BUDGET),
     ("torch-multiple-process", TriageClass.CUDA_OOM_CAPACITY),
+    ("torch-npu-legacy-current-active-frag", TriageClass.CUDA_OOM_FRAGMENTATION),
+    ("torch-npu-legacy-current-active-capacity", TriageClass.CUDA_OOM_CAPACITY),
     ("torch1.0-old", TriageClass.CUDA_OOM_CAPACITY),
     ("torch1.x-old", TriageClass.CUDA_OOM_CAPACITY),
     ("torch2.0-old", TriageClass.CUDA_OOM_CAPACITY),

@@ -38,7 +38,7 @@ ROWS = _rows()
 
 def test_the_table_is_sourced() -> None:
     assert len(ROWS) >= 30
-    assert len({item for item, _, _, _ in ROWS}) == 19
+    assert len({item for item, _, _, _ in ROWS}) == 20
     for _, source, _, line in ROWS:
         assert source.startswith("https://github.com/"), source
         assert line.strip(), source
@@ -129,3 +129,16 @@ def test_json_that_names_oomkilled_as_a_value_is_read_as_a_log(tmp_path: Path) -
     result = triage(Sources(paths=(path,)))
     assert result.triage_class.value == "CGROUP_OOM", result.summary
     assert [e.line for e in result.decided_by] == [1], result.decided_by
+
+
+def test_a_request_past_any_device_is_said_to_be_an_overflow(tmp_path: Path) -> None:
+    """PyTorch's "Tried to allocate more than 1EB memory" (item 21): a device's allocation
+    refused, whose size is a bug rather than memory running out."""
+    from qualify.triage import Sources, triage
+
+    (line,) = [line for item, _, _, line in ROWS if item == "21"]
+    log = tmp_path / "console.log"
+    log.write_text(f"step 1 of 3\n{line}\n", encoding="utf-8")
+    result = triage(Sources(paths=(log,)))
+    assert result.triage_class.value == "CUDA_OOM_CAPACITY"
+    assert "an NPU" in result.summary and "overflow" in result.summary, result.summary

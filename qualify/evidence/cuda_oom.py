@@ -12,7 +12,10 @@ its formats across releases are in tests/data/samples/cuda_oom/ (REFERENCE note 
   reserved in total by PyTorch)", torch 1.0 printing "R cached" instead;
 - Intel's XPU builds print the same sentences with "XPU out of memory"; IPEX's older XPU message
   has no free figure: "(GPU 0; X total capacity; A already allocated; R reserved in total by
-  PyTorch)".
+  PyTorch)";
+- out-of-tree backends print the legacy sentences with their own device name, Ascend's
+  torch_npu with one more figure: "NPU out of memory. Tried to allocate X (NPU 3; T total
+  capacity; A already allocated; C current active; Y free; R reserved in total by PyTorch)".
 
 Sizes are printed with two decimals (format_size): parsed bytes are exact to that precision.
 
@@ -36,9 +39,13 @@ from qualify.records import frozen_record
 
 _SIZE = r"(\d+(?:\.\d+)?) (bytes|KiB|MiB|GiB|TiB)"
 _UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
-_HEAD = re.compile(rf"\b(CUDA|HIP|XPU) out of memory\. Tried to allocate {_SIZE}")
+_DEVICE = r"(?!CPU\b)[A-Z][A-Z0-9]{1,7}"
+"""A device type as PyTorch's allocators name it: CUDA, HIP, XPU, and the out-of-tree backends'
+(Ascend's ``NPU``, Moore Threads' ``MUSA``) that print the same message with their own name;
+never the host's."""
+_HEAD = re.compile(rf"\b({_DEVICE}) out of memory\. Tried to allocate {_SIZE}")
 _TOTAL = re.compile(
-    rf"GPU (\d+) has a total (capacity|capacty) of {_SIZE} of which {_SIZE} is free"
+    rf"\b{_DEVICE} (\d+) has a total (capacity|capacty) of {_SIZE} of which {_SIZE} is free"
 )
 _PROCESS = re.compile(rf"Process (\d+) has {_SIZE} memory in use")
 _THIS = re.compile(rf"Including non-PyTorch memory, this process has {_SIZE} memory in use")
@@ -49,11 +56,12 @@ _OF_ALLOCATED = re.compile(
     rf"and {_SIZE} is reserved by PyTorch but unallocated"
 )
 _LEGACY = re.compile(
-    rf"\(GPU\s+(\d+); {_SIZE} total capacity; {_SIZE} already allocated; "
+    rf"\({_DEVICE}\s+(\d+); {_SIZE} total capacity; {_SIZE} already allocated; "
+    r"(?:\d+(?:\.\d+)? (?:bytes|KiB|MiB|GiB|TiB) current active; )?"  # (torch_npu's)
     rf"(?:{_SIZE} free; )?(?:{_SIZE} allowed; )?"
     rf"{_SIZE} (reserved in total by PyTorch|cached)\)?"
 )
-_LEGACY_START = re.compile(r"\s*\(GPU\s+(\d+);")
+_LEGACY_START = re.compile(rf"\s*\({_DEVICE}\s+(\d+);")
 _REPORTER_PID = re.compile(r"\bpid[= ](\d+)\b")
 _HINT = re.compile(r"try setting (\S+?)(?:=(\S+))? to avoid")
 _HINT_VARIABLE = re.compile(r"\b(PYTORCH_\w*ALLOC_CONF)\b")
@@ -100,7 +108,8 @@ class CudaOom:
     """One CUDA (or HIP, or XPU) out-of-memory message, in bytes."""
 
     backend: str
-    """"CUDA", "HIP" (ROCm builds) or "XPU" (Intel GPUs)."""
+    """"CUDA", "HIP" (ROCm builds), "XPU" (Intel GPUs), or an out-of-tree backend's name
+    (``NPU``)."""
     format: str
     """"current", "capacty-typo" (torch 2.1), "legacy" (torch 1.x-2.0, IPEX), or "unknown" (only
     the head of the message survived)."""

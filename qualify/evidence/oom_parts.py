@@ -100,11 +100,13 @@ _CODE = re.compile(
     r"|\w\+0x[0-9a-f]+/0x[0-9a-f]+\b|0x[0-9a-f]{8,}\s.*\s\+ \d+\s*$"
     r"|^\s*#\d+\s+0x[0-9a-f]+ in |^\s*frame #\d+:"
     r"|^\s*\*\s|^\s*[\"'].*[,({;+\\]\s*$|^(?!.*\w\. [A-Z]).*[,({+\\]\s*$"
-    r"|^(?!.*\w\. [A-Z])(?=.*[=(){}]).*;\s*$"
+    r"|^(?!.*\w\. [A-Z])(?=.*[=(){}]).*;\s*$|^\s+\"[^\"]+\"\s*$"
 )
 """Source code quoted in a log (a traceback's source line, a snippet): the report follows it.
 A line that ends open (``,``, ``(``) is code when it is a string literal's or holds no sentence
-(a wrapped message in YAML or prose holds one)."""
+(a wrapped message in YAML or prose holds one); an indented string literal alone on its line
+is a message's source (PyTorch's ``"CUDA out of memory. Tried to allocate more than 1EB
+memory."`` quoted from its allocator), not its output."""
 _TEST_PROGRESS = re.compile(
     r"\S+::\S+.*\b(?:PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR)\b|::\S+\s+\[\s*\d+%\]\s*$"
     r"|^(?:PASSED|SKIPPED|XFAIL|XPASS) \S+::"
@@ -115,7 +117,7 @@ _EVENT = re.compile(
     r"error(?!s)|exception(?!s)|fatal|fail|kill|abort|panic|can't|cannot|can not|unable|terminat"
     r"|couldn't|could not"
     r"|exceed|sigterm|sigkill|evict|refused|exhausted|crash|\boom\b|low memory|running low"
-    r"|would exceed|to continue|paging file is too small|\bwhat\(\):|bad alloc"
+    r"|would exceed|to continue|paging file is too small|\bwhat\(\):|bad alloc|\btried to alloc"
     r"|^\W*\d{4}-\d\d-\d\d[t ][\d:.,]+\S*\s+(?:[ef]|fatal|error|crit\w*|severe|panic|emerg\w*)\b"
 )
 """What makes a line that names running out of memory a report of it (besides a size)."""
@@ -150,7 +152,8 @@ _OPTION = re.compile(r"(?<!\S)-(?:xx:[+-]?|-?)[\w.+:=-]*(?:oom|outofmemory)[\w.+
 ``-XX:+HeapDumpOnOutOfMemoryError``, ``--oom-score-adj=500``): a setting, not an event; blanked
 before the line is read."""
 _IMPLAUSIBLE = 1 << 60
-_NEGATIVE_SIZE = re.compile(r"(?<![\w.])-\d+\s*(?:bytes|[kmgt]i?b)\b")
+_NEGATIVE_SIZE = re.compile(r"(?<![\w.])-\d+\s*(?:bytes|[kmgt]i?b)\b|\bmore than 1 ?eb\b")
+"""A negative size, or PyTorch's "Tried to allocate more than 1EB memory" (a size past 2^60)."""
 _SQLITE_CANTOPEN = re.compile(r"sqlite\w*\W.{0,40}?\bcode\W{0,2}14\b")
 """SQLite's code 14 (SQLITE_CANTOPEN), which its API words "out of memory" for a handle that
 never opened."""

@@ -322,7 +322,8 @@ class _Part:
     signals: list[tuple[int, str, LineSignal]] = dataclasses.field(default_factory=list)
     """(line, text, signal): the first MAX_PER_KIND of each kind."""
     cuda_hits: int = 0
-    """Lines holding ``_CUDA_HIT``, parsed or not."""
+    """Lines holding ``_CUDA_HIT`` that PyTorch's parser read, and every one after the first
+    MAX_PER_KIND of those (not read: dropped). One it cannot read is read by its parts."""
     cuda: list[tuple[int, int, str, CudaOom]] = dataclasses.field(default_factory=list)
     """(hit index, line, text, parsed): the first MAX_PER_KIND parsed."""
     long_lines: list[int] = dataclasses.field(default_factory=list)
@@ -480,15 +481,19 @@ def _scan_range(fd: int, start: int, stop: int) -> _Part:
     for line, offset, raw in iter_candidates(fd, start, stop, part):
         text = raw.decode("utf-8", errors="replace")
         hit = raw.find(_CUDA_HIT)
-        if hit >= 0:
+        if hit >= 0 and len(part.cuda) >= MAX_PER_KIND:
             part.cuda_hits += 1
-            if len(part.cuda) < MAX_PER_KIND:
-                before = 0 if hit <= 2 * CUDA_CONTEXT_BEFORE else hit - CUDA_CONTEXT_BEFORE
-                context = os.pread(fd, CUDA_CONTEXT_BYTES, offset + before)
-                parsed = parse_cuda_oom(context.decode("utf-8", errors="replace"))
-                if parsed is not None:
-                    part.cuda.append((part.cuda_hits - 1, line, text, parsed))
             continue
+        if hit >= 0:
+            before = 0 if hit <= 2 * CUDA_CONTEXT_BEFORE else hit - CUDA_CONTEXT_BEFORE
+            context = os.pread(fd, CUDA_CONTEXT_BYTES, offset + before)
+            parsed = parse_cuda_oom(context.decode("utf-8", errors="replace"))
+            if parsed is not None:
+                part.cuda_hits += 1
+                part.cuda.append((part.cuda_hits - 1, line, text, parsed))
+                continue
+            # Not PyTorch's message as its parser knows it (another allocator's words, a cut
+            # copy): read by its parts, as any other line.
         hit = raw.find(EXECUTOR_HIT)
         if hit >= 0:
             context = os.pread(fd, 4 << 10, offset + hit)

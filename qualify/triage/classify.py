@@ -274,6 +274,11 @@ def _engine_oom(hit: GpuHit, bag: Bag) -> Decision:
     if fields.get("parts"):  # read by its parts: name only what the line shows
         who = f"{fields['ecosystem']}: " if "ecosystem" in fields else ""
         summary = f"{who}an allocation on {fields.get('device', 'an accelerator')} was refused"
+        if fields.get("implausible"):
+            summary += (
+                "; the size asked for is one no device has (an overflow in the request: a bug, "
+                "not memory running out)"
+            )
     if api:
         summary += f" ({api})"
     numbers = []
