@@ -88,6 +88,15 @@ def test_names_of_code_are_not_spelled(line: str) -> None:
     ), words
 
 
+def test_a_code_that_ends_a_sentence_is_read() -> None:
+    """YARN's sentence "Exit status: 143." (https://github.com/TalkingData/Fregata/issues/12,
+    between "on host: ..." and "Diagnostics: ..."): the period after the code ends the
+    sentence; a decimal would go on."""
+    found = parse_end_parts("Exit status: 143.")
+    assert found is not None and found.fields["code"] == 143
+    assert parse_end_parts("Exit status: 143.5 s") is None
+
+
 def test_a_field_says_why_by_its_value() -> None:
     assert read_fields("    reason: Deadline Exceeded") is not None
     assert read_fields("    reason: Deadline Exceeded").kind == "timeout"  # type: ignore[union-attr]

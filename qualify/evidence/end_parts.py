@@ -49,8 +49,8 @@ _KILL_TO_FREE = re.compile(r"\bkill(?:s|ed|ing)?\b.{0,120}?\bto (?:free|reclaim|
 """A kill whose purpose is to free memory (Android's low-memory killer: "Kill 'com.x' (1234),
 uid 10123, adj 900 to free 51234kB"): the machine ran short."""
 _KILL_CODE = re.compile(
-    r"\bexit\w*\b[^\d\n]{0,30}?(?<![\w.-])(137|143|-9|-15)\b(?![.\d])"
-    r"|\b(?:code|status)(?:: |:|=| )(137)\b(?![.\d])"
+    r"\bexit\w*\b[^\d\n]{0,30}?(?<![\w.-])(137|143|-9|-15)\b(?!\.?\d)"
+    r"|\b(?:code|status)(?:: |:|=| )(137)\b(?!\.?\d)"
 )
 """An end with the code a shell gives a process killed by SIGKILL (137) or SIGTERM (143), or the
 signal's negative number a runtime gives (``exit status -9``); after "code" or "status" alone,
