@@ -639,3 +639,11 @@ def test_the_necessary_conditions_hold_no_anchor_or_lookaround() -> None:
         source = needle.pattern.replace("\\\\", "")
         assert not re.search(r"\(\?[=!<]|(?<!\\)[\^$]|\\[bBAZ]", source), source
     assert sanitize._SEPARATOR not in "".join(needle.pattern for needle in needles)
+
+
+def test_kept_among_searches_many_texts_in_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Texts joined a few at a time find what they find joined all at once."""
+    texts = _kept_corpus()
+    whole = Sanitizer({"DEPLOY_TOKEN": SPLIT_VALUE}, IDENTITIES).kept_among(texts)
+    monkeypatch.setattr(sanitize, "_JOINED_BYTES", 64)
+    assert Sanitizer({"DEPLOY_TOKEN": SPLIT_VALUE}, IDENTITIES).kept_among(texts) == whole

@@ -732,7 +732,13 @@ class Sanitizer:
         fresh = [text for text in dict.fromkeys(texts) if text not in kept]
         if not fresh:
             return set(texts)
-        touched = self._touched(fresh)
+        touched: set[int] = set()
+        start = size = 0
+        for end, text in enumerate(fresh, 1):  # batches of about _JOINED_BYTES (bounded memory)
+            size += len(text) + 1
+            if size >= _JOINED_BYTES or end == len(fresh):
+                touched.update(start + index for index in self._touched(fresh[start:end]))
+                start, size = end, 0
         found = set(texts).difference(fresh)
         for number, text in enumerate(fresh):
             if number in touched:
@@ -818,6 +824,9 @@ _MEMO_KEPT = 1 << 16
 _SEPARATOR = "\uffff"
 """Between the texts ``Sanitizer.kept_among`` searches together: a character no necessary
 condition matches (a noncharacter; were one to, it would only touch both neighbours)."""
+_JOINED_BYTES = 4 << 20
+"""Characters of texts ``Sanitizer.kept_among`` joins at once, about (a larger file's strings are
+searched in batches: its copies stay this size)."""
 _KEY_WORD = re.compile(r"key|secret|token|pass|pwd|credential|cookie|dsn|sig")
 """A necessary condition of ``_secret_key`` (``_KEY``'s words), on the lowered text."""
 
