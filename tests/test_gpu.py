@@ -87,6 +87,10 @@ OOM_TABLE: list[tuple[Any, ...]] = [
      [], "5.02 GiB", None, "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", "capacity"),
     ("vllm-worker-rank1", "270.00 MiB", "21.98 GiB", "156.94 MiB", "21.42 GiB", "24.12 MiB",
      [], "21.80 GiB", None, "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", "capacity"),
+    ("torch-npu-legacy-current-active-frag", "5.03 GiB", "60.96 GiB", "1.32 GiB", "49.47 GiB",
+     None, [], None, None, None, "max_split_size_mb", "fragmentation"),
+    ("torch-npu-legacy-current-active-capacity", "22.00 MiB", "60.97 GiB", "19.52 MiB",
+     "10.24 GiB", None, [], None, None, None, "max_split_size_mb", "capacity"),
 ]  # fmt: skip
 
 
