@@ -27,7 +27,8 @@ def cgroup_writable() -> bool:
     from qualify.sandbox import select_sandbox
 
     try:
-        sandbox = select_sandbox("cgroup", "probe-writable")
+        # (one name per process: pytest-xdist's workers probe at the same time)
+        sandbox = select_sandbox("cgroup", f"probe-writable-{os.getpid()}")
         sandbox.prepare(Limits(64 << 20, 0, 64))
     except (SandboxError, UsageError, OSError):
         return False
