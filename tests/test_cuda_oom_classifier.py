@@ -86,6 +86,7 @@ def test_an_out_of_tree_backend_prints_the_legacy_message_under_its_own_name() -
 
 def test_the_host_is_never_a_device_of_the_message() -> None:
     assert parse_cuda_oom("CPU out of memory. Tried to allocate 2.00 GiB") is None
+    assert parse_cuda_oom("[ERROR out of memory. Tried to allocate 2.00 GiB") is None
 
 
 def test_a_message_cut_after_its_head_is_of_unknown_format_and_says_what_is_missing() -> None:

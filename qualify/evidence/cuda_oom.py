@@ -39,10 +39,13 @@ from qualify.records import frozen_record
 
 _SIZE = r"(\d+(?:\.\d+)?) (bytes|KiB|MiB|GiB|TiB)"
 _UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
-_DEVICE = r"(?!CPU\b)[A-Z][A-Z0-9]{1,7}"
+_DEVICE = (
+    r"(?!(?:CPU|RAM|HOST|SYSTEM|OOM|ERROR|ERR|FATAL|WARN|WARNING|INFO|DEBUG|CRITICAL|SEVERE"
+    r"|PANIC)\b)[A-Z][A-Z0-9]{1,7}"
+)
 """A device type as PyTorch's allocators name it: CUDA, HIP, XPU, and the out-of-tree backends'
 (Ascend's ``NPU``, Moore Threads' ``MUSA``) that print the same message with their own name;
-never the host's."""
+never the host's, nor a log's severity ("ERROR out of memory. Tried to allocate ...")."""
 _HEAD = re.compile(rf"\b({_DEVICE}) out of memory\. Tried to allocate {_SIZE}")
 _TOTAL = re.compile(
     rf"\b{_DEVICE} (\d+) has a total (capacity|capacty) of {_SIZE} of which {_SIZE} is free"
