@@ -65,14 +65,22 @@ def test_finds_the_boundary_within_the_resolution(repo: Path, run_qualify: RunQu
     # The need lies in (failing, passing]: above what the test allocates, at or below the
     # peak it reached with room to spare; passing may overshoot the need by the resolution.
     assert ALLOCATED < failing < peak + MIB
-    assert failing < passing and passing - failing <= 0.04 * passing
-    assert found["flaky_bytes"] == [] and found["stopped"] is None
+    assert failing < passing and found["stopped"] is None
     probes = found["probes"]
     assert [p["verdict"] for p in probes[:2]] == ["PASSED", "OOM_KILLED"]  # --hi, then --lo
-    at = {
-        cap: [p["verdict"] for p in probes if p["limit_bytes"] == cap] for cap in (passing, failing)
-    }
-    assert at == {passing: ["PASSED", "PASSED"], failing: ["OOM_KILLED", "OOM_KILLED"]}
+    # A boundary cap whose repeat disagreed (the interpreter's own need varies by a few MiB) is
+    # reported as flaky and the agreed caps around it are reported instead: every cap probed
+    # between the two reported ones is then a flaky one, and nothing else is.
+    flaky = found["flaky_bytes"]
+    between = {p["limit_bytes"] for p in probes if failing < p["limit_bytes"] < passing}
+    assert between == set(flaky), (between, flaky)
+    if not flaky:
+        assert passing - failing <= 0.04 * passing
+        at = {
+            cap: [p["verdict"] for p in probes if p["limit_bytes"] == cap]
+            for cap in (passing, failing)
+        }
+        assert at == {passing: ["PASSED", "PASSED"], failing: ["OOM_KILLED", "OOM_KILLED"]}
     standard = next(row for row in found["profiles"] if row["profile"] == "standard")
     assert standard["cap_bytes"] == 48 * 2**30 and standard["needs_bytes"] == passing
     # The terminal gets plain columns (headroom.md keeps the Markdown).
@@ -144,6 +152,14 @@ def test_a_flaky_boundary_is_reported_and_not_called_passing() -> None:
     found = bisect(64 * MIB, 512 * MIB, Resolution(bytes=MIB), 3, _probe_of(300 * MIB, boundary))
     assert found.flaky == [boundary]
     assert found.smallest_passing is not None and found.smallest_passing > boundary
+    assert found.largest_failing is not None and found.largest_failing < boundary
+    between = {
+        p.limit_bytes
+        for p in found.probes
+        if p.limit_bytes is not None
+        and found.largest_failing < p.limit_bytes < found.smallest_passing
+    }
+    assert between == {boundary}  # what the run on the real hog checks when its boundary flakes
 
 
 def test_the_terminal_text_is_plain_aligned_columns() -> None:
