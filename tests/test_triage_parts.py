@@ -14,6 +14,7 @@ import pytest
 from qualify.evidence.lines import parse_line
 from qualify.evidence.oom_parts import parse_oom_parts
 from qualify.triage import Sources, TriageClass, triage
+from tests.test_triage_corpus import CORPUS
 
 CASES = [
     (
@@ -389,3 +390,156 @@ def test_a_time_limit_crossed_is_a_timeout(line: str, tmp_path: Path) -> None:
     result = triage(Sources(paths=(log,)))
     assert result.triage_class is TriageClass.TIMEOUT
     assert 2 in {e.line for e in result.decided_by}
+
+
+# Part J's wordings (tests/data/triage/SOURCES.md, part J): each line is copied from the thread
+# its comment names; the whole artifacts are in the corpus.
+PETSC = (  # https://github.com/precice/precice/issues/115
+    "[0]PETSC ERROR: Out of memory. This could be due to allocating"
+)
+ISTIO = (  # https://github.com/istio/istio/issues/19925
+    "2020-01-04T15:26:26.987721Z     warn    Envoy may have been out of memory killed. Check "
+    "memory usage and limits."
+)
+
+
+def test_a_cause_supposed_after_a_failure_does_not_hedge_the_failure() -> None:
+    """The failure is stated, then its cause supposed: a report. A kill supposed stays a
+    supposition, and so does a kill stated before a supposed cause (its reading is what the
+    supposition is about)."""
+    found = parse_oom_parts(PETSC)
+    assert found is not None and found.kind == "host_alloc_failed"
+    for line in (ISTIO, "Killed: out of memory. This might be a leak in the loader"):
+        found = parse_oom_parts(line)
+        assert found is not None and found.kind == "memory_noted", line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # https://github.com/psi4/psi4/issues/3336
+        'It fails with the message, "Fatal Error: Too little memory given for DLPNO-CCSD '
+        'Algorithm!"',
+        # https://github.com/questdb/questdb/issues/6144
+        "2025-09-15T13:10:47.0891595Z io.questdb.cairo.CairoException: [-1] global RSS memory "
+        "limit exceeded [usage=7330513230, RSS_MEM_LIMIT=7330513230, size=64, memoryTag=33]",
+        # https://github.com/bbuchfink/diamond/issues/315
+        "I'm running 0.9.22 as part of eggnog-mapper. I get a crash with a bad_alloc error -6 "
+        "and core dump.",
+    ],
+    ids=["too-little", "raised-limit", "person-got-named-error"],
+)
+def test_a_refusal_in_other_words_is_the_hosts(line: str, tmp_path: Path) -> None:
+    log = tmp_path / "issue.txt"
+    log.write_text(line + "\n")
+    result = triage(Sources(paths=(log,)))
+    assert result.triage_class is TriageClass.HOST_ALLOC_FAILED, result.summary
+    assert 1 in {e.line for e in result.decided_by}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # https://github.com/lxc/incus/issues/759: a kill denied
+        "On LXD since 5.0.3 LTS we regularly see that processes in containers are not killed "
+        "when the configured memory limit is reached (OOM).",
+        # https://github.com/containerd/containerd/issues/188: another errno says why it failed
+        "ERRO[57289] containerd: notify OOM events                 error=open /sys/fs/cgroup/"
+        "memory/docker/759b1d6b52f1/ct28/memory.oom_control: no such file or directory",
+        # https://github.com/facebook/hermes/issues/439: the usual cause, offered
+        "As I mention above, the most common cause of a `hermes_fatal` is an Out of Memory (OOM) "
+        "condition, where too much JS memory or native memory was created.",
+    ],
+    ids=["denied", "other-errno", "common-cause"],
+)
+def test_what_did_not_happen_is_no_report(line: str, tmp_path: Path) -> None:
+    found = parse_oom_parts(line)
+    assert found is None or found.kind == "memory_noted", found
+    log = tmp_path / "issue.txt"
+    log.write_text(line + "\n")
+    assert triage(Sources(paths=(log,))).triage_class is TriageClass.UNKNOWN
+
+
+MMSEQS = (  # https://github.com/soedinglab/MMseqs2/issues/738
+    "## Current Behavior\n"
+    "All available RAM is used leading to the following error:\n"
+    "`tmp//2024282319877743305/search_tmp/15490307701832192549/translated_search.sh: line 45: "
+    '3856193 Killed                  "$MMSEQS" extractorfs "$2" "${TMP_PATH}/t_orfs_aa" '
+    "${ORF_PAR}\n"
+    "Error: extract target orfs step died\n"
+)
+
+
+def test_a_kill_with_the_machines_memory_said_used_up_is_the_oom_killers(tmp_path: Path) -> None:
+    log = tmp_path / "issue.txt"
+    log.write_text(MMSEQS)
+    result = triage(Sources(paths=(log,)))
+    assert result.triage_class is TriageClass.GLOBAL_OOM, result.summary
+    assert {2, 3} <= {e.line for e in result.decided_by}
+    assert "most likely" in result.summary
+    # Under a platform's limit (a container named in the input): the container's.
+    log.write_text("Running in a docker container with --memory=8g\n" + MMSEQS)
+    assert triage(Sources(paths=(log,))).triage_class is TriageClass.CGROUP_OOM
+    # Supposed, asked or denied, the memory words decide nothing: the kill stays unexplained.
+    for said in (
+        "We set a limit so that it does not use all the memory on the server.",
+        "Could it be that it uses all the memory on the server?",
+    ):
+        log.write_text(said + "\n" + MMSEQS.replace("All available RAM is used leading", "It led"))
+        assert triage(Sources(paths=(log,))).triage_class is TriageClass.EXTERNAL_KILL, said
+
+
+def test_a_question_after_a_pasted_kill_is_the_persons(tmp_path: Path) -> None:
+    # https://github.com/lh3/minimap2/issues/1252
+    line = "Killed`,so could anyone give some advice?"
+    found = parse_line(line)
+    assert found is not None and found.kind == "terminated_externally"
+    # https://github.com/vmware-tanzu/velero/issues/6879: an end guessed at is no end
+    assert (
+        parse_line("But after just over 2 hours the backup failed with what looks like a timeout")
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # https://github.com/mesonbuild/meson/pull/7774
+        "2020-09-23T01:25:14.7849592Z 1/5 Boost linktest      TIMEOUT        30.16s",
+        # https://github.com/mesonbuild/meson/issues/5696
+        "1/1 Test exe                                TIMEOUT 30.02 s ",
+    ],
+    ids=["meson-0.55", "meson-0.51"],
+)
+def test_a_time_limit_as_a_results_state_is_a_timeout(line: str, tmp_path: Path) -> None:
+    found = parse_line(line)
+    assert found is not None and found.kind == "timeout"
+    log = tmp_path / "meson.log"
+    log.write_text(f"ninja: no work to do.\n{line}\n")
+    result = triage(Sources(paths=(log,)))  # the scanner finds the line
+    assert result.triage_class is TriageClass.TIMEOUT and 2 in {e.line for e in result.decided_by}
+
+
+def test_an_oom_as_a_verb_on_a_gpu_names_no_engine_the_line_does_not(tmp_path: Path) -> None:
+    # https://github.com/turboderp-org/exllamav2/issues/390 (its first line, which says "It
+    # completely fills up the first GPU's VRAM and OOMs."): "exllamav2" is not llama.cpp
+    name = "gpu-exllamav2-dbrx-gpu-split-oom-turboderp-org-exllamav2-390.txt"
+    line = (CORPUS / name).read_text().splitlines()[0]
+    assert "exllama" in line and "VRAM and OOMs." in line
+    log = tmp_path / "issue.txt"
+    log.write_text(line + "\n")
+    result = triage(Sources(paths=(log,)))
+    assert result.triage_class is TriageClass.CUDA_OOM_CAPACITY, result.summary
+    assert "llama.cpp" not in result.summary
+
+
+def test_a_2_6_32_kernels_kill_line_names_its_victim() -> None:
+    # https://github.com/influxdata/influxdb/issues/6087: RHEL 6's kernel puts the uid between
+    line = (
+        "Killed process 31343, UID 493, (influxd) total-vm:15100844kB, anon-rss:9065672kB, "
+        "file-rss:4kB"
+    )
+    found = parse_line(line)
+    assert found is not None and found.kind == "kernel_killed"
+    assert found.fields["pid"] == 31343 and found.fields["comm"] == "influxd"
+    assert found.fields["anon_rss_bytes"] == 9065672 * 1024

@@ -100,18 +100,22 @@ _SUPPOSED = re.compile(
     r"\b(?:if|when|whether|unless|may|might|could|can|would|should|will|to avoid|to prevent"
     r"|prevent\w*|avoid\w*|how to|how do|why|configur\w*|set(?:ting)?|increas\w*|rais\w*|bump\w*"
     r"|default"
-    r"|option|flag|parameter|environment variable|invalid|must be|possibly|clean(?:ing)? ?up)\b"
+    r"|option|flag|parameter|environment variable|invalid|must be|possibly|clean(?:ing)? ?up"
+    r"|looks? like|seems?|appears? to be)\b"
 )
 """A sentence that supposes, asks or advises rather than reports, names a setting or refuses one
-(``invalid value for 'build.steps[1].timeout'``), or tells of a cleanup after another end
-("processes killed (some possibly by mpiexec during cleanup)")."""
+(``invalid value for 'build.steps[1].timeout'``), tells of a cleanup after another end
+("processes killed (some possibly by mpiexec during cleanup)"), or guesses at what an end was
+("the backup failed with what looks like a timeout")."""
 _EVICTED = re.compile(
     r"\b(?:was|were|been|is|are|being|got) evicted\b|^\W*(?:warning\s+)?evicted\s"
 )
 """A pod evicted (for memory, the memory reader has said so first: here, for another resource or
 none said)."""
-_BOUNDARY = re.compile(r"[.!?;]\s|:\s|\s-\s")
-"""Where a clause ends: a sentence's end, a colon before what it introduces, a dash."""
+_BOUNDARY = re.compile(r"[.!?;]\s|:\s|\s-\s|`")
+"""Where a clause ends: a sentence's end, a colon before what it introduces, a dash, a quoted
+span's edge (minimap2's pasted log ending in "Killed`,so could anyone give some advice?": the
+question is the person's, after the paste)."""
 
 
 def _clause(low: str, match: re.Match[str]) -> tuple[int, int]:
@@ -122,11 +126,15 @@ def _clause(low: str, match: re.Match[str]) -> tuple[int, int]:
 
 
 def _supposed(low: str, match: re.Match[str]) -> bool:
-    """Whether the clause of ``match`` supposes, asks, advises or sets rather than reports (a
-    structured line's other fields, such as ``Namespace:"default"``, are other clauses)."""
-    if low.rstrip().endswith("?"):
-        return True
-    return _SUPPOSED.search(low, *_clause(low, match)) is not None
+    """Whether the clause of ``match`` supposes, asks, advises or sets rather than reports, or
+    introduces the paste that follows it (Helm's issue: "timeout occurs after five minutes:",
+    then the log that says so); a structured line's other fields, such as
+    ``Namespace:"default"``, are other clauses."""
+    start, stop = _clause(low, match)
+    clause = low[start:stop].rstrip()
+    if clause.endswith(("?", ":")) or (stop == len(low) and low.rstrip().endswith("?")):
+        return True  # a question, or a sentence introducing what follows it ("... after 5 min:")
+    return _SUPPOSED.search(low, start, stop) is not None
 
 
 def _networked(low: str, match: re.Match[str]) -> bool:
@@ -156,6 +164,11 @@ _FAILED_FOR = re.compile(
 """A unit of work's failure, with a time limit as its reason or its state (``failed due to
 timeout``, ``completed with status "TIMEOUT"``, ``state: TIMEOUT``)."""
 _ENDED = re.compile(r"\b(?:killed|cancel+ed|stopped|aborted|terminated|interrupted)\b")
+_STATE_COLUMN = re.compile(
+    r"(?:\s{2,}time ?out\s+|\btime ?out\s{2,})[\d.]+ ?(?:ms|s|sec|secs|seconds)\b(?!\S)"
+)
+"""A time limit as a result's state in a test runner's columns, its duration next (Meson's
+``1/5 Boost linktest      TIMEOUT        30.16s`` and ``1/1 Test exe      TIMEOUT 30.02 s``)."""
 
 
 def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
@@ -184,6 +197,8 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
         failed_for = _FAILED_FOR.search(low, start, stop) is not None
         if failed_for and timed[0].startswith(("time", "dead")):
             return LineSignal("timeout", {"parts": True})
+        if _STATE_COLUMN.search(low, max(0, timed.start() - 2)):
+            return LineSignal("timeout", {"parts": True})  # Meson's "1/5 linktest  TIMEOUT  30.16s"
         if lead in _ERROR_LEADS and timed[0].startswith("time"):
             return LineSignal("timeout", {"parts": True})  # "Error: Timeout - Async callback ..."
     evicted = _EVICTED.search(low)

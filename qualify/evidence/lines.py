@@ -61,8 +61,11 @@ KB = 1024
 _INVOKED = re.compile(r"(\S+) invoked oom-killer: gfp_mask=([^,\s]+).*?order=(-?\d+)")
 _OOM_KILL = re.compile(r"oom-kill:(constraint=\S+)")
 _KILLED = re.compile(
-    r"(?:(Memory cgroup out of memory|Out of memory): )?Killed process (\d+)(?: \(([^)]*)\)?)?"
+    r"(?:(Memory cgroup out of memory|Out of memory): )?Killed process (\d+)(?:, UID \d+,)?"
+    r"(?: \(([^)]*)\)?)?"
 )
+"""The kill's line, with the victim's name after its pid (2.6.32's "Killed process 31343, UID
+493, (influxd) total-vm:..." puts its uid between)."""
 _KB_FIELD = re.compile(r"\b(total-vm|anon-rss|file-rss|shmem-rss):(\d+)kB")
 _SELECT = re.compile(
     r"(Memory cgroup out of memory|Out of memory): Kill process (\d+) \((.*?)\) score (\d+)"

@@ -68,12 +68,14 @@ compute a single tile.", MySQL's "Out of sort memory, consider increasing server
 size"). The scanner's clauses (:data:`qualify.evidence.scan.CLAUSES`) admit the same lines."""
 _SAID = re.compile(
     _REFUSED + r"|" + _CLAUSE + r"|out of (?:[\w-]+ ){0,4}memory|\boom\b|outofmemory|out_of_memory"
+    r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
     r"|resource[_ ]exhausted"
     r"|out of swap|(?:failed|unable) to reclaim (?:\w+ )?memory"
     rf"|memory (?:is )?exhausted|(?:{_CANNOT})"
     r" (?:\w+ )?\w*allocate|alloc(?:ation)?[_ ]failed|allocation (?:of|on) .{0,80}?(?:failed|would"
     r" exceed)|bad_alloc|bad allocation|memoryerror|nomemoryerror|not enough (?:\w+ )?memory"
-    r"|insufficient (?:\w+ )?memory|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching|beyond)"
+    r"|insufficient (?:\w+ )?memory|too little (?:\w+ )?memory"
+    r"|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching|beyond)"
     r" (?:the |its |their |your )?(?:[\w%-]+ ){0,2}mem(?:ory)? (?:usage )?(?:limit|quota|budget)"
     r"|mem(?:ory)?[ _](?:limit|quota|budget)(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
     r"[ _](?:was |has been |is )?(?:\w+ly )?(?:exceeded|reached)"
@@ -118,6 +120,7 @@ _EVENT = re.compile(
     r"|couldn't|could not"
     r"|exceed|sigterm|sigkill|evict|refused|exhausted|crash|\boom\b|low memory|running low"
     r"|would exceed|to continue|paging file is too small|\bwhat\(\):|bad alloc|\btried to alloc"
+    r"|\boom(?:s|ed|'d)\b"
     r"|^\W*\d{4}-\d\d-\d\d[t ][\d:.,]+\S*\s+(?:[ef]|fatal|error|crit\w*|severe|panic|emerg\w*)\b"
 )
 """What makes a line that names running out of memory a report of it (besides a size)."""
@@ -164,18 +167,21 @@ _HEDGE = re.compile(
     r"\b(?:possible (?:\w+ )?causes?|possibly|potential(?:ly)? (?:\w+ )?(?:causes?|reasons?)"
     r"|may have been|might be"
     r"|might have|could be|can be caused|one of the following|if you see|to avoid|to prevent"
-    r"|\w+ly (?:means|indicates)|(?:usually|often) (?:means|indicates|caused by))\b"
+    r"|\w+ly (?:means|indicates)|(?:usually|often) (?:means|indicates|caused by)"
+    r"|(?:common|typical|usual|frequent|likely) (?:causes?|reasons?))\b"
     r"|^\W*(?:if|in case)\b|\b(?:perhaps|maybe|probably)\b|\btells you\b|\bmeans that\b"
     r"|\b(?:it is|it's|it may be) possible\b|\b(?:indicates|signals?) that\b"
     r"|\bpotential(?:ly)? (?:an? )?(?:oom|out[ -]of[ -]memory|kill\w*|terminat\w*)\b"
     r"|\bto (?:track|monitor|detect|catch|debug|investigate|reproduce|simulate|test|handle)"
     r" (?:the |an? )?(?:\w+ ){0,2}(?:oom|out[ -]of[ -]memory)"
 )
-"""A cause offered as one of several or as a possibility ("It is possible that dataloader's workers
-are out of shared memory", "I've seen 137 referenced as a potential OOM termination"), a generic
-explanation ("exit code 137 typically means", "Error 53200 is ... signal that the ... budget has
-run out"), advice, a condition ("If you encounter CUDA out of memory, try ..."), or a purpose
-("This will help us to track OOM kills"): a mention, not a report."""
+"""A cause offered as one of several, as the usual one or as a possibility ("the most common
+cause of a ``hermes_fatal`` is an Out of Memory (OOM) condition", "It is possible that
+dataloader's workers are out of shared memory", "I've seen 137 referenced as a potential OOM
+termination"), a generic explanation ("exit code 137 typically means", "Error 53200 is ...
+signal that the ... budget has run out"), advice, a condition ("If you encounter CUDA out of
+memory, try ..."), or a purpose ("This will help us to track OOM kills"): a mention, not a
+report."""
 _INTRO = re.compile(
     r"^\W*(?:this is|here is|here's|below is|the following|i (?:get|got|see|saw|am getting"
     r"|keep getting|have|had)|we (?:get|got|see|saw))\b"
@@ -201,6 +207,10 @@ def _hedged(low: str, said: re.Match[str]) -> bool:
     hedge = _HEDGE.search(low)
     if hedge is None:
         return False
+    if hedge.start() >= said.end():
+        ended = _SENTENCE_END.search(low, said.end(), hedge.start())
+        if ended is not None and not _ENDING.search(low[: ended.start()]):
+            return False  # an allocation's failure stated, its cause supposed after it
     colon = low.rfind(": ", hedge.end(), said.start())
     if colon < 0:
         return True
@@ -209,11 +219,30 @@ def _hedged(low: str, said: re.Match[str]) -> bool:
     )
 
 
+_SENTENCE_END = re.compile(r"[.!]\s+(?=[a-z])")
+"""The end of a sentence before the next one (PETSc's "Out of memory. This could be due to
+allocating too large an object ...": the statement is made, then its causes are supposed; a
+kill's or a limit's cause supposed after it still hedges it: ``_ENDING``)."""
+
+
 def _described(low: str) -> bool:
-    """Whether ``low`` is a person's own sentence that quotes no report of memory running out."""
+    """Whether ``low`` is a person's own sentence that quotes no report of memory running out
+    and says of no error by its name that they got it."""
     if not _PERSON.search(low):
         return False
+    if _GOT_NAMED.search(low) and not _HEDGE.search(low) and not low.rstrip().endswith((":", "?")):
+        return False  # "I get a crash with a bad_alloc error -6 and core dump."
     return not any(_SAID.search(quote[0]) for quote in _QUOTED.finditer(low))
+
+
+_GOT_NAMED = re.compile(
+    r"\b(?:i|we) (?:get|got|hit|see|saw|am getting|are getting|keep getting|encounter\w*|ran into"
+    r"|run into|receive\w*) (?:an? |the )?(?:[\w-]+ ){0,3}(?:std::)?(?:bad_alloc|memoryerror"
+    r"|outofmemoryerror|outofmemoryexception|enomem)\b"
+)
+"""A person saying they got an error that only memory running out raises, by its name (DIAMOND's
+"I get a crash with a bad_alloc error -6 and core dump."): their report of it, where nothing
+else shows it."""
 
 
 _EVICTION = re.compile(r"low on resource: memory|had condition: \[memorypressure\]")
@@ -233,8 +262,9 @@ _KILLER = re.compile(r"earlyoom|nohang|lowmemorykiller|lmkd|jetsam|systemd-oomd|
 _ALLOCATING = re.compile(
     _REFUSED + r"|" + _CLAUSE + r"|alloc|to reserve|gc overhead limit|paging file|\b1455\b"
     r"|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough|bad allocation"
-    r"|insufficient|out of (?:[\w-]+ ){0,4}memory|outofmemory|out_of_memory"
+    r"|insufficient|too little|out of (?:[\w-]+ ){0,4}memory|outofmemory|out_of_memory"
     r"|\b(?:fail\w*|error|exception)\b.{0,60}\boom\b|\boom\b.{0,60}\b(?:fail\w*|error|exception)\b"
+    r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
     r"|memory (?:is )?exhausted|heap,? exhausted|java heap space|memory budget exceeded"
     r"|max(?:imum)?\.? memory (?:was |has been )?exceeded"
 )
@@ -419,15 +449,21 @@ _AFTER_NAMES = {
 }  # fmt: skip
 
 
+_AT_WORD_START = frozenset({"llama"})
+"""Longer words that another project's name holds ("exllamav2" is not llama.cpp)."""
+
+
 def _table_regex(table: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
-    """One alternation of a table's words, in its order, a short word (4 letters or fewer)
-    only at the start of a word: "array" does not name Ray, "specs" not Amazon ECS."""
+    """One alternation of a table's words, in its order, a short word (4 letters or fewer, and
+    ``_AT_WORD_START``'s) only at the start of a word: "array" does not name Ray, "specs" not
+    Amazon ECS, "exllamav2" not llama.cpp."""
     return re.compile(
         "|".join(
-            ("(?<![a-z0-9])" if len(word) <= 4 and word[0].isalnum() else "") + re.escape(word)
+            ("(?<![a-z0-9])" if (len(word) <= 4 or word in _AT_WORD_START) and word[0].isalnum()
+             else "") + re.escape(word)
             for word, _ in table
         )
-    )
+    )  # fmt: skip
 
 
 def _named(low: str, table: tuple[tuple[str, str], ...]) -> str | None:
@@ -480,6 +516,7 @@ def parse_oom_parts(
     if (
         _INTRO.search(low) or _hedged(low, said) or _PLACEHOLDER.search(low) or _described(low)
         or _CHANGE_INTRO.search(low)  # a message being changed or proposed, described
+        or _DENIED.search(low) or _OTHER_ERROR.search(low, said.end())
     ):  # fmt: skip
         return LineSignal("memory_noted", fields)
     reported = reported or _BARE.match(low) is not None or _LOG_SHAPED.match(line) is not None
@@ -515,7 +552,7 @@ def parse_oom_parts(
     if _SOFT_LIMIT.search(low) and not _DEVICE_WORD.search(low):
         return LineSignal("limit_noted", fields)  # a soft limit warns; a kill may follow
     if _LIMIT_CROSSED.search(low) and not _DEVICE_WORD.search(low) and not _WOULD.search(low):
-        if _WORK_REFUSED.search(low):
+        if _WORK_REFUSED.search(low) or _RAISED.search(line):
             return LineSignal("host_alloc_failed", {**fields, "memory_named": True})
         return LineSignal("limit_oom_kill", fields)  # a memory limit is enforced by a kill
     if _QUOTA_CROSSED.search(low) and not _DEVICE_WORD.search(low):
@@ -716,3 +753,28 @@ _DEVICE_WORD = re.compile(
 )
 """An accelerator named outright (``node``/``host`` words next to it do not make it the
 host's: "GPU 0 on host x")."""
+
+
+_ENDING = re.compile(
+    "|".join(p.pattern for p in (_KILLED, _LIMIT_CROSSED, _QUOTA_CROSSED, _ENDED, _SOFT_LIMIT))
+)
+"""A kill, a limit crossed, an end: a supposition after it still hedges it (what supposes the
+cause of a kill supposes the kill's reading)."""
+
+_DENIED = re.compile(
+    r"(?:\b(?:not|never|no longer)|n't)\s+(?:\w+ )?(?:killed|oom[- ]?killed|evicted|terminated)\b"
+)
+"""A kill denied ("processes in containers are not killed when the configured memory limit is
+reached"): what did not happen is no report of it."""
+_OTHER_ERROR = re.compile(
+    r": (?:no such file or directory|no such file|permission denied|operation not permitted"
+    r"|connection refused|file exists|is a directory|not a directory|invalid argument)\b"
+)
+"""An error of its own after the words (containerd's "notify OOM events error=open
+.../memory.oom_control: no such file or directory"): the memory words name what was being done,
+another errno says why it failed."""
+
+_RAISED = re.compile(r"\b[A-Z][A-Za-z0-9]*[a-z0-9](?:Exception|Error)\b:")
+"""An exception class raised with the limit in its message (QuestDB's "CairoException: [-1]
+global RSS memory limit exceeded [usage=..., RSS_MEM_LIMIT=..., size=64]"): the program refused
+its own allocation and lives on to raise it; a kill is not raised in the process it ends."""

@@ -71,3 +71,51 @@ def platform_named(text: str, source: str) -> Evidence | None:
     stop = text.find("\n", match.end())
     line = text.count("\n", 0, start) + 1
     return Evidence.of(source, line, text[start : stop if stop >= 0 else len(text)], "platform")
+
+
+_MEMORY_WORDS = (
+    r"(?:the |my |our |its |their |your |of (?:the |my |our )?)?"
+    r"(?:available |free |system |physical |server'?s? |machine'?s? |host'?s? )?(?:ram|memory)\b"
+)
+_USED_UP = re.compile(
+    r"\b(?:uses?|used|using|consum\w*|eats?|eating|ate|eaten|fill\w*|exhaust\w*|takes?|took"
+    r"|taking|hog\w*|grabs?|grabbed) (?:up )?(?:all|100 ?%) (?:of )?"
+    + _MEMORY_WORDS
+    + r"|\ball (?:of )?"
+    + _MEMORY_WORDS
+    + r"(?: [\w()-]+){0,3} (?:is|was|gets|got|has been|had been|were) (?:\w+ )?"
+    r"(?:used|filled|consumed|exhausted|eaten|taken|full)\b",
+    re.IGNORECASE,
+)
+"""A sentence saying the machine's memory was all used ("it uses all the memory on my server",
+"All available RAM is used", "all the ram is filled"): with a kill that says nothing of its
+cause, the reason an on-call engineer reads into the kill."""
+_SUPPOSING = re.compile(
+    r"\b(?:if|whether|unless|may|might|could|would|should|will|can|to avoid"
+    r"|to prevent|avoid\w*|prevent\w*|without|not|never|no longer|doesn't|don't|didn't|isn't"
+    r"|wasn't|won't)\b|\?",
+    re.IGNORECASE,
+)
+"""What makes such a sentence a supposition, a question or a denial ("so that it does not use
+all the memory", "may use all the RAM"): not a report."""
+_SENTENCE = re.compile(r"[.!?;,](?:\s|$)|\n")
+
+
+def memory_used_up(text: str, source: str) -> Evidence | None:
+    """The first line of ``text`` (a file's head) that says, in a clause that supposes nothing,
+    that all of the machine's memory was used; None when none does."""
+    for match in _USED_UP.finditer(text):
+        starts = [
+            m.end() for m in _SENTENCE.finditer(text, max(0, match.start() - 300), match.start())
+        ]
+        start = starts[-1] if starts else text.rfind("\n", 0, match.start()) + 1
+        after = _SENTENCE.search(text, match.end())
+        stop = after.start() if after is not None else len(text)
+        if _SUPPOSING.search(text, start, stop):
+            continue
+        first = text.rfind("\n", 0, match.start()) + 1
+        last = text.find("\n", match.end())
+        line = text.count("\n", 0, first) + 1
+        body = text[first : last if last >= 0 else len(text)]
+        return Evidence.of(source, line, body, "memory_used_up")
+    return None

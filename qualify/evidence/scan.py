@@ -76,6 +76,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"allocate memory",  # ENOMEM "Cannot allocate memory", "can't allocate memory"
         b"enough memory",  # "not enough memory"
         b"insufficient memory",
+        b"little memory",  # "Too little memory given for DLPNO-CCSD Algorithm!" (Psi4)
         b"on resource: memory",  # the kubelet's eviction: "The node was low on resource: memory"
         b"memorypressure",  # the kubelet's "[MemoryPressure]" condition
         b"of gpu memory",  # "Out of GPU memory" (CUDA.jl), "ran out of GPU memory"
@@ -149,6 +150,8 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     b"error": (b"error",),  # XError:, E-lines, "1 error in", "] Error 137", Error Code N
     b"time": (
         b"timeout +",
+        b"timeout  ",  # a result's state in a test runner's columns (Meson's "TIMEOUT   30.16s")
+        b"  timeout",
         b"time limit",
         b"operation timeout",
         b"timeout expired",

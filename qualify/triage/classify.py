@@ -332,10 +332,30 @@ def _interrupted(bag: Bag) -> Decision | None:
     return Decision(TriageClass.EXTERNAL_KILL, summary, tuple(bag.interrupted))
 
 
+_NOT_KILLS = frozenset({"agent_lost", "probe_kill", "runner_shutdown", "canceled"})
+"""Ends from outside that are not a kill for a resource (an agent gone, a probe, a shutdown)."""
+
+
 def _signal(bag: Bag) -> Decision | None:
     if not bag.kills:
         return None
     kinds = {e.kind for e in bag.kills}
+    if bag.used_up is not None and bag.kill_signal in (None, "SIGKILL") and not kinds & _NOT_KILLS:
+        # A kill that says nothing of its cause, and the input says the machine's memory was all
+        # used: the OOM killer's, the container's or job's when a platform is named.
+        evidence = (*bag.kills[:8], bag.used_up, *([bag.platform] if bag.platform else []))
+        if bag.platform is not None:
+            summary = (
+                "a process was killed (SIGKILL) as the input says its memory was all used, under "
+                "a platform's limit (a container, pod, job or cgroup): its OOM kill, most likely "
+                "(no kernel report or exit state in the text confirms it)"
+            )
+            return Decision(TriageClass.CGROUP_OOM, summary, evidence, MEDIUM)
+        summary = (
+            "a process was killed (SIGKILL) as the input says the machine's memory was all used: "
+            "the kernel's OOM killer, most likely (no kernel report in the text confirms it)"
+        )
+        return Decision(TriageClass.GLOBAL_OOM, summary, evidence, MEDIUM)
     if bag.kill_signal:
         summary = f"the process was killed ({bag.kill_signal}) and nothing shows an OOM"
     elif "agent_lost" in kinds:

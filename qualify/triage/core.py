@@ -11,7 +11,7 @@ from typing import Any
 from harness import contract
 from qualify.evidence.detect import detect, head_text
 from qualify.evidence.docker_state import read_docker_state
-from qualify.evidence.pod import platform_named, pod_memory_limit
+from qualify.evidence.pod import memory_used_up, platform_named, pod_memory_limit
 from qualify.evidence.pytest_reports import read_junit_outcomes, read_report_log
 from qualify.evidence.scan import MAX_LINE_BYTES, scan_log
 from qualify.records import frozen_record
@@ -171,6 +171,7 @@ def read_inputs(sources: Sources) -> Inputs:
             if limit is not None:
                 inputs.limits.append(limit)
             inputs.platform = inputs.platform or platform_named(head, sources.label(path))
+            inputs.used_up = inputs.used_up or memory_used_up(head, sources.label(path))
     inputs.kernel.extend(_scan(path, inputs, sources.label(path)) for path in sources.kernel)
     for path in sources.inspect:
         state, problem = read_docker_state(path, sources.label(path))

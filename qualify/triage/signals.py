@@ -36,6 +36,8 @@ class Inputs:
     platform: Evidence | None = None
     """The first line of a log's head that names a platform running work under a limit of its
     own (a container, a pod, a batch job, a cgroup)."""
+    used_up: Evidence | None = None
+    """The first line of a log's head that says all of the machine's memory was used."""
 
 
 @frozen_record
@@ -110,6 +112,9 @@ class Bag:
     platform: Evidence | None = None
     """A line naming a platform that runs work under a limit of its own (``Inputs.platform``),
     or the docker state given: whose limit an unscoped OOM kill was."""
+    used_up: Evidence | None = None
+    """A line saying all of the machine's memory was used (``Inputs.used_up``): what a kill that
+    says nothing of its cause was for."""
     exits: list[Evidence] = dataclasses.field(default_factory=list)
     """Non-zero exits that were not by a signal (an error exit: it says that, not why)."""
     exceptions: list[Evidence] = dataclasses.field(default_factory=list)
@@ -368,6 +373,7 @@ def gather(inputs: Inputs) -> Bag:
     bag = Bag()
     bag.memcg_limits.extend(inputs.limits)
     bag.platform = inputs.platform
+    bag.used_up = inputs.used_up
     for scan in inputs.kernel + inputs.logs:
         _kernel(scan, bag)
     for scan in inputs.logs + inputs.kernel:
