@@ -543,3 +543,119 @@ def test_a_2_6_32_kernels_kill_line_names_its_victim() -> None:
     assert found is not None and found.kind == "kernel_killed"
     assert found.fields["pid"] == 31343 and found.fields["comm"] == "influxd"
     assert found.fields["anon_rss_bytes"] == 9065672 * 1024
+
+
+# Part K's wordings (tests/data/triage/SOURCES.md, part K), each from the thread its comment names.
+
+
+def test_a_quoted_refusal_is_read_by_the_message_not_the_words_around_it() -> None:
+    # https://github.com/enclavr/frontend/issues/80
+    line = (
+        "The vitest test runner crashes with `FATAL ERROR: Reached heap limit Allocation failed - "
+        "JavaScript heap out of memory` during test execution. The worker process is killed, "
+        "causing an unhandled error that terminates the test run."
+    )
+    found = parse_oom_parts(line)
+    assert found is not None and found.kind == "host_alloc_failed"
+    # A quoted phrase that reports nothing by itself is a mention (PyTorch's reference note:
+    # 'On ROCm builds the text reads "HIP out of memory"').
+    found = parse_oom_parts('On ROCm builds the text reads "HIP out of memory" and more')
+    assert found is not None and found.kind == "memory_noted"
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # https://github.com/researchstudio-sat/webofneeds/issues/3177: a purpose after a
+        # raised limit does not hedge it
+        (
+            "javax.jms.ResourceAllocationException: Usage Manager Memory Limit reached. Stopping "
+            "producer (ID:MJlapone-63406-1576589973933-1:1:6:1) to prevent flooding "
+            "queue://OwnerProtocol.in.",
+            "host_alloc_failed",
+        ),
+        # https://github.com/fanhongtao/ebooks/issues/5
+        ("! TeX capacity exceeded, sorry [main memory size=5000000].", "host_alloc_failed"),
+        # https://github.com/siderolabs/talos/issues/13622: a user-space OOM controller acting
+        ("   [talos] OOM controller triggered", "node_oom_kill"),
+        # https://github.com/sokrypton/ColabFold/issues/186: the question, then the report
+        (
+            "Could not predict test_cdf7a. Not Enough GPU memory? RESOURCE_EXHAUSTED: Out of "
+            "memory while trying to allocate 7866899248 bytes.",
+            "gpu_oom",
+        ),
+        # https://github.com/sokrypton/ColabFold/issues/503: the question alone
+        (
+            "2023-10-03 17:53:48,059 Could not predict NF006199. Not Enough GPU memory? INTERNAL: "
+            "cublas error",
+            "memory_noted",
+        ),
+        # https://github.com/commercialhaskell/stack/issues/3017: a cause offered
+        (
+            "    Process exited with code: ExitFailure (-9) (THIS MAY INDICATE OUT OF MEMORY)",
+            "memory_noted",
+        ),
+        # https://github.com/earlyoom/earlyoom/issues/269: a killer started is no kill
+        (
+            "mars 27 18:46:05 user-G3-3779-pro systemd[1]: Started Early OOM Daemon.",
+            None,
+        ),
+    ],
+    ids=["raised-limit", "tex", "oom-controller", "asked-then-said", "asked", "may-indicate",
+         "daemon-started"],
+)  # fmt: skip
+def test_k_wordings_by_their_parts(line: str, kind: str | None) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found is not None else None) == kind, found
+
+
+def test_source_in_a_language_fence_is_code_but_its_comments_quote_output(tmp_path: Path) -> None:
+    # https://github.com/woodpecker-ci/woodpecker/issues/1430: Go that sets an exit code
+    log = tmp_path / "issue.txt"
+    log.write_text(
+        "When a step is canceled, the step state reported back is always failed.\n"
+        "```go\n"
+        "if canceled.IsSet() {\n"
+        "  stepState.ExitCode = 137\n"
+        '  stepState.Error = "Step canceled"\n'
+        "}\n"
+        "```\n"
+    )
+    assert triage(Sources(paths=(log,))).triage_class is TriageClass.UNKNOWN
+    # The same lines in a log's fence are output.
+    log.write_text(log.read_text().replace("```go", "```"))
+    assert triage(Sources(paths=(log,))).triage_class is TriageClass.EXTERNAL_KILL
+    # https://github.com/pingcap/tidb/issues/38322: a reproduction's comment quotes its error
+    log.write_text(
+        "```sql\n"
+        "set tidb_mem_quota_query=10;\n"
+        "select t.a, t1.a  from t use index(idx), t1 use index(idx)  where t.a=t1.a; -- ERROR "
+        "1105 (HY000): Out Of Memory Quota![conn_id=1363783645558473149]\n"
+        "```\n"
+    )
+    assert triage(Sources(paths=(log,))).triage_class is TriageClass.HOST_ALLOC_FAILED
+
+
+CHROMA = (  # https://github.com/chroma-core/chroma/issues/1197
+    "When I limit the RAM available to the container to 4Gb, the instance crashes as soon as I do "
+    "`collection.query` with a single question.\n"
+    "The only thing I see in logs is that the worker was killed.\n"
+    "```\n"
+    "chroma_bench-chroma-1  | /docker_entrypoint.sh: line 6:    12 Killed                  uvicorn "
+    "chromadb.app:app --workers 1 --host 0.0.0.0 --port 8000\n"
+    "```\n"
+)
+
+
+def test_an_unexplained_kill_under_a_cap_the_input_sets_is_the_caps(tmp_path: Path) -> None:
+    log = tmp_path / "issue.txt"
+    log.write_text(CHROMA)
+    result = triage(Sources(paths=(log,)))
+    assert result.triage_class is TriageClass.CGROUP_OOM, result.summary
+    assert {1, 4} <= {e.line for e in result.decided_by} and "most likely" in result.summary
+    for cap in ('sudo docker run --memory="100g" google/deepvariant', "#SBATCH --mem=8G"):
+        log.write_text(cap + "\n" + CHROMA.split("\n", 1)[1])
+        assert triage(Sources(paths=(log,))).triage_class is TriageClass.CGROUP_OOM, cap
+    # No cap set: the kill stays unexplained.
+    log.write_text(CHROMA.split("\n", 1)[1])
+    assert triage(Sources(paths=(log,))).triage_class is TriageClass.EXTERNAL_KILL

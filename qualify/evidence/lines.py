@@ -148,9 +148,12 @@ a pod "disrupted" by an eviction, a preempted machine. Whoever ended it said not
 line that also says the reason is read for it (``parse_line``). A process that "died" or
 "exited" unexpectedly is not one: a crash says that too (Ray's "The worker died unexpectedly
 while executing this task")."""
-_HEDGED = re.compile(r"\b(?:if|when|whether|unless|may|might|could|can)\b[^.]*$")
-"""A condition or a possibility just before a kill's words ("if the process is killed by the
-system"): not a kill that happened."""
+_HEDGED = re.compile(
+    r"\b(?:if|when|whether|unless|may|might|could|can|means?|meaning|indicates?)\b[^.]*$"
+)
+"""A condition, a possibility or an explanation just before a kill's words ("if the process is
+killed by the system", RQ's "Signal 4 is SIGILL, that means your job was terminated by the
+OS."): not a kill that happened."""
 _SHELL_KILLED = re.compile(
     r"(?:^|\s|Z\s|[.\d])Killed(?:\s{2,}(\S.*)|\s*)$"
     r"|\bline \d+:\s+(\d+) Killed(?:\s+(\S.*)|\s*)$"

@@ -48,6 +48,9 @@ _REFUSED = (
     r"|\bmemory pool\b[^.]{0,40}\b(?:exhausted|depleted|full|in use)\b"
     r"|\b(?:killed|terminated|stopped|evicted)\b.{0,20}\b(?:due to|because of|for)\b.{0,20}"
     r"\bmemory\b|^\W*vm: killing process\b"
+    r"|\bcapacity exceeded\b[^.]{0,40}\bmemory\b"
+    r"|\balloc\w* size\b.{0,80}?\b(?:is )?(?:more|greater|larger|bigger) than (?:the )?total "
+    r"(?:\w+ )?mem(?:ory)?\b"
 )
 """Memory refused by any verb that gets it (map, reserve, commit, enlarge, grow: Postgres'
 "could not map anonymous shared memory", Emscripten's "Cannot enlarge memory arrays"), more of
@@ -60,8 +63,10 @@ refused for an OOM (Redis' "OOM command not allowed when used memory > 'maxmemor
 allocation that failed in other words (kraken2's "Failed attempt to allocate", MECAT2's "calloc
 fail"), a memory pool used up (Godot's "All memory pool allocations are in use"), and a process
 ended because of memory (Xcode's "Terminated due to memory issue"), ENOMEM as Rust words it ("os
-error 12", "Error(12)"), ImageMagick's resource limit ("cache resources exhausted") and Linux
-2.4's OOM killer ("VM: killing process")."""
+error 12", "Error(12)"), ImageMagick's resource limit ("cache resources exhausted"), Linux
+2.4's OOM killer ("VM: killing process"), a pool's capacity (TeX's "TeX capacity exceeded, sorry
+[main memory size=5000000]") and a request past the total (MindSpore's "... plus alloc size :
+301990400 is more than total mem size : 29464985600.")."""
 _CLAUSE = r"\b(?:enough|insufficient|out of) (?:[a-z0-9_-]{1,12} ){1,2}memory\b"
 """A shortage, a word or two, then memory, whatever the words between ("Not enough GPU memory to
 compute a single tile.", MySQL's "Out of sort memory, consider increasing server sort buffer
@@ -168,7 +173,9 @@ _HEDGE = re.compile(
     r"|may have been|might be"
     r"|might have|could be|can be caused|one of the following|if you see|to avoid|to prevent"
     r"|\w+ly (?:means|indicates)|(?:usually|often) (?:means|indicates|caused by)"
-    r"|(?:common|typical|usual|frequent|likely) (?:causes?|reasons?))\b"
+    r"|(?:common|typical|usual|frequent|likely) (?:causes?|reasons?)"
+    r"|(?:may|might|could|can) (?:\w+ )?(?:indicate|mean|suggest|point to|be due to|be caused by"
+    r"|be related to)|(?:likely|probably|possibly) (?:to be )?(?:due to|caused by))\b"
     r"|^\W*(?:if|in case)\b|\b(?:perhaps|maybe|probably)\b|\btells you\b|\bmeans that\b"
     r"|\b(?:it is|it's|it may be) possible\b|\b(?:indicates|signals?) that\b"
     r"|\bpotential(?:ly)? (?:an? )?(?:oom|out[ -]of[ -]memory|kill\w*|terminat\w*)\b"
@@ -209,7 +216,9 @@ def _hedged(low: str, said: re.Match[str]) -> bool:
         return False
     if hedge.start() >= said.end():
         ended = _SENTENCE_END.search(low, said.end(), hedge.start())
-        if ended is not None and not _ENDING.search(low[: ended.start()]):
+        if ended is not None and (
+            not _ENDING.search(low[: ended.start()]) or _RAISED_LOW.search(low, 0, said.start())
+        ):
             return False  # an allocation's failure stated, its cause supposed after it
     colon = low.rfind(": ", hedge.end(), said.start())
     if colon < 0:
@@ -245,6 +254,11 @@ _GOT_NAMED = re.compile(
 else shows it."""
 
 
+_OOM_AGENT = (
+    r"\boom[ _-]?(?:controller|manager|monitor)\b.{0,40}\b(?:trigger\w*|kill\w*|error|sigkill)\b"
+)
+"""A user-space OOM controller, manager or monitor acting (Talos' "OOM controller triggered", an
+HPC system's "OOM manager error, which is killing the job"); its start or its settings are not."""
 _EVICTION = re.compile(r"low on resource: memory|had condition: \[memorypressure\]")
 """The kubelet's eviction messages for node memory (said only when it evicts a pod)."""
 _HANDLED = re.compile(
@@ -257,8 +271,12 @@ _KILLED = re.compile(
     r"|oom ?killed|oomkilled|oom[- _]kill|evicted|eviction|terminated|sigkill|signal 9"
     r"|sending sigterm|sending sigkill)\b"
 )
-_KILLER = re.compile(r"earlyoom|nohang|lowmemorykiller|lmkd|jetsam|systemd-oomd|oom[- _]?killer")
-"""Programs and kernel parts whose work is killing for memory."""
+_KILLER = re.compile(
+    r"earlyoom|nohang|lowmemorykiller|lmkd|jetsam|systemd-oomd|oom[- _]?killer"
+    r"|" + _OOM_AGENT
+)
+"""Programs and kernel parts whose work is killing for memory (a user-space OOM controller acting:
+the node's, as earlyoom is)."""
 _ALLOCATING = re.compile(
     _REFUSED + r"|" + _CLAUSE + r"|alloc|to reserve|gc overhead limit|paging file|\b1455\b"
     r"|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough|bad allocation"
@@ -275,7 +293,7 @@ _ACCELERATOR = re.compile(
     r"|device memory|device buffer"
     r"|on device|allocated so far|8007000e|npu\w*|ascend\w*|rtmalloc\w*|aclrt\w*|habana\w*"
     r"|gl_out_of_memory|opengl|gles\w*"
-    r"|gaudi\w*|synhelper|device_id\W?\d+)\b"
+    r"|gaudi\w*|synhelper|device_id\W?\d+|mindspore)\b"
 )
 _HOST = re.compile(
     r"\b(?:cpu\w*|host|ram|system memory|physical memory|heap|memoryerror|nomemoryerror|bad_alloc"
@@ -289,6 +307,7 @@ _NODE = re.compile(
     r"|memory pressure|out of memory|memory usage threshold|ran out|low on resource: memory)"
     r"|low on memory|memory ?pressure|low memory|all (?:the )?available (?:ram|memory)"
     r"|running low on memory|earlyoom|nohang|lowmemorykiller|lmkd|jetsam|\boomd\b|usage threshold"
+    r"|" + _OOM_AGENT
 )
 _REFUSAL = re.compile(
     rf"(?:{_CANNOT}) (?:\w+ )?"
@@ -387,7 +406,8 @@ _ECOSYSTEMS = (
     ("mps backend", "PyTorch's MPS backend"), ("torch", "PyTorch"), ("ggml", "ggml"),
     ("llama", "llama.cpp"), ("cupy", "CuPy"), ("allocated so far", "CuPy"), ("rmm", "RMM"),
     ("cudf", "cuDF"), ("8007000e", "DirectML"), ("vkallocate", "Vulkan"),
-    ("paddle", "PaddlePaddle"), ("mxnet", "MXNet"), ("onnxruntime", "ONNX Runtime"),
+    ("paddle", "PaddlePaddle"), ("mindspore", "MindSpore"), ("mxnet", "MXNet"),
+    ("onnxruntime", "ONNX Runtime"),
     ("openvino", "OpenVINO"), ("julia", "Julia"), ("cuda.jl", "CUDA.jl"), ("ray", "Ray"),
     ("earlyoom", "earlyoom"), ("nohang", "nohang"), ("deepspeed", "DeepSpeed"),
     ("javascript", "Node.js"), ("node.js", "Node.js"), ("java", "the JVM"),
@@ -494,6 +514,9 @@ def parse_oom_parts(
     said = _SAID.search(low)
     if said is None or _CODE.search(line) or _TEST_PROGRESS.search(line):
         return None
+    said = _past_questions(low, said)
+    if said is None:  # the cause asked about ("Not Enough GPU memory?") and nothing said after
+        return LineSignal("memory_noted", {"parts": True})
     numbers = _numbers(line, low)
     ecosystem = _named(low, _ECOSYSTEMS)
     accelerator = _ACCELERATOR.search(low) is not None
@@ -519,6 +542,8 @@ def parse_oom_parts(
         or _DENIED.search(low) or _OTHER_ERROR.search(low, said.end())
     ):  # fmt: skip
         return LineSignal("memory_noted", fields)
+    if (message := _quoted_reading(line, said, fields)) is not None:
+        return message
     reported = reported or _BARE.match(low) is not None or _LOG_SHAPED.match(line) is not None
     if not (reported or numbers or _EVENT.search(low) or _EVICTION.search(low)):
         # A mention (a title, prose), unless the lines around show it is a program's output
@@ -634,6 +659,38 @@ def _in_fence(before: str) -> bool:
     return len(_FENCE.findall(before)) % 2 == 1
 
 
+_SOURCE_FENCE = re.compile(
+    r"^[\s>]*(?:```|~~~)`*\s*(?:go|golang|python|py|javascript|js|typescript|ts|jsx|tsx|java"
+    r"|kotlin|kt|scala|groovy|c|h|cpp|c\+\+|cc|cxx|hpp|objc|objective-c|cs|csharp|c#|fsharp|f#"
+    r"|rust|rs|swift|ruby|rb|php|perl|pl|lua|r|julia|jl|dart|elixir|ex|erlang|erl|haskell|hs"
+    r"|clojure|clj|ocaml|ml|zig|nim|d|vb|vbnet|matlab|sql|cuda|cu|proto|solidity|sol)\s*$",
+    re.IGNORECASE,
+)
+"""A fence opened for a programming language's source (```go, ```python): its lines are code,
+whatever they say (Woodpecker's ``stepState.ExitCode = 137`` in the Go it quotes); a log's
+fence (``` alone, ```console, ```text, ```log, ```shell) holds output."""
+
+
+_COMMENT = re.compile(r"(?:^|\s)(?:#|//|--|/\*)\s")
+"""A comment in source, where a reproduction quotes the output it got (CuPy's ``# An error is
+raised : cupy.cuda.memory.OutOfMemoryError: ...``, TiDB's ``-- ERROR 1105 (HY000): Out Of Memory
+Quota!``)."""
+
+
+def in_source(before: str, line: str) -> bool:
+    """Whether ``line`` (after ``before``, the text just before it, bounded by its reader) is
+    source code: inside a fence opened for a programming language, and not a comment that quotes
+    what the code printed."""
+    if "```" not in before and "~~~" not in before:
+        return False
+    if _COMMENT.search(line):
+        return False
+    if not _in_fence(before):
+        return False
+    opener = [text for text in before.splitlines() if _FENCE.match(text)][-1]
+    return _SOURCE_FENCE.match(opener) is not None
+
+
 _EXAMPLE_INTRO = re.compile(
     r"\b(?:something like|for example|for instance|e\.g\.|such as|would (?:be|read|look like))\b",
     re.IGNORECASE,
@@ -686,6 +743,8 @@ def in_context(
       in an issue): read as the program's report it is.
     """
     kind, fields = found.kind, found.fields
+    if in_source(before, line):
+        return LineSignal("memory_noted", {**fields, "source": True}), 0, line
     if kind in ("host_alloc_failed", "gpu_oom") and _an_example(before):
         return LineSignal("memory_noted", {**fields, "example": True}), 0, line
     if kind == "memory_noted":
@@ -778,3 +837,59 @@ _RAISED = re.compile(r"\b[A-Z][A-Za-z0-9]*[a-z0-9](?:Exception|Error)\b:")
 """An exception class raised with the limit in its message (QuestDB's "CairoException: [-1]
 global RSS memory limit exceeded [usage=..., RSS_MEM_LIMIT=..., size=64]"): the program refused
 its own allocation and lives on to raise it; a kill is not raised in the process it ends."""
+
+_QUOTE = re.compile(r"`([^`]{12,})`|\"([^\"]{12,})\"")
+
+
+def _quote_holding(line: str, at: int) -> str | None:
+    """The text of a quoted span of ``line`` (backticks or double quotes, 12 characters and more)
+    that holds offset ``at`` and that is not the whole line; None otherwise."""
+    if "`" not in line and '"' not in line:
+        return None
+    for match in _QUOTE.finditer(line):
+        if match.start() < at < match.end() and len(match[0]) < len(line.strip()):
+            text = (match[1] if match[1] is not None else match[2]).strip()
+            while len(text) > 2 and text[0] == text[-1] and text[0] in "`\"'":
+                text = text[1:-1].strip()  # a quote quoted again: "` \"...\"`"
+            return text
+    return None
+
+
+_RAISED_LOW = re.compile(r"[a-z0-9](?:exception|error)\b:")
+"""``_RAISED`` on a lowered line: an exception class's name joined to its kind
+(``resourceallocationexception:``), not a bare "error:"."""
+
+_REFUSAL_KINDS = frozenset({"host_alloc_failed", "gpu_oom", "gpu_budget"})
+
+_ASKED = re.compile(r"[ \t]*\?")
+"""A question mark right after the words: the cause asked about, not stated (ColabFold's "Could
+not predict NF006199. Not Enough GPU memory? INTERNAL: cublas error"); a report after it still
+counts ("Not Enough GPU memory? RESOURCE_EXHAUSTED: Out of memory while trying to allocate
+7866899248 bytes.")."""
+
+
+def _past_questions(low: str, said: re.Match[str]) -> re.Match[str] | None:
+    """``said``, or the words after the question it asks ("Not Enough GPU memory?
+    RESOURCE_EXHAUSTED: Out of memory ..."); None when a question is all it says."""
+    while (asked := _ASKED.match(low, said.end())) is not None:
+        later = _SAID.search(low, asked.end())
+        if later is None:
+            return None
+        said = later
+    return said
+
+
+def _quoted_reading(line: str, said: re.Match[str], fields: dict[str, Any]) -> LineSignal | None:
+    """The reading of a person's sentence by the program's message it quotes, when the words
+    say memory ran out inside the quote: a refused allocation quoted is read alone (vitest's
+    "The test runner crashes with `FATAL ERROR: Reached heap limit Allocation failed -
+    JavaScript heap out of memory` ... The worker process is killed": the message decides, not
+    the kill the person's words add); a quote that reports nothing by itself is a mention. None:
+    the line is read whole (a quoted kill, whose words around may say whose memory it was)."""
+    quoted = _quote_holding(line, said.start())
+    if quoted is None or _LOG_SHAPED.match(line):
+        return None
+    message = parse_oom_parts(quoted)
+    if message is None or message.kind == "memory_noted":
+        return LineSignal("memory_noted", fields)
+    return message if message.kind in _REFUSAL_KINDS else None

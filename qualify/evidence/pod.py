@@ -119,3 +119,28 @@ def memory_used_up(text: str, source: str) -> Evidence | None:
         body = text[first : last if last >= 0 else len(text)]
         return Evidence.of(source, line, body, "memory_used_up")
     return None
+
+
+_CAPPED = re.compile(
+    r"(?<![\w-])(?:--memory|--mem|-m)(?:=|\s+)[\"']?\d+(?:\.\d+)?\s*[kmgt]i?b?\b"
+    r"|\bmem_limit\s*[:=]\s*[\"']?\d+(?:\.\d+)?\s*[kmgt]i?b?\b"
+    r"|\blimit(?:s|ed|ing)?\b (?:the )?(?:ram|memory)\b(?: [\w-]+){0,6} to \d+(?:\.\d+)?"
+    r"\s*[kmgt]i?b?\b",
+    re.IGNORECASE,
+)
+"""A memory cap set on the work in the input: docker's ``--memory="100g"`` and ``-m 4g``, Slurm's
+``--mem=8G``, compose's ``mem_limit: 4g``, or a person's "When I limit the RAM available to the
+container to 4Gb"."""
+
+
+def memory_capped(text: str, source: str) -> Evidence | None:
+    """The first line of ``text`` (a file's head) that sets a memory cap on the work, in a
+    clause that supposes nothing; None when none does."""
+    for match in _CAPPED.finditer(text):
+        first = text.rfind("\n", 0, match.start()) + 1
+        last = text.find("\n", match.end())
+        body = text[first : last if last >= 0 else len(text)]
+        if _SUPPOSING.search(body) and not body.lstrip().startswith(("$", "#", "docker", "srun")):
+            continue
+        return Evidence.of(source, text.count("\n", 0, first) + 1, body, "memory_capped")
+    return None

@@ -33,7 +33,13 @@ from qualify.evidence.cuda_oom import CudaOom, parse_cuda_oom
 from qualify.evidence.evidence_line import Evidence
 from qualify.evidence.gpu_lines import EXECUTOR_HIT, parse_trtllm_executor
 from qualify.evidence.lines import LineSignal, parse_line
-from qualify.evidence.oom_parts import CONTEXT_AFTER, CONTEXT_BEFORE, CONTEXT_KINDS, in_context
+from qualify.evidence.oom_parts import (
+    CONTEXT_AFTER,
+    CONTEXT_BEFORE,
+    CONTEXT_KINDS,
+    in_context,
+    in_source,
+)
 from qualify.records import frozen_record
 from qualify.untrusted import open_regular
 
@@ -506,9 +512,20 @@ def _scan_range(fd: int, start: int, stop: int) -> _Part:
         if found is not None and found.kind in CONTEXT_KINDS:
             found, at, said = _in_context(fd, offset, raw, line, text, found)
             _keep(part, at, said, found)
-        elif found is not None:
+        elif found is not None and not _in_source(fd, offset, text):
             _keep(part, line, text, found)
     return part
+
+
+def _in_source(fd: int, offset: int, text: str) -> bool:
+    """Whether the line at ``offset`` is inside a fence opened for a programming language's
+    source (``qualify.evidence.oom_parts.in_source``), from at most CONTEXT_BEFORE bytes before
+    it."""
+    start = max(0, offset - CONTEXT_BEFORE)
+    before = os.pread(fd, offset - start, start)
+    if b"```" not in before and b"~~~" not in before:
+        return False
+    return in_source(before.decode("utf-8", errors="replace"), text)
 
 
 def _in_context(

@@ -340,7 +340,17 @@ def _signal(bag: Bag) -> Decision | None:
     if not bag.kills:
         return None
     kinds = {e.kind for e in bag.kills}
-    if bag.used_up is not None and bag.kill_signal in (None, "SIGKILL") and not kinds & _NOT_KILLS:
+    plain = bag.kill_signal in (None, "SIGKILL") and not kinds & _NOT_KILLS
+    if plain and bag.capped is not None:
+        # A kill that says nothing of its cause, under a memory cap the input sets on the work
+        # (docker's --memory, Slurm's --mem): that cap's OOM kill, most likely.
+        summary = (
+            "a process was killed (SIGKILL) under a memory cap the input sets on the work: the "
+            "cap's OOM kill, most likely (no kernel report or exit state in the text confirms it)"
+        )
+        evidence = (*bag.kills[:8], bag.capped, *([bag.used_up] if bag.used_up else []))
+        return Decision(TriageClass.CGROUP_OOM, summary, evidence, MEDIUM)
+    if bag.used_up is not None and plain:
         # A kill that says nothing of its cause, and the input says the machine's memory was all
         # used: the OOM killer's, the container's or job's when a platform is named.
         evidence = (*bag.kills[:8], bag.used_up, *([bag.platform] if bag.platform else []))

@@ -11,7 +11,12 @@ from typing import Any
 from harness import contract
 from qualify.evidence.detect import detect, head_text
 from qualify.evidence.docker_state import read_docker_state
-from qualify.evidence.pod import memory_used_up, platform_named, pod_memory_limit
+from qualify.evidence.pod import (
+    memory_capped,
+    memory_used_up,
+    platform_named,
+    pod_memory_limit,
+)
 from qualify.evidence.pytest_reports import read_junit_outcomes, read_report_log
 from qualify.evidence.scan import MAX_LINE_BYTES, scan_log
 from qualify.records import frozen_record
@@ -172,6 +177,7 @@ def read_inputs(sources: Sources) -> Inputs:
                 inputs.limits.append(limit)
             inputs.platform = inputs.platform or platform_named(head, sources.label(path))
             inputs.used_up = inputs.used_up or memory_used_up(head, sources.label(path))
+            inputs.capped = inputs.capped or memory_capped(head, sources.label(path))
     inputs.kernel.extend(_scan(path, inputs, sources.label(path)) for path in sources.kernel)
     for path in sources.inspect:
         state, problem = read_docker_state(path, sources.label(path))

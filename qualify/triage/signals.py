@@ -38,6 +38,8 @@ class Inputs:
     own (a container, a pod, a batch job, a cgroup)."""
     used_up: Evidence | None = None
     """The first line of a log's head that says all of the machine's memory was used."""
+    capped: Evidence | None = None
+    """The first line of a log's head that sets a memory cap on the work."""
 
 
 @frozen_record
@@ -115,6 +117,9 @@ class Bag:
     used_up: Evidence | None = None
     """A line saying all of the machine's memory was used (``Inputs.used_up``): what a kill that
     says nothing of its cause was for."""
+    capped: Evidence | None = None
+    """A line setting a memory cap on the work (``Inputs.capped``): whose cap a kill that says
+    nothing of its cause most likely hit."""
     exits: list[Evidence] = dataclasses.field(default_factory=list)
     """Non-zero exits that were not by a signal (an error exit: it says that, not why)."""
     exceptions: list[Evidence] = dataclasses.field(default_factory=list)
@@ -374,6 +379,7 @@ def gather(inputs: Inputs) -> Bag:
     bag.memcg_limits.extend(inputs.limits)
     bag.platform = inputs.platform
     bag.used_up = inputs.used_up
+    bag.capped = inputs.capped
     for scan in inputs.kernel + inputs.logs:
         _kernel(scan, bag)
     for scan in inputs.logs + inputs.kernel:
