@@ -659,3 +659,132 @@ def test_an_unexplained_kill_under_a_cap_the_input_sets_is_the_caps(tmp_path: Pa
     # No cap set: the kill stays unexplained.
     log.write_text(CHROMA.split("\n", 1)[1])
     assert triage(Sources(paths=(log,))).triage_class is TriageClass.EXTERNAL_KILL
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # https://github.com/fsprojects/zarchive-fsharpbinding/issues/626: a namespace before
+        # the exception's name is not the machine
+        ("System.OutOfMemoryException: Out of memory", "host_alloc_failed"),
+        ("The system ran out of memory and the process was killed", "node_oom_kill"),
+        # https://github.com/apache/groovy/pull/835: Gradle's cause line, the JVM's detail alone
+        ("> Java heap space", "host_alloc_failed"),
+        # https://github.com/vlang/v/issues/28168: a program's own limit, with its error prefix
+        (
+            "error: v3 compiler memory usage reached 2568 MiB RSS during compilation (limit: "
+            "2560 MiB); use `-no-memory-limit` to disable this limit",
+            "host_alloc_failed",
+        ),
+        # the same crossing without the program's own prefix: a limit enforced from outside
+        (
+            "worker memory usage reached 2568 MiB RSS (limit: 2560 MiB), the worker was stopped",
+            "limit_oom_kill",
+        ),
+        # https://github.com/rancher/rancher-docs/issues/668: an error avoided
+        (
+            "When testing locally, the combination of this and #667 allowed me to build #665 "
+            "without running into `FATAL ERROR: Ineffective mark-compacts near heap limit "
+            "Allocation failed - JavaScript heap out of memory`.",
+            "memory_noted",
+        ),
+        # https://github.com/darktable-org/darktable/issues/3365: a device passed over at start
+        (
+            "0.437992 [opencl_init] discarding device 0 `GeForce GTX 1060 6GB' due to "
+            "insufficient global memory (6069MB).",
+            "memory_noted",
+        ),
+        # https://github.com/kubernetes/website/issues/11802: a state said never to occur
+        ('The mentioned status "OOMKilled" never occurs.', "memory_noted"),
+        ("The pod was OOMKilled, this never happened before", "limit_oom_kill"),
+    ],
+    ids=["dotnet-namespace", "system-ran-out", "gradle-cause", "own-limit", "limit-enforced",
+         "avoided", "device-discarded", "never-occurs", "never-before"],
+)  # fmt: skip
+def test_l_wordings_by_their_parts(line: str, kind: str | None) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found is not None else None) == kind, found
+
+
+def test_a_fraction_of_a_byte_is_no_size() -> None:
+    # https://github.com/verl-project/verl/issues/217: "an 0.5B model" counts parameters
+    found = parse_oom_parts(
+        "I am trying to run the example for an 0.5B model on a single H100 (80G), but I got out "
+        "of memory when it is initializing the actor_rollout"
+    )
+    assert found is not None and "requested_bytes" not in found.fields, found
+    found = parse_oom_parts("malloc: out of memory allocating 4096 B")
+    assert found is not None and 4096 in found.fields.values(), found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # https://github.com/bitrise-io/bitrise/issues/714: an end with its reason in brackets
+        ('It passes the 2 first steps but the third reaches "Abort via Bitrise DEN (timeout)".',
+         "timeout"),
+        # https://github.com/valkey-io/valkey/issues/2893: a runner's bracketed state
+        ("*** [TIMEOUT]: benchmark: warmup and duration are cumulative in "
+         "tests/integration/valkey-benchmark.tcl", "timeout"),
+        # https://github.com/kotest/kotest/issues/879: a setting's name, an expectation
+        ("# Timeout config fails", None),
+        ("According to the doc, I'd expect the test to be cancelled after 1 second and fail",
+         None),
+        ("The test was cancelled after 1 second and failed", "timeout"),
+        # https://github.com/catchorg/Catch2/issues/1292 and /864: a check's location, then its
+        # verdict alone
+        ("..\\tests\\src\\hardware_cputemp_perf.cpp(281): FAILED:", "test_failed"),
+        ("/path/to/my_test.cpp:6: Failure:", "test_failed"),
+        ("src/main.c:12: warning: unused variable 'failed'", None),
+        # https://github.com/google/googletest/issues/3229
+        ("Expected equality of these values:", "test_failed"),
+        # https://github.com/valkey-io/valkey/issues/841: the Tcl suite's exception state
+        ("[exception]: Executing test client: I/O error reading reply.", "test_failed"),
+    ],
+    ids=["reason-in-brackets", "bracketed-state", "setting", "expectation", "cancelled-after",
+         "catch2-failed", "location-failure", "warning", "googletest", "tcl-exception"],
+)  # fmt: skip
+def test_l_ends_and_failures_by_their_parts(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found is not None else None) == kind, found
+
+
+GLEAM = (  # https://github.com/gleam-lang/gleam/issues/4932
+    "# Excessive memory usage / killed when compiling BitArray case\n"
+    "\n"
+    "evanlua · description · 2025-09-03\n"
+    "When trying to compile a case expression [case.zip](https://github.com/user-attachments/"
+    "files/22123863/case.zip) with many BitArray matches (used for parsing HTTP headers), the "
+    "compiler process gets killed by the OS.\n"
+)
+
+
+def test_a_kill_with_memory_use_said_excessive_is_the_oom_killers(tmp_path: Path) -> None:
+    log = tmp_path / "issue.txt"
+    log.write_text(GLEAM)
+    result = triage(Sources(paths=(log,)))
+    assert result.triage_class is TriageClass.GLOBAL_OOM, result.summary
+    assert {1, 4} <= {e.line for e in result.decided_by} and "most likely" in result.summary
+    # Without the words on memory the kill stays unexplained.
+    log.write_text(GLEAM.replace("Excessive memory usage / killed", "Killed"))
+    assert triage(Sources(paths=(log,))).triage_class is TriageClass.EXTERNAL_KILL
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[  RUN      ] Args.Four\nExpected equality of these values:\n  4\n  args\n"
+         "    Which is: 4\n", TriageClass.TEST_FAILURE),
+        ("*** [TIMEOUT]: benchmark: warmup and duration are cumulative in "
+         "tests/integration/valkey-benchmark.tcl\n", TriageClass.TIMEOUT),
+        # https://github.com/apache/groovy/pull/835
+        ("> Task :generateGrammarSource FAILED\nFAILURE: Build failed with an exception.\n"
+         "* What went wrong:\nExecution failed for task ':generateGrammarSource'.\n"
+         "> Java heap space\n", TriageClass.HOST_ALLOC_FAILED),
+    ],
+    ids=["googletest", "tcl-timeout", "gradle-heap"],
+)  # fmt: skip
+def test_the_scanner_finds_the_new_states(text: str, expected: TriageClass, tmp_path: Path) -> None:
+    log = tmp_path / "ci.log"
+    log.write_text("build started\n" * 50 + text + "done\n" * 50)
+    assert triage(Sources(paths=(log,))).triage_class is expected

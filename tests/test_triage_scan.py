@@ -35,7 +35,7 @@ RARE_FILLER = [b"0042 [+] 13:37:01.5", b"==== 7/9 ====", b"#", b"$$ 3 > 2"]
 WORDY_FILLER = [
     b"Compiling mail-server (/home/work/crates)",
     b"test_models.py PASSED [ 41%]",
-    b"INFO worker.py:267] Added request cmpl-8 to block max=4",
+    b"INFO worker.py:267] Added request cmpl-8 to block max=4 (json)",
 ]
 
 

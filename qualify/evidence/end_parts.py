@@ -67,6 +67,11 @@ _FAILED_TESTS = re.compile(
     # an assertion's own error, first on its line: Python's, Node's "AssertionError
     # [ERR_ASSERTION]: Expected values to be strictly equal", JUnit's AssertionFailedError
     r"|^[\s>]*(?:[\w.]+\.)?assertion(?:failed)?error\b"
+    # a check's location, then its verdict alone (Catch2's "tests.cpp(281): FAILED:",
+    # GoogleTest's "my_test.cpp:6: Failure"); GoogleTest's "Expected equality of these values:";
+    # the Tcl test suite's "[exception]: Executing test client: ..." (Redis, Valkey)
+    r"|^\s*\S+(?:\(\d+\)|:\d+): (?:failed|failure):?\s*$|^\s*expected equality of these values:"
+    r"|^\s*\[(?:exception|err)\]: \S"
 )
 """Other test runners' own words for failed tests, each with a count above zero where it has
 one."""
@@ -98,13 +103,15 @@ _NETWORK = re.compile(
 """A network's or a wait's time running out: not the run's own time limit."""
 _SUPPOSED = re.compile(
     r"\b(?:if|when|whether|unless|may|might|could|can|would|should|will|to avoid|to prevent"
-    r"|prevent\w*|avoid\w*|how to|how do|why|configur\w*|set(?:ting)?|increas\w*|rais\w*|bump\w*"
+    r"|prevent\w*|avoid\w*|how to|how do|why|config\w*|set(?:ting)?|increas\w*|rais\w*|bump\w*"
+    r"|expect(?:s|ed|ing)?"
     r"|default"
     r"|option|flag|parameter|environment variable|invalid|must be|possibly|clean(?:ing)? ?up"
     r"|looks? like|seems?|appears? to be)\b"
 )
 """A sentence that supposes, asks or advises rather than reports, names a setting or refuses one
-(``invalid value for 'build.steps[1].timeout'``), tells of a cleanup after another end
+(``invalid value for 'build.steps[1].timeout'``), expects ("I'd expect the test to be cancelled
+after 1 second"), tells of a cleanup after another end
 ("processes killed (some possibly by mpiexec during cleanup)"), or guesses at what an end was
 ("the backup failed with what looks like a timeout")."""
 _EVICTED = re.compile(
@@ -145,7 +152,7 @@ def _networked(low: str, match: re.Match[str]) -> bool:
 
 _WORDS = re.compile(
     r"kill|term|sig|137|143|-9|-15|time|deadline|output|longer|inactiv|stall|after|fail|evict"
-    r"|assertion"
+    r"|assertion|expected equality|\[e"
 )
 _TIMED_AFTER = re.compile(
     r"\btimed out after (?:\w+ )?[\d.]+ ?(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?"

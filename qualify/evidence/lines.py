@@ -135,7 +135,8 @@ _EXTERNALLY = re.compile(
     r"(?i)\b(?:terminated|killed|stopped) by (?:the |an |some )?(?:external|outside"
     r"|operating system|os\b|system\b|scheduler\b|host\b)"
     r"|(?i:\b(?:daemon|driver|worker|agent|runner|executor|process|instance|host|node|vm|machine"
-    r"|container|pod|server|session|kernel)\b[^.;:]{0,40}?\b(?:disappeared|vanished|went away"
+    r"|container|pod|server|session|kernel)\b(?:(?!\bthread\b)[^.;:]){0,40}?\b(?:disappeared"
+    r"|vanished|went away"
     r"|(?:stopped|terminated|shut down|restarted) unexpectedly"
     r"|is disrupted|was disrupted|(?:was |been )?(?:preempted|interrupted)))\b"
     r"|(?i:\bsignaled to exit\b)"
@@ -147,7 +148,8 @@ daemon disappeared unexpectedly (it may have been killed or may have crashed)", 
 a pod "disrupted" by an eviction, a preempted machine. Whoever ended it said nothing of why; a
 line that also says the reason is read for it (``parse_line``). A process that "died" or
 "exited" unexpectedly is not one: a crash says that too (Ray's "The worker died unexpectedly
-while executing this task")."""
+while executing this task"); nor is a thread interrupted (TorchServe's "Backend worker monitoring
+thread interrupted or backend worker process died.", a Java thread's shutdown)."""
 _HEDGED = re.compile(
     r"\b(?:if|when|whether|unless|may|might|could|can|means?|meaning|indicates?)\b[^.]*$"
 )
@@ -234,6 +236,10 @@ _TIMEOUT = re.compile(
     # systemd's unit jobs: "start operation timed out. Terminating.", "Failed with result
     # 'timeout'"
     r"|\b(?:start|stop|reload|restart)(?:-\w+)? operation timed out\b|with result 'timeout'"
+    # an end with its reason in parentheses (Bitrise's "Abort via Bitrise DEN (timeout)"), a
+    # test runner's state in brackets before what it ended (Tcl's "*** [TIMEOUT]: benchmark ...")
+    r"|(?i:\b(?:abort\w*|cancel\w*|kill\w*|terminat\w*|stopped)\b[^()\n]{0,60}"
+    r"\((?:timeout|timed out|time ?limit)\))|\[TIMEOUT\]:"
 )
 _TIMEOUT_NODEID = re.compile(r"FAILED (?:\[[\d.]+m?s\] )?(\S+::\S+) - Failed: Timeout")
 _K8S_OOMKILLED = re.compile(

@@ -71,6 +71,12 @@ _CLAUSE = r"\b(?:enough|insufficient|out of) (?:[a-z0-9_-]{1,12} ){1,2}memory\b"
 """A shortage, a word or two, then memory, whatever the words between ("Not enough GPU memory to
 compute a single tile.", MySQL's "Out of sort memory, consider increasing server sort buffer
 size"). The scanner's clauses (:data:`qualify.evidence.scan.CLAUSES`) admit the same lines."""
+_USAGE_REACHED = (
+    r"\bmemory (?:usage|use|consumption) (?:has )?(?:reached|exceeded|hit) [\d.]+ ?[kmgt]i?b\b"
+    r"[^;]{0,60}\blimit\b"
+)
+"""Memory's use said to reach a figure, then a limit in the same clause (V's "compiler memory
+usage reached 2568 MiB RSS during compilation (limit: 2560 MiB)")."""
 _SAID = re.compile(
     _REFUSED + r"|" + _CLAUSE + r"|out of (?:[\w-]+ ){0,4}memory|\boom\b|outofmemory|out_of_memory"
     r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
@@ -86,7 +92,7 @@ _SAID = re.compile(
     r"[ _](?:was |has been |is )?(?:\w+ly )?(?:exceeded|reached)"
     r"|\bmax(?:imum)?\.? memory (?:was |has been )?exceeded\b"
     r"|\bmemory\b[^;:]{0,80}?\bexceed\w* (?:the |its )?(?:hard |soft )?limit\b"
-    r"|gc overhead limit exceeded|\b(?:winerror|error)[ =]?1455\b"
+    r"|" + _USAGE_REACHED + r"|gc overhead limit exceeded|\b(?:winerror|error)[ =]?1455\b"
     r"|(?:error\b.{0,200}?|exception \(0x[0-9a-f]{8}\): )the paging file is too small"
     r"|memlimit|low on memory|low memory|memory ?pressure|oom[- _]?kill|running low on memory"
     r"|low on resource: memory|alloc\w* failed|failed to alloc\b|enough memory resources"
@@ -131,6 +137,7 @@ _EVENT = re.compile(
 """What makes a line that names running out of memory a report of it (besides a size)."""
 _BARE = re.compile(
     r"^\W*(?:[\w.]+(?:::|\.))?(?:bad_alloc|bad allocation|\w*memoryerror|outofmemory\w*)\W*$"
+    r"|^\W*(?:java heap space|metaspace|gc overhead limit exceeded)\W*$"
     r"|^\W*(?:fatal|error)?\W*(?:(?:the )?(?:system|device|gpu|host|machine|process|program"
     r"|application|server|node|worker)\b[^.]{0,30}\b(?:is|ran|has run) )?(?:out of|not enough"
     r"|insufficient) (?:[\w-]+ ){0,4}memory(?:\W*$| (?:in|at|while|during|on|allocating)\b"
@@ -303,7 +310,7 @@ _HOST = re.compile(
 )
 _NODE = re.compile(
     r"\bkernel: |^\W*vm: killing process\b"
-    r"|\b(?:node|host|system|machine|instance)\b.{0,40}\b(?:low on memory|running low"
+    r"|\b(?:node|host|system|machine|instance)\b(?!\.\w).{0,40}\b(?:low on memory|running low"
     r"|memory pressure|out of memory|memory usage threshold|ran out|low on resource: memory)"
     r"|low on memory|memory ?pressure|low memory|all (?:the )?available (?:ram|memory)"
     r"|running low on memory|earlyoom|nohang|lowmemorykiller|lmkd|jetsam|\boomd\b|usage threshold"
@@ -337,6 +344,7 @@ _LIMIT_CROSSED = re.compile(
     r"mem(?:ory)? (?:usage )?(?:limit|budget)|mem(?:ory)?[ _]limit(?: \([^)]{1,30}\))?"
     r"(?: of [\w.]+(?: ?[kmgt]i?b)?)?[ _](?:was |has been |is )?(?:exceeded|reached)|memlimit"
     r"|\bmemory\b[^;:]{0,80}?\bexceed\w* (?:the |its )?(?:hard |soft )?limit\b"
+    r"|" + _USAGE_REACHED
 )
 """A memory limit (or a worker's memory budget, as Dask's nanny enforces it) crossed, in any
 words that put memory before the crossing (StarRocks' "MEM_LIMIT_EXCEEDED Memory of process
@@ -446,6 +454,8 @@ def _numbers(line: str, low: str) -> dict[str, int]:
         number, unit = (match[1], match[2]) if match[1] else (match[3], "b")
         if unit == "b" and not match[1] and int(number.replace(",", "")) < 1 << 20:
             continue  # a bare count that is not a size in bytes
+        if unit == "b" and "." in number:
+            continue  # a fraction of a byte is a count of something else ("a 0.5B model")
         size = _bytes(number, unit)
         if size is None:
             continue
@@ -577,7 +587,7 @@ def parse_oom_parts(
     if _SOFT_LIMIT.search(low) and not _DEVICE_WORD.search(low):
         return LineSignal("limit_noted", fields)  # a soft limit warns; a kill may follow
     if _LIMIT_CROSSED.search(low) and not _DEVICE_WORD.search(low) and not _WOULD.search(low):
-        if _WORK_REFUSED.search(low) or _RAISED.search(line):
+        if _WORK_REFUSED.search(low) or _RAISED.search(line) or _OWN_ERROR.match(line):
             return LineSignal("host_alloc_failed", {**fields, "memory_named": True})
         return LineSignal("limit_oom_kill", fields)  # a memory limit is enforced by a kill
     if _QUOTA_CROSSED.search(low) and not _DEVICE_WORD.search(low):
@@ -822,9 +832,17 @@ cause of a kill supposes the kill's reading)."""
 
 _DENIED = re.compile(
     r"(?:\b(?:not|never|no longer)|n't)\s+(?:\w+ )?(?:killed|oom[- ]?killed|evicted|terminated)\b"
+    r"|\bwithout (?:\w+ )?(?:running into|hitting|getting|seeing|triggering|causing)\b"
+    r"|\b(?:discard|skipp|ignor|exclud)\w* (?:the )?(?:device|gpu|card|platform)\b"
+    r"|\boom\w*[\"'`)]*\s+(?:\w+ )?(?:never|does not|doesn't|did not|didn't)"
+    r" (?:occur|happen|appear|show)"
 )
 """A kill denied ("processes in containers are not killed when the configured memory limit is
-reached"): what did not happen is no report of it."""
+reached"), an error avoided ("allowed me to build #665 without running into `FATAL ERROR: ...
+JavaScript heap out of memory`"), a device passed over for its memory (darktable's "discarding
+device 0 ... due to insufficient global memory (6069MB)": a choice made at start, nothing
+allocated), a state said never to occur (Kubernetes' docs issue: 'The mentioned status
+"OOMKilled" never occurs.'): what did not happen is no report of it."""
 _OTHER_ERROR = re.compile(
     r": (?:no such file or directory|no such file|permission denied|operation not permitted"
     r"|connection refused|file exists|is a directory|not a directory|invalid argument)\b"
@@ -837,6 +855,11 @@ _RAISED = re.compile(r"\b[A-Z][A-Za-z0-9]*[a-z0-9](?:Exception|Error)\b:")
 """An exception class raised with the limit in its message (QuestDB's "CairoException: [-1]
 global RSS memory limit exceeded [usage=..., RSS_MEM_LIMIT=..., size=64]"): the program refused
 its own allocation and lives on to raise it; a kill is not raised in the process it ends."""
+
+_OWN_ERROR = re.compile(r"\s*(?:error|fatal error|fatal): (?!.*\b(?:kill\w*|terminat\w*|oom)\b)")
+"""A program's own lower-case error prefix, as compilers and command-line tools write it (V's
+"error: v3 compiler memory usage reached 2568 MiB RSS during compilation (limit: 2560 MiB)"): the
+program stopped its own work at its limit and lived to say so."""
 
 _QUOTE = re.compile(r"`([^`]{12,})`|\"([^\"]{12,})\"")
 

@@ -84,11 +84,14 @@ _USED_UP = re.compile(
     + r"|\ball (?:of )?"
     + _MEMORY_WORDS
     + r"(?: [\w()-]+){0,3} (?:is|was|gets|got|has been|had been|were) (?:\w+ )?"
-    r"(?:used|filled|consumed|exhausted|eaten|taken|full)\b",
+    r"(?:used|filled|consumed|exhausted|eaten|taken|full)\b"
+    r"|\b(?:excessive|huge|massive|enormous|extreme|runaway) (?:ram|memory)"
+    r" (?:usage|use|consumption)\b",
     re.IGNORECASE,
 )
 """A sentence saying the machine's memory was all used ("it uses all the memory on my server",
-"All available RAM is used", "all the ram is filled"): with a kill that says nothing of its
+"All available RAM is used", "all the ram is filled"), or its use said to be excessive (Gleam's
+"Excessive memory usage / killed when compiling"): with a kill that says nothing of its
 cause, the reason an on-call engineer reads into the kill."""
 _SUPPOSING = re.compile(
     r"\b(?:if|whether|unless|may|might|could|would|should|will|can|to avoid"

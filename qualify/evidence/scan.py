@@ -107,6 +107,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"memory size",
         b"mem limit",  # "exceeded mem limit: ActiveHard 24 MB" (iOS)
         b"memory budget",  # "Worker exceeded 95% memory budget" (Dask's nanny)
+        b"memory usage limit",  # "it reached the memory usage limit" (Memgraph)
         b"host memory",  # "System is out of GPU and shared host memory" (Blender)
         b"memory pool",  # "All memory pool allocations are in use" (Godot)
         b"memory issue",  # "Terminated due to memory issue" (Xcode)
@@ -124,6 +125,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"overhead limit exceeded",
         b"exception (0x",
         b"unexpectedly",  # "build daemon disappeared unexpectedly" (Gradle)
+        b"expected equality",  # GoogleTest's "Expected equality of these values:"
         b"by the external",  # "terminated by the external system" (Nextflow)
         b"by an external",
         b"by external",
@@ -138,6 +140,8 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"we stopped hearing",  # Azure Pipelines: "We stopped hearing from agent X"
         b"out of swap",  # FreeBSD: "was killed: out of swap space", "swap_pager: out of swap"
     ),
+    # the JVM's detail alone, as Gradle prints a failed task's cause ("> Java heap space")
+    b"j": (b"java heap space",),
     b"q": (b"requested amount", b"requested size"),  # TensorRT: "was N bytes", tactic "of N"
     # "by signal" (a signal death), "not possible" (XLA: "Attempting to reserve 3.95G ... That
     # was not possible"): under a letter they hold, no pass of their own over each block.
@@ -162,6 +166,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"operation timeout",
         b"timeout expired",
         b"***timeout",
+        b"[timeout]",  # a runner's state in brackets (Tcl's "*** [TIMEOUT]: name in file")
         b"timed out",
         b"time has",  # "Build execution time has reached the maximum allowed time" (AppVeyor)
         b"timeout of",  # "reached its statement or warehouse timeout of 120 second(s)"

@@ -356,14 +356,15 @@ def _signal(bag: Bag) -> Decision | None:
         evidence = (*bag.kills[:8], bag.used_up, *([bag.platform] if bag.platform else []))
         if bag.platform is not None:
             summary = (
-                "a process was killed (SIGKILL) as the input says its memory was all used, under "
-                "a platform's limit (a container, pod, job or cgroup): its OOM kill, most likely "
-                "(no kernel report or exit state in the text confirms it)"
+                "a process was killed (SIGKILL) as the input says its memory was all used or its "
+                "use excessive, under a platform's limit (a container, pod, job or cgroup): its "
+                "OOM kill, most likely (no kernel report or exit state in the text confirms it)"
             )
             return Decision(TriageClass.CGROUP_OOM, summary, evidence, MEDIUM)
         summary = (
-            "a process was killed (SIGKILL) as the input says the machine's memory was all used: "
-            "the kernel's OOM killer, most likely (no kernel report in the text confirms it)"
+            "a process was killed (SIGKILL) as the input says the machine's memory was all used or "
+            "its use excessive: the kernel's OOM killer, most likely (no kernel report in the "
+            "text confirms it)"
         )
         return Decision(TriageClass.GLOBAL_OOM, summary, evidence, MEDIUM)
     if bag.kill_signal:
