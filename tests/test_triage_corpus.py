@@ -314,10 +314,6 @@ KNOWN_MISSES = {
         "gunicorn's '[CRITICAL] WORKER TIMEOUT (pid:N)' names no crossing; the SIGKILL after it "
         "decides an external kill (the gatherer was unsure: TIMEOUT or EXTERNAL_KILL)"
     ),
-    "kill-picard-markduplicates-slurm-exceeding-memory-broadinstitute-picard-1773.txt": (
-        "a person's sentences ('getting regularly killed, with errors about exceeding memory'): no "
-        "line reports the kill"
-    ),
     "neg-metabase-docs-permgen-oom-advice-metabase-metabase-4641.txt": (
         "the class is right; the documentation's heading is cited, not the PermGen example line "
         "the label names"

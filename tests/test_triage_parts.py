@@ -788,3 +788,36 @@ def test_the_scanner_finds_the_new_states(text: str, expected: TriageClass, tmp_
     log = tmp_path / "ci.log"
     log.write_text("build started\n" * 50 + text + "done\n" * 50)
     assert triage(Sources(paths=(log,))).triage_class is expected
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Memory run short in the statement's plain forms, on a program's error line: each is
+        # read whatever the ecosystem that prints it.
+        ("ERROR: memory allocation error", "host_alloc_failed"),
+        ("error allocating 4096 bytes", "host_alloc_failed"),
+        ("ERROR: memory request failed", "host_alloc_failed"),
+        ("ERROR: memory is full", "host_alloc_failed"),
+        ("[error] memory insufficient", "host_alloc_failed"),
+        ("ERROR: lack of memory", "host_alloc_failed"),
+        ("ERROR: memory shortage", "host_alloc_failed"),
+        ("ERROR: exceeded memory", "host_alloc_failed"),
+        ("ERROR: out of heap space", "host_alloc_failed"),
+        (
+            "System.ComponentModel.Win32Exception (0x80004005): Not enough storage is available "
+            "to process this command",
+            "host_alloc_failed",
+        ),
+        ("ERROR: hit memory limit", "limit_oom_kill"),
+        ("ERROR: process killed because it used too much memory", "oom_kill"),
+        # the same words as a person's or a warning's, and what they are not
+        ("The worker uses too much memory, restarting it", "memory_noted"),
+        ("ERROR: ECC memory error detected", None),
+        # https://github.com/openwrt/packages/issues/417: the kernel's warning, work goes on
+        ("[278624.724000] dsl_cpe_control: page allocation failure: order:4, mode:0x2000d0", None),
+    ],
+)
+def test_a_shortage_in_its_plain_forms_is_read(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found is not None else None) == kind, found

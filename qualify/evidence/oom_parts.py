@@ -71,6 +71,28 @@ _CLAUSE = r"\b(?:enough|insufficient|out of) (?:[a-z0-9_-]{1,12} ){1,2}memory\b"
 """A shortage, a word or two, then memory, whatever the words between ("Not enough GPU memory to
 compute a single tile.", MySQL's "Out of sort memory, consider increasing server sort buffer
 size"). The scanner's clauses (:data:`qualify.evidence.scan.CLAUSES`) admit the same lines."""
+_SHORT = (
+    r"\bmemory (?:allocation|alloc) errors?\b"
+    r"|\b(?:error|failure|failed|fail) (?:while |when |in )?allocating\b"
+    r"|\bmemory (?:request|reservation)s? (?:has )?failed\b"
+    r"|\bmemory (?:is |was )?(?:full|insufficient|not enough)\b"
+    r"|\b(?:lack|shortage) of (?:\w+ )?memory\b|\bmemory shortage\b"
+    r"|\bshort (?:of|on) (?:\w+ )?memory\b"
+    r"|\bexceed(?:ed|s|ing)? (?:the |its |available |allowed )?memory\b|\bout of (?:\w+ )?heap\b"
+    r"|not enough storage is available to (?:process this command|complete this operation)"
+)
+"""Memory said to run short in the plain grammatical forms of the statement that no
+ecosystem's wording is needed for: a noun ("memory allocation error", "memory shortage", "lack
+of memory"), a failure and what it was doing ("error allocating 4096 bytes"), memory as the
+subject ("memory is full", "memory insufficient", word orders a translated message keeps), a
+crossing ("exceeded memory"), the heap run out of ("out of heap space"), and Windows' message
+of ERROR_NOT_ENOUGH_MEMORY. Each is read as any
+other statement: reported only by a program's line, a mention otherwise."""
+_TOO_MUCH = (
+    r"\b(?:uses?|used|using|consum\w*|requir\w*|needs?|needed|allocat\w*|takes?|took|taking)"
+    r" too much (?:memory|ram)\b"
+)
+"""Too much memory used: a reason (a kill's, a refusal's), not a refusal by itself."""
 _USAGE_REACHED = (
     r"\bmemory (?:usage|use|consumption) (?:has )?(?:reached|exceeded|hit) [\d.]+ ?[kmgt]i?b\b"
     r"[^;]{0,60}\blimit\b"
@@ -78,7 +100,14 @@ _USAGE_REACHED = (
 """Memory's use said to reach a figure, then a limit in the same clause (V's "compiler memory
 usage reached 2568 MiB RSS during compilation (limit: 2560 MiB)")."""
 _SAID = re.compile(
-    _REFUSED + r"|" + _CLAUSE + r"|out of (?:[\w-]+ ){0,4}memory|\boom\b|outofmemory|out_of_memory"
+    _REFUSED
+    + r"|"
+    + _CLAUSE
+    + r"|"
+    + _SHORT
+    + r"|"
+    + _TOO_MUCH
+    + r"|out of (?:[\w-]+ ){0,4}memory|\boom\b|outofmemory|out_of_memory"
     r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
     r"|resource[_ ]exhausted"
     r"|out of swap|(?:failed|unable) to reclaim (?:\w+ )?memory"
@@ -86,7 +115,7 @@ _SAID = re.compile(
     r" (?:\w+ )?\w*allocate|alloc(?:ation)?[_ ]failed|allocation (?:of|on) .{0,80}?(?:failed|would"
     r" exceed)|bad_alloc|bad allocation|memoryerror|nomemoryerror|not enough (?:\w+ )?memory"
     r"|insufficient (?:\w+ )?memory|too little (?:\w+ )?memory"
-    r"|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching|beyond)"
+    r"|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching|hit|hitting|beyond)"
     r" (?:the |its |their |your )?(?:[\w%-]+ ){0,2}mem(?:ory)? (?:usage )?(?:limit|quota|budget)"
     r"|mem(?:ory)?[ _](?:limit|quota|budget)(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
     r"[ _](?:was |has been |is )?(?:\w+ly )?(?:exceeded|reached)"
@@ -285,7 +314,12 @@ _KILLER = re.compile(
 """Programs and kernel parts whose work is killing for memory (a user-space OOM controller acting:
 the node's, as earlyoom is)."""
 _ALLOCATING = re.compile(
-    _REFUSED + r"|" + _CLAUSE + r"|alloc|to reserve|gc overhead limit|paging file|\b1455\b"
+    _REFUSED
+    + r"|"
+    + _CLAUSE
+    + r"|"
+    + _SHORT
+    + r"|alloc|to reserve|gc overhead limit|paging file|\b1455\b"
     r"|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough|bad allocation"
     r"|insufficient|too little|out of (?:[\w-]+ ){0,4}memory|outofmemory|out_of_memory"
     r"|\b(?:fail\w*|error|exception)\b.{0,60}\boom\b|\boom\b.{0,60}\b(?:fail\w*|error|exception)\b"
@@ -340,9 +374,10 @@ _BUDGET = re.compile(
     r"|memory limit|limit of|\bquota\b|per[- ]process|utilization"
 )
 _LIMIT_CROSSED = re.compile(
-    r"(?:exceed\w*|over|above|reached|beyond) (?:the |its |their |your )?(?:[\w%-]+ ){0,2}"
-    r"mem(?:ory)? (?:usage )?(?:limit|budget)|mem(?:ory)?[ _]limit(?: \([^)]{1,30}\))?"
-    r"(?: of [\w.]+(?: ?[kmgt]i?b)?)?[ _](?:was |has been |is )?(?:exceeded|reached)|memlimit"
+    r"(?:exceed\w*|over|above|reached|hit|hitting|beyond) (?:the |its |their |your )?"
+    r"(?:[\w%-]+ ){0,2}mem(?:ory)? (?:usage )?(?:limit|budget)"
+    r"|mem(?:ory)?[ _]limit(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
+    r"[ _](?:was |has been |is )?(?:exceeded|reached)|memlimit"
     r"|\bmemory\b[^;:]{0,80}?\bexceed\w* (?:the |its )?(?:hard |soft )?limit\b"
     r"|" + _USAGE_REACHED
 )

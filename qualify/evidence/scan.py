@@ -108,6 +108,11 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"mem limit",  # "exceeded mem limit: ActiveHard 24 MB" (iOS)
         b"memory budget",  # "Worker exceeded 95% memory budget" (Dask's nanny)
         b"memory usage limit",  # "it reached the memory usage limit" (Memgraph)
+        b"too much memory",  # a reason: "using too much memory and was terminated"
+        b"memory shortage",
+        b"lack of memory",
+        b"shortage of memory",
+        b"short of memory",
         b"host memory",  # "System is out of GPU and shared host memory" (Blender)
         b"memory pool",  # "All memory pool allocations are in use" (Godot)
         b"memory issue",  # "Terminated due to memory issue" (Xcode)
@@ -125,6 +130,9 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"overhead limit exceeded",
         b"exception (0x",
         b"unexpectedly",  # "build daemon disappeared unexpectedly" (Gradle)
+        b"exceeded memory",  # memory crossed, no limit named ("exceeding memory")
+        b"exceeding memory",
+        b"exceeds memory",
         b"expected equality",  # GoogleTest's "Expected equality of these values:"
         b"by the external",  # "terminated by the external system" (Nextflow)
         b"by an external",
@@ -192,7 +200,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     b"allocate": (b"to allocate", b"t allocate"),  # "Can't allocate 129499136 bytes on device 0"
     # clauses only (``CLAUSES``): a shortage, a word or two, then memory
     b"out of ": (),
-    b"enough ": (),
+    b"enough ": (b"enough storage is available",),  # Windows' ERROR_NOT_ENOUGH_MEMORY
     b"insufficient ": (),
 }
 _NAMED = (
