@@ -781,8 +781,10 @@ def test_a_kill_with_memory_use_said_excessive_is_the_oom_killers(tmp_path: Path
         ("> Task :generateGrammarSource FAILED\nFAILURE: Build failed with an exception.\n"
          "* What went wrong:\nExecution failed for task ':generateGrammarSource'.\n"
          "> Java heap space\n", TriageClass.HOST_ALLOC_FAILED),
+        ("TAP version 13\nok 1 - parses\nnot ok 2 - should be equal\n1..2\n",
+         TriageClass.TEST_FAILURE),
     ],
-    ids=["googletest", "tcl-timeout", "gradle-heap"],
+    ids=["googletest", "tcl-timeout", "gradle-heap", "tap"],
 )  # fmt: skip
 def test_the_scanner_finds_the_new_states(text: str, expected: TriageClass, tmp_path: Path) -> None:
     log = tmp_path / "ci.log"
@@ -819,5 +821,24 @@ def test_the_scanner_finds_the_new_states(text: str, expected: TriageClass, tmp_
     ],
 )
 def test_a_shortage_in_its_plain_forms_is_read(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found is not None else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Failed tests in the plain forms runners share, whatever the runner.
+        ("not ok 3 - should be equal", "test_failed"),  # TAP (Perl, node-tap, bats)
+        ("ok 3 - fine", None),
+        ("[FAIL] test_foo", "test_failed"),
+        ("1 failed, 3 passed", "test_failed"),
+        ("0 failed, 3 passed", None),
+        ("jobs: 1 failed, 3 passed", None),  # a CI's jobs, not tests
+        ("✗ 2 tests failed", "test_failed"),
+        ("Test Suites: 1 failed, 4 passed, 5 total", "test_failed"),  # Jest
+    ],
+)
+def test_failed_tests_in_their_plain_forms(line: str, kind: str | None) -> None:
     found = parse_line(line)
     assert (found.kind if found is not None else None) == kind, found

@@ -72,6 +72,14 @@ _FAILED_TESTS = re.compile(
     # the Tcl test suite's "[exception]: Executing test client: ..." (Redis, Valkey)
     r"|^\s*\S+(?:\(\d+\)|:\d+): (?:failed|failure):?\s*$|^\s*expected equality of these values:"
     r"|^\s*\[(?:exception|err)\]: \S"
+    # TAP's "not ok 3 - should be equal" (Perl, node-tap, bats); a runner's "[FAIL] test_foo";
+    # counts of failed and passed tests ("1 failed, 3 passed", "✗ 2 tests failed", Jest's "Test
+    # Suites: 1 failed")
+    r"|^\s*not ok \d+\b|^\s*\[\s*fail(?:ed|ure)?\s*\][\s:]+\S"
+    r"|^(?!.*\b(?:jobs?|steps?|checks?|builds?|tasks?|workflows?|pipelines?|stages?)\b)"
+    r".*?\b(?!0\b)\d+ (?:tests? )?failed,\s*\d+ (?:tests? )?passed\b"
+    r"|^[^\w\s]*\s*(?!0\b)\d+ (?:tests?|specs?|examples?|test cases?) failed\b"
+    r"|^\s*test suites:\s+(?!0\b)\d+ failed\b"
 )
 """Other test runners' own words for failed tests, each with a count above zero where it has
 one."""
@@ -152,7 +160,7 @@ def _networked(low: str, match: re.Match[str]) -> bool:
 
 _WORDS = re.compile(
     r"kill|term|sig|137|143|-9|-15|time|deadline|output|longer|inactiv|stall|after|fail|evict"
-    r"|assertion|expected equality|\[e"
+    r"|assertion|expected equality|\[e|not ok"
 )
 _TIMED_AFTER = re.compile(
     r"\btimed out after (?:\w+ )?[\d.]+ ?(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?"

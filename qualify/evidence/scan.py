@@ -117,7 +117,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"memory pool",  # "All memory pool allocations are in use" (Godot)
         b"memory issue",  # "Terminated due to memory issue" (Xcode)
     ),
-    b"k": (b"kill", b"stack of", b"kv cache", b"kvcache"),
+    b"k": (b"kill", b"stack of", b"kv cache", b"kvcache", b"not ok "),  # TAP's failed test
     # "overhead limit exceeded": the JVM's "GC overhead limit exceeded" on a line without
     # "error" or "OutOfMemoryError" (a build tool's one-line summary of the failure).
     # "exception (0x": a .NET exception with its HRESULT ("Win32Exception (0x80004005): The
