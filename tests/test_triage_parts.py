@@ -842,3 +842,25 @@ def test_a_shortage_in_its_plain_forms_is_read(line: str, kind: str | None) -> N
 def test_failed_tests_in_their_plain_forms(line: str, kind: str | None) -> None:
     found = parse_line(line)
     assert (found.kind if found is not None else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ERROR: VRAM full",
+        "ERROR: not enough VRAM",
+        "Not enough VRAM to load the model, need 8 GB",
+        "ERROR: out of video memory",
+        "ERROR: graphics memory exhausted",
+        "ERROR: exceeded GPU memory",
+        "D3D12 ERROR: E_OUTOFMEMORY",  # Direct3D's
+        "MTLCommandBufferErrorOutOfMemory",  # Metal's
+    ],
+)
+def test_a_devices_shortage_in_its_plain_forms_is_the_devices(line: str) -> None:
+    found = parse_line(line)
+    assert found is not None and found.kind == "gpu_oom", found
+
+
+def test_enough_vram_is_no_shortage() -> None:
+    assert parse_line("I have enough VRAM for this") is None

@@ -78,16 +78,19 @@ _SHORT = (
     r"|\bmemory (?:is |was )?(?:full|insufficient|not enough)\b"
     r"|\b(?:lack|shortage) of (?:\w+ )?memory\b|\bmemory shortage\b"
     r"|\bshort (?:of|on) (?:\w+ )?memory\b"
-    r"|\bexceed(?:ed|s|ing)? (?:the |its |available |allowed )?memory\b|\bout of (?:\w+ )?heap\b"
+    r"|\bexceed(?:ed|s|ing)? (?:the |its |available |allowed )?(?:gpu |device |video )?memory\b"
+    r"|\bout of (?:\w+ )?heap\b"
     r"|not enough storage is available to (?:process this command|complete this operation)"
+    r"|\b(?:not enough|insufficient|out of) (?:free )?vram\b"
+    r"|\bvram (?:is |was )?(?:full|exhausted)\b"
 )
 """Memory said to run short in the plain grammatical forms of the statement that no
 ecosystem's wording is needed for: a noun ("memory allocation error", "memory shortage", "lack
 of memory"), a failure and what it was doing ("error allocating 4096 bytes"), memory as the
 subject ("memory is full", "memory insufficient", word orders a translated message keeps), a
-crossing ("exceeded memory"), the heap run out of ("out of heap space"), and Windows' message
-of ERROR_NOT_ENOUGH_MEMORY. Each is read as any
-other statement: reported only by a program's line, a mention otherwise."""
+crossing ("exceeded memory"), the heap run out of ("out of heap space"), Windows' message of
+ERROR_NOT_ENOUGH_MEMORY, and the same shortage of VRAM ("not enough VRAM", "VRAM full"). Each is
+read as any other statement: reported only by a program's line, a mention otherwise."""
 _TOO_MUCH = (
     r"\b(?:uses?|used|using|consum\w*|requir\w*|needs?|needed|allocat\w*|takes?|took|taking)"
     r" too much (?:memory|ram)\b"
@@ -333,7 +336,8 @@ _ACCELERATOR = re.compile(
     r"|nvidia\w*|accelerator|xla\w*|jax\w*|cupy\w*|rmm|vk[a-z]*(?:alloc|memory|buffer)\w*"
     r"|device memory|device buffer"
     r"|on device|allocated so far|8007000e|npu\w*|ascend\w*|rtmalloc\w*|aclrt\w*|habana\w*"
-    r"|gl_out_of_memory|opengl|gles\w*"
+    r"|gl_out_of_memory|opengl|gles\w*|video memory|video ram|graphics memory|d3d\d*\w*"
+    r"|direct3d\w*|dxgi\w*|mtl\w*"
     r"|gaudi\w*|synhelper|device_id\W?\d+|mindspore)\b"
 )
 _HOST = re.compile(

@@ -199,9 +199,12 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     # table memory", kraken2)
     b"allocate": (b"to allocate", b"t allocate"),  # "Can't allocate 129499136 bytes on device 0"
     # clauses only (``CLAUSES``): a shortage, a word or two, then memory
-    b"out of ": (),
-    b"enough ": (b"enough storage is available",),  # Windows' ERROR_NOT_ENOUGH_MEMORY
-    b"insufficient ": (),
+    b"out of ": (b"out of vram",),
+    b"enough ": (
+        b"enough storage is available",
+        b"enough vram",
+    ),  # Windows' ERROR_NOT_ENOUGH_MEMORY
+    b"insufficient ": (b"insufficient vram",),
 }
 _NAMED = (
     b"memory limit", b"memory quota", b"memory pressure", b"memory budget", b"mem limit",
