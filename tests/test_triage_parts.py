@@ -864,3 +864,37 @@ def test_a_devices_shortage_in_its_plain_forms_is_the_devices(line: str) -> None
 
 def test_enough_vram_is_no_shortage() -> None:
     assert parse_line("I have enough VRAM for this") is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # An error as the subject of a change, a document or a test: no event.
+        "This fixes the out of memory error when loading large files",
+        "Release notes: fixed a crash on out of memory",
+        "Resolves #123: java.lang.OutOfMemoryError when parsing big XML",
+        "docs: explain the 'JavaScript heap out of memory' error",
+        "Previously this would fail with 'Cannot allocate memory'; now it succeeds",
+        "The test checks that MemoryError is raised",
+        "pytest.raises(MemoryError)",
+        "expect(() => alloc()).toThrow(RangeError: Array buffer allocation failed)",
+        # An OOM state counted none
+        "OOMKilled: false",
+        "oom_kill 0",
+    ],
+)
+def test_an_error_treated_or_counted_none_is_no_event(line: str) -> None:
+    found = parse_line(line)
+    assert found is None or found.kind == "memory_noted", found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("Fixed-size pool exhausted: out of memory", "host_alloc_failed"),  # an adjective
+        ("oom_kill 3", "oom_kill"),
+    ],
+)
+def test_the_same_words_that_report_stay_reports(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert found is not None and found.kind == kind, found

@@ -589,6 +589,7 @@ def parse_oom_parts(
         _INTRO.search(low) or _hedged(low, said) or _PLACEHOLDER.search(low) or _described(low)
         or _CHANGE_INTRO.search(low)  # a message being changed or proposed, described
         or _DENIED.search(low) or _OTHER_ERROR.search(low, said.end())
+        or _TREATED.search(low, 0, said.start()) or _NONE_COUNTED.search(low)
     ):  # fmt: skip
         return LineSignal("memory_noted", fields)
     if (message := _quoted_reading(line, said, fields)) is not None:
@@ -751,6 +752,23 @@ _CHANGE_INTRO = re.compile(
     re.IGNORECASE,
 )
 """Words that say a message is being changed or proposed: what follows shows it."""
+_TREATED = re.compile(
+    r"\b(?:fix(?:es|ed|ing)?|resolv(?:es|ed|ing)|explain(?:s|ed|ing)?|document(?:ed|ing)"
+    r"|regression test for|tests? (?:for|that)|checks? that|(?:pytest\.)?raises|assertraises"
+    r"|assert_raises|tothrow|to throw|should (?:raise|throw)|would (?:\w+ )?(?:fail|crash|die))\b"
+    r"(?![-_])"
+)
+"""The words a change, a document or a test uses of an error, before the error's words: a fix
+("This fixes the out of memory error when loading large files", "Release notes: fixed a crash on
+out of memory"), an explanation, a test that expects it (``pytest.raises(MemoryError)``,
+``toThrow(RangeError: Array buffer allocation failed)``), what used to happen ("Previously this
+would fail with 'Cannot allocate memory'"): the error is the subject, not an event."""
+_NONE_COUNTED = re.compile(
+    r"\b(?:oom[ _-]?kill(?:ed|s)?|oomkilled|oom_kill|under_oom)[\"']?\s*[:=]?\s*[\"']?(?:false|0)\b"
+    r"(?![.\d])"
+)
+"""An OOM state counted none or false (docker's ``"OOMKilled": false``, cgroup v2's
+``oom_kill 0``): a field of a healthy state, no event."""
 _BLANK_OR_TICKS = re.compile(r"^[\s`~>+]*$")
 
 
