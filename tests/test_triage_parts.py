@@ -898,3 +898,18 @@ def test_an_error_treated_or_counted_none_is_no_event(line: str) -> None:
 def test_the_same_words_that_report_stay_reports(line: str, kind: str) -> None:
     found = parse_line(line)
     assert found is not None and found.kind == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("ERROR: not enough RAM", "host_alloc_failed"),
+        ("ERROR: the program ran out of ram", "host_alloc_failed"),
+        ("the machine ran out of RAM and the process was killed", "node_oom_kill"),
+        ("I have enough RAM", None),
+        ("IndexError: index out of range", "exception_line"),  # not memory
+    ],
+)
+def test_ram_said_short_is_memory(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found is not None else None) == kind, found

@@ -81,15 +81,15 @@ _SHORT = (
     r"|\bexceed(?:ed|s|ing)? (?:the |its |available |allowed )?(?:gpu |device |video )?memory\b"
     r"|\bout of (?:\w+ )?heap\b"
     r"|not enough storage is available to (?:process this command|complete this operation)"
-    r"|\b(?:not enough|insufficient|out of) (?:free )?vram\b"
-    r"|\bvram (?:is |was )?(?:full|exhausted)\b"
+    r"|\b(?:not enough|insufficient|out of) (?:free |physical |system )?v?ram\b"
+    r"|\bv?ram (?:is |was )?(?:full|exhausted)\b"
 )
 """Memory said to run short in the plain grammatical forms of the statement that no
 ecosystem's wording is needed for: a noun ("memory allocation error", "memory shortage", "lack
 of memory"), a failure and what it was doing ("error allocating 4096 bytes"), memory as the
 subject ("memory is full", "memory insufficient", word orders a translated message keeps), a
 crossing ("exceeded memory"), the heap run out of ("out of heap space"), Windows' message of
-ERROR_NOT_ENOUGH_MEMORY, and the same shortage of VRAM ("not enough VRAM", "VRAM full"). Each is
+ERROR_NOT_ENOUGH_MEMORY, and RAM or VRAM said short ("not enough VRAM", "out of RAM"). Each is
 read as any other statement: reported only by a program's line, a mention otherwise."""
 _TOO_MUCH = (
     r"\b(?:uses?|used|using|consum\w*|requir\w*|needs?|needed|allocat\w*|takes?|took|taking)"

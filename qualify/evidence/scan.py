@@ -199,12 +199,11 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     # table memory", kraken2)
     b"allocate": (b"to allocate", b"t allocate"),  # "Can't allocate 129499136 bytes on device 0"
     # clauses only (``CLAUSES``): a shortage, a word or two, then memory
-    b"out of ": (b"out of vram",),
-    b"enough ": (
-        b"enough storage is available",
-        b"enough vram",
-    ),  # Windows' ERROR_NOT_ENOUGH_MEMORY
-    b"insufficient ": (b"insufficient vram",),
+    # RAM and VRAM said short ("out of RAM", "not enough VRAM"); Windows' ERROR_NOT_ENOUGH_MEMORY
+    # ("Not enough storage is available to process this command")
+    b"out of ": (b"out of vram", b"out of ram", b"out of physical ram", b"out of system ram"),
+    b"enough ": (b"enough storage is available", b"enough vram", b"enough ram"),
+    b"insufficient ": (b"insufficient vram", b"insufficient ram"),
 }
 _NAMED = (
     b"memory limit", b"memory quota", b"memory pressure", b"memory budget", b"mem limit",
