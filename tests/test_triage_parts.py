@@ -913,3 +913,8 @@ def test_the_same_words_that_report_stay_reports(line: str, kind: str) -> None:
 def test_ram_said_short_is_memory(line: str, kind: str | None) -> None:
     found = parse_line(line)
     assert (found.kind if found is not None else None) == kind, found
+
+
+def test_an_explanation_of_a_code_is_no_oom_kill() -> None:
+    found = parse_oom_parts("exit code 137 means the container was OOM killed")
+    assert found is not None and found.kind == "memory_noted", found

@@ -215,7 +215,7 @@ _HEDGE = re.compile(
     r"|(?:common|typical|usual|frequent|likely) (?:causes?|reasons?)"
     r"|(?:may|might|could|can) (?:\w+ )?(?:indicate|mean|suggest|point to|be due to|be caused by"
     r"|be related to)|(?:likely|probably|possibly) (?:to be )?(?:due to|caused by))\b"
-    r"|^\W*(?:if|in case)\b|\b(?:perhaps|maybe|probably)\b|\btells you\b|\bmeans that\b"
+    r"|^\W*(?:if|in case)\b|\b(?:perhaps|maybe|probably)\b|\btells you\b|\bmeans(?: that)?\b"
     r"|\b(?:it is|it's|it may be) possible\b|\b(?:indicates|signals?) that\b"
     r"|\bpotential(?:ly)? (?:an? )?(?:oom|out[ -]of[ -]memory|kill\w*|terminat\w*)\b"
     r"|\bto (?:track|monitor|detect|catch|debug|investigate|reproduce|simulate|test|handle)"
