@@ -806,6 +806,11 @@ def test_the_scanner_finds_the_new_states(text: str, expected: TriageClass, tmp_
         ("ERROR: memory shortage", "host_alloc_failed"),
         ("ERROR: exceeded memory", "host_alloc_failed"),
         ("ERROR: out of heap space", "host_alloc_failed"),
+        ("ERROR: memory depleted", "host_alloc_failed"),
+        ("ERROR: memory usage too high", "host_alloc_failed"),
+        ("ERROR: memory commit failed", "host_alloc_failed"),
+        ("ERROR: Failed to mmap 1048576 bytes", "host_alloc_failed"),
+        ("ERROR: maximum heap size exceeded", "host_alloc_failed"),
         (
             "System.ComponentModel.Win32Exception (0x80004005): Not enough storage is available "
             "to process this command",

@@ -81,6 +81,11 @@ _SHORT = (
     r"|\bexceed(?:ed|s|ing)? (?:the |its |available |allowed )?(?:gpu |device |video )?memory\b"
     r"|\bout of (?:\w+ )?heap\b"
     r"|not enough storage is available to (?:process this command|complete this operation)"
+    r"|\bmemory (?:is |was |has been )?(?:exceeded|depleted|used up|not sufficient)\b"
+    r"|\bmemory ran out\b|\bmemory (?:usage|use|consumption) (?:is |was )?(?:too high|exceeded)\b"
+    r"|\bmemory (?:commit|mapping|reservation) (?:has )?failed\b|\bmmap(?:\(\))? failed\b"
+    r"|\bfailed to mmap\b"
+    r"|\b(?:maximum )?heap (?:limit|size) (?:was |has been )?(?:reached|exceeded)\b"
     r"|\b(?:not enough|insufficient|out of) (?:free |physical |system )?v?ram\b"
     r"|\bv?ram (?:is |was )?(?:full|exhausted)\b"
 )
@@ -121,7 +126,7 @@ _SAID = re.compile(
     r"|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching|hit|hitting|beyond)"
     r" (?:the |its |their |your )?(?:[\w%-]+ ){0,2}mem(?:ory)? (?:usage )?(?:limit|quota|budget)"
     r"|mem(?:ory)?[ _](?:limit|quota|budget)(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
-    r"[ _](?:was |has been |is )?(?:\w+ly )?(?:exceeded|reached)"
+    r"[ _](?:was |has been |is )?(?:\w+ly )?(?:exceeded|reached|hit)"
     r"|\bmax(?:imum)?\.? memory (?:was |has been )?exceeded\b"
     r"|\bmemory\b[^;:]{0,80}?\bexceed\w* (?:the |its )?(?:hard |soft )?limit\b"
     r"|" + _USAGE_REACHED + r"|gc overhead limit exceeded|\b(?:winerror|error)[ =]?1455\b"
@@ -381,7 +386,7 @@ _LIMIT_CROSSED = re.compile(
     r"(?:exceed\w*|over|above|reached|hit|hitting|beyond) (?:the |its |their |your )?"
     r"(?:[\w%-]+ ){0,2}mem(?:ory)? (?:usage )?(?:limit|budget)"
     r"|mem(?:ory)?[ _]limit(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
-    r"[ _](?:was |has been |is )?(?:exceeded|reached)|memlimit"
+    r"[ _](?:was |has been |is )?(?:exceeded|reached|hit)|memlimit"
     r"|\bmemory\b[^;:]{0,80}?\bexceed\w* (?:the |its )?(?:hard |soft )?limit\b"
     r"|" + _USAGE_REACHED
 )
