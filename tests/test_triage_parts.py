@@ -13,7 +13,7 @@ import pytest
 
 from qualify.evidence.lines import parse_line
 from qualify.evidence.oom_parts import parse_oom_parts
-from qualify.triage import Sources, TriageClass, triage
+from qualify.triage import Sources, Triage, TriageClass, triage
 from tests.test_triage_corpus import CORPUS
 
 CASES = [
@@ -470,23 +470,28 @@ MMSEQS = (  # https://github.com/soedinglab/MMseqs2/issues/738
 )
 
 
+def _triaged(log: Path, text: str) -> Triage:
+    """``text`` written to ``log``, triaged: the kill tests below vary one line at a time."""
+    log.write_text(text)
+    return triage(Sources(paths=(log,)))
+
+
 def test_a_kill_with_the_machines_memory_said_used_up_is_the_oom_killers(tmp_path: Path) -> None:
     log = tmp_path / "issue.txt"
-    log.write_text(MMSEQS)
-    result = triage(Sources(paths=(log,)))
+    result = _triaged(log, MMSEQS)
     assert result.triage_class is TriageClass.GLOBAL_OOM, result.summary
     assert {2, 3} <= {e.line for e in result.decided_by}
     assert "most likely" in result.summary
     # Under a platform's limit (a container named in the input): the container's.
-    log.write_text("Running in a docker container with --memory=8g\n" + MMSEQS)
-    assert triage(Sources(paths=(log,))).triage_class is TriageClass.CGROUP_OOM
+    capped = _triaged(log, "Running in a docker container with --memory=8g\n" + MMSEQS)
+    assert capped.triage_class is TriageClass.CGROUP_OOM
     # Supposed, asked or denied, the memory words decide nothing: the kill stays unexplained.
     for said in (
         "We set a limit so that it does not use all the memory on the server.",
         "Could it be that it uses all the memory on the server?",
     ):
-        log.write_text(said + "\n" + MMSEQS.replace("All available RAM is used leading", "It led"))
-        assert triage(Sources(paths=(log,))).triage_class is TriageClass.EXTERNAL_KILL, said
+        text = said + "\n" + MMSEQS.replace("All available RAM is used leading", "It led")
+        assert _triaged(log, text).triage_class is TriageClass.EXTERNAL_KILL, said
 
 
 def test_a_question_after_a_pasted_kill_is_the_persons(tmp_path: Path) -> None:
@@ -649,16 +654,15 @@ CHROMA = (  # https://github.com/chroma-core/chroma/issues/1197
 
 def test_an_unexplained_kill_under_a_cap_the_input_sets_is_the_caps(tmp_path: Path) -> None:
     log = tmp_path / "issue.txt"
-    log.write_text(CHROMA)
-    result = triage(Sources(paths=(log,)))
+    result = _triaged(log, CHROMA)
     assert result.triage_class is TriageClass.CGROUP_OOM, result.summary
     assert {1, 4} <= {e.line for e in result.decided_by} and "most likely" in result.summary
     for cap in ('sudo docker run --memory="100g" google/deepvariant', "#SBATCH --mem=8G"):
-        log.write_text(cap + "\n" + CHROMA.split("\n", 1)[1])
-        assert triage(Sources(paths=(log,))).triage_class is TriageClass.CGROUP_OOM, cap
+        text = cap + "\n" + CHROMA.split("\n", 1)[1]
+        assert _triaged(log, text).triage_class is TriageClass.CGROUP_OOM, cap
     # No cap set: the kill stays unexplained.
-    log.write_text(CHROMA.split("\n", 1)[1])
-    assert triage(Sources(paths=(log,))).triage_class is TriageClass.EXTERNAL_KILL
+    uncapped = _triaged(log, CHROMA.split("\n", 1)[1])
+    assert uncapped.triage_class is TriageClass.EXTERNAL_KILL
 
 
 @pytest.mark.parametrize(
@@ -761,13 +765,12 @@ GLEAM = (  # https://github.com/gleam-lang/gleam/issues/4932
 
 def test_a_kill_with_memory_use_said_excessive_is_the_oom_killers(tmp_path: Path) -> None:
     log = tmp_path / "issue.txt"
-    log.write_text(GLEAM)
-    result = triage(Sources(paths=(log,)))
+    result = _triaged(log, GLEAM)
     assert result.triage_class is TriageClass.GLOBAL_OOM, result.summary
     assert {1, 4} <= {e.line for e in result.decided_by} and "most likely" in result.summary
     # Without the words on memory the kill stays unexplained.
-    log.write_text(GLEAM.replace("Excessive memory usage / killed", "Killed"))
-    assert triage(Sources(paths=(log,))).triage_class is TriageClass.EXTERNAL_KILL
+    plain = _triaged(log, GLEAM.replace("Excessive memory usage / killed", "Killed"))
+    assert plain.triage_class is TriageClass.EXTERNAL_KILL
 
 
 @pytest.mark.parametrize(

@@ -67,10 +67,15 @@ def platform_named(text: str, source: str) -> Evidence | None:
     match = _PLATFORM.search(text)
     if match is None:
         return None
-    start = text.rfind("\n", 0, match.start()) + 1
-    stop = text.find("\n", match.end())
-    line = text.count("\n", 0, start) + 1
-    return Evidence.of(source, line, text[start : stop if stop >= 0 else len(text)], "platform")
+    line, body = _line_of(text, match)
+    return Evidence.of(source, line, body, "platform")
+
+
+def _line_of(text: str, match: re.Match[str]) -> tuple[int, str]:
+    """The number (from 1) and the text of the line of ``text`` that holds ``match``."""
+    first = text.rfind("\n", 0, match.start()) + 1
+    last = text.find("\n", match.end())
+    return text.count("\n", 0, first) + 1, text[first : last if last >= 0 else len(text)]
 
 
 _MEMORY_WORDS = (
@@ -116,10 +121,7 @@ def memory_used_up(text: str, source: str) -> Evidence | None:
         stop = after.start() if after is not None else len(text)
         if _SUPPOSING.search(text, start, stop):
             continue
-        first = text.rfind("\n", 0, match.start()) + 1
-        last = text.find("\n", match.end())
-        line = text.count("\n", 0, first) + 1
-        body = text[first : last if last >= 0 else len(text)]
+        line, body = _line_of(text, match)
         return Evidence.of(source, line, body, "memory_used_up")
     return None
 
@@ -140,10 +142,8 @@ def memory_capped(text: str, source: str) -> Evidence | None:
     """The first line of ``text`` (a file's head) that sets a memory cap on the work, in a
     clause that supposes nothing; None when none does."""
     for match in _CAPPED.finditer(text):
-        first = text.rfind("\n", 0, match.start()) + 1
-        last = text.find("\n", match.end())
-        body = text[first : last if last >= 0 else len(text)]
+        line, body = _line_of(text, match)
         if _SUPPOSING.search(body) and not body.lstrip().startswith(("$", "#", "docker", "srun")):
             continue
-        return Evidence.of(source, text.count("\n", 0, first) + 1, body, "memory_capped")
+        return Evidence.of(source, line, body, "memory_capped")
     return None
