@@ -863,6 +863,11 @@ def test_failed_tests_in_their_plain_forms(line: str, kind: str | None) -> None:
         "ERROR: exceeded GPU memory",
         "D3D12 ERROR: E_OUTOFMEMORY",  # Direct3D's
         "MTLCommandBufferErrorOutOfMemory",  # Metal's
+        "ERROR: failed to allocate texture",
+        "ERROR: framebuffer allocation failed",
+        "OptiX error: out of memory",
+        "ERROR: the video card ran out of memory",
+        "ERROR: NCCL failed to allocate memory",
     ],
 )
 def test_a_devices_shortage_in_its_plain_forms_is_the_devices(line: str) -> None:
@@ -872,6 +877,14 @@ def test_a_devices_shortage_in_its_plain_forms_is_the_devices(line: str) -> None
 
 def test_enough_vram_is_no_shortage() -> None:
     assert parse_line("I have enough VRAM for this") is None
+
+
+@pytest.mark.parametrize(
+    "line", ["ERROR: cudaHostAlloc failed: out of memory", "ERROR: pinned memory allocation failed"]
+)
+def test_pinned_memory_a_device_api_allocates_is_the_hosts(line: str) -> None:
+    found = parse_line(line)
+    assert found is not None and found.kind == "host_alloc_failed", found
 
 
 @pytest.mark.parametrize(

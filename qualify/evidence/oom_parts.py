@@ -342,7 +342,8 @@ _ACCELERATOR = re.compile(
     r"|device memory|device buffer"
     r"|on device|allocated so far|8007000e|npu\w*|ascend\w*|rtmalloc\w*|aclrt\w*|habana\w*"
     r"|gl_out_of_memory|opengl|gles\w*|video memory|video ram|graphics memory|d3d\d*\w*"
-    r"|direct3d\w*|dxgi\w*|mtl\w*"
+    r"|direct3d\w*|dxgi\w*|mtl\w*|textures?|framebuffers?|optix|video card|graphics card"
+    r"|unified memory|nccl"
     r"|gaudi\w*|synhelper|device_id\W?\d+|mindspore)\b"
 )
 _HOST = re.compile(
@@ -874,9 +875,10 @@ def in_context(
 
 _ON_HOST = re.compile(
     r"\bon (?:the )?host\b(?! \w)|\b(?:pinned |page-locked )host memory\b|\w*_host_bfc\b"
+    r"|\bcuda(?:host|mallochost)\w*|\bpinned memory\b"
 )
 """An allocation said to be of the host's memory ("pinned host memory", "bytes on host:", XLA's
-pinned host allocator ``xla_gpu_host_bfc``)."""
+pinned host allocator ``xla_gpu_host_bfc``, CUDA's ``cudaHostAlloc`` and ``cudaMallocHost``)."""
 _DEVICE_WORD = re.compile(
     r"\b(?:cuda\w*|gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|metal|tpu\w*|hpu\w*|vulkan|vram|\w*_bfc"
     r"|device[ _:]?\d+|device memory|device buffer|on device|rmm|npu\w*|rtmalloc\w*|synhelper"
