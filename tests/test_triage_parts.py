@@ -652,17 +652,42 @@ CHROMA = (  # https://github.com/chroma-core/chroma/issues/1197
 )
 
 
-def test_an_unexplained_kill_under_a_cap_the_input_sets_is_the_caps(tmp_path: Path) -> None:
+GLEAM = (  # https://github.com/gleam-lang/gleam/issues/4932
+    "# Excessive memory usage / killed when compiling BitArray case\n"
+    "\n"
+    "evanlua · description · 2025-09-03\n"
+    "When trying to compile a case expression [case.zip](https://github.com/user-attachments/"
+    "files/22123863/case.zip) with many BitArray matches (used for parsing HTTP headers), the "
+    "compiler process gets killed by the OS.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "without"),
+    [
+        # a cap the input sets on the work; without it, the kill stays unexplained
+        (CHROMA, TriageClass.CGROUP_OOM, CHROMA.split("\n", 1)[1]),
+        # memory's use said to be excessive; without the words on memory, unexplained
+        (GLEAM, TriageClass.GLOBAL_OOM, GLEAM.replace("Excessive memory usage / killed", "Killed")),
+    ],
+    ids=["cap-set", "use-excessive"],
+)
+def test_an_unexplained_kill_is_read_with_what_the_input_says_of_memory(
+    text: str, expected: TriageClass, without: str, tmp_path: Path
+) -> None:
     log = tmp_path / "issue.txt"
-    result = _triaged(log, CHROMA)
-    assert result.triage_class is TriageClass.CGROUP_OOM, result.summary
+    result = _triaged(log, text)
+    assert result.triage_class is expected, result.summary
     assert {1, 4} <= {e.line for e in result.decided_by} and "most likely" in result.summary
-    for cap in ('sudo docker run --memory="100g" google/deepvariant', "#SBATCH --mem=8G"):
-        text = cap + "\n" + CHROMA.split("\n", 1)[1]
-        assert _triaged(log, text).triage_class is TriageClass.CGROUP_OOM, cap
-    # No cap set: the kill stays unexplained.
-    uncapped = _triaged(log, CHROMA.split("\n", 1)[1])
-    assert uncapped.triage_class is TriageClass.EXTERNAL_KILL
+    assert _triaged(log, without).triage_class is TriageClass.EXTERNAL_KILL
+
+
+@pytest.mark.parametrize(
+    "cap", ['sudo docker run --memory="100g" google/deepvariant', "#SBATCH --mem=8G"]
+)
+def test_a_cap_in_any_of_its_spellings_explains_the_kill(cap: str, tmp_path: Path) -> None:
+    text = cap + "\n" + CHROMA.split("\n", 1)[1]
+    assert _triaged(tmp_path / "issue.txt", text).triage_class is TriageClass.CGROUP_OOM
 
 
 @pytest.mark.parametrize(
@@ -751,26 +776,6 @@ def test_a_fraction_of_a_byte_is_no_size() -> None:
 def test_l_ends_and_failures_by_their_parts(line: str, kind: str | None) -> None:
     found = parse_line(line)
     assert (found.kind if found is not None else None) == kind, found
-
-
-GLEAM = (  # https://github.com/gleam-lang/gleam/issues/4932
-    "# Excessive memory usage / killed when compiling BitArray case\n"
-    "\n"
-    "evanlua · description · 2025-09-03\n"
-    "When trying to compile a case expression [case.zip](https://github.com/user-attachments/"
-    "files/22123863/case.zip) with many BitArray matches (used for parsing HTTP headers), the "
-    "compiler process gets killed by the OS.\n"
-)
-
-
-def test_a_kill_with_memory_use_said_excessive_is_the_oom_killers(tmp_path: Path) -> None:
-    log = tmp_path / "issue.txt"
-    result = _triaged(log, GLEAM)
-    assert result.triage_class is TriageClass.GLOBAL_OOM, result.summary
-    assert {1, 4} <= {e.line for e in result.decided_by} and "most likely" in result.summary
-    # Without the words on memory the kill stays unexplained.
-    plain = _triaged(log, GLEAM.replace("Excessive memory usage / killed", "Killed"))
-    assert plain.triage_class is TriageClass.EXTERNAL_KILL
 
 
 @pytest.mark.parametrize(
