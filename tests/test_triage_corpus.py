@@ -477,10 +477,6 @@ KNOWN_MISSES = {
         "the class is right; Catch2's 'file:6: Failure:' location line is cited, not the "
         "expansion '2 == 3' the label names"
     ),
-    "pytest-kotest-did-not-complete-kotest-kotest-2714.txt": (
-        "the class is right; the runner's FAILED line is cited, not the TestTimeoutException "
-        "under it"
-    ),
 }
 """Rows of the build half the rules get wrong, each with why. They stay listed: a miss put right
 fails the test as a new miss does, so the list only shrinks by a change that fixes it."""

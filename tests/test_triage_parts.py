@@ -760,6 +760,8 @@ def test_a_fraction_of_a_byte_is_no_size() -> None:
         ("According to the doc, I'd expect the test to be cancelled after 1 second and fail",
          None),
         ("The test was cancelled after 1 second and failed", "timeout"),
+        ("The test times out after 60 minutes", "timeout"),
+        ("The request times out after 30 s", None),  # a network's
         # https://github.com/catchorg/Catch2/issues/1292 and /864: a check's location, then its
         # verdict alone
         ("..\\tests\\src\\hardware_cputemp_perf.cpp(281): FAILED:", "test_failed"),
@@ -771,6 +773,7 @@ def test_a_fraction_of_a_byte_is_no_size() -> None:
         ("[exception]: Executing test client: I/O error reading reply.", "test_failed"),
     ],
     ids=["reason-in-brackets", "bracketed-state", "setting", "expectation", "cancelled-after",
+         "times-out", "request-times-out",
          "catch2-failed", "location-failure", "warning", "googletest", "tcl-exception"],
 )  # fmt: skip
 def test_l_ends_and_failures_by_their_parts(line: str, kind: str | None) -> None:

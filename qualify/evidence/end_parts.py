@@ -84,7 +84,8 @@ _FAILED_TESTS = re.compile(
 """Other test runners' own words for failed tests, each with a count above zero where it has
 one."""
 _TIME_LIMIT = re.compile(
-    r"\btime ?outs?\b|\btimed ?out\b|\btime ?limit\b|\bdeadline\b|\bwall ?time\b|\bwall[- ]clock\b"
+    r"\btime ?outs?\b|\btimed ?out\b|\btimes out\b|\btiming out\b|\btime ?limit\b|\bdeadline\b"
+    r"|\bwall ?time\b|\bwall[- ]clock\b"
     r"|\bmax(?:imum)? (?:\w+ )?(?:time|duration|run ?time)\b|\bruntime limit\b"
     r"|\b(?:ran|running|took|taking|runs) (?:\w+ )?longer than\b|\btoo long\b"
     r"|\bno output\b|\binactivity\b|\bstalled\b"

@@ -176,6 +176,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"***timeout",
         b"[timeout]",  # a runner's state in brackets (Tcl's "*** [TIMEOUT]: name in file")
         b"timed out",
+        b"times out",  # "The test times out after 60 minutes"
         b"time has",  # "Build execution time has reached the maximum allowed time" (AppVeyor)
         b"timeout of",  # "reached its statement or warehouse timeout of 120 second(s)"
         b"wall time",  # "Walltime exceeded", "wall time limit"
