@@ -947,3 +947,185 @@ def test_ram_said_short_is_memory(line: str, kind: str | None) -> None:
 def test_an_explanation_of_a_code_is_no_oom_kill() -> None:
     found = parse_oom_parts("exit code 137 means the container was OOM killed")
     assert found is not None and found.kind == "memory_noted", found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # https://github.com/davisking/dlib/issues/2340: a CUDA call giving out of memory as its
+        # reason is the device's refusal, not the process's own end
+        ("RuntimeError: Error while calling cudaMalloc(&data, new_size*sizeof(float)) in file "
+         "/tmp/dlib/cuda/gpu_data.cpp:221. code: 2, reason: out of memory", "gpu_oom"),
+        ("The window terminated unexpectedly (reason: 'oom', code: '-536870904')",
+         "host_alloc_failed"),
+        # https://github.com/love2d/love/issues/1759: a paste introduced and set off in bold
+        ("I just downloaded Love 2D and when I'm just trying to run the basic hello world program "
+         "I get the following error: **cannot create image (OpenGL error: out of memory)**",
+         "gpu_oom"),
+        ("I get the following error: **cannot create image (OpenGL error: out of memory)**",
+         "gpu_oom"),
+        ("This is the status of the pod with out of memory error:", "memory_noted"),
+        # https://github.com/zeek/zeek/issues/2941: a sanitizer's own limit, used over limit
+        ("==58528== ERROR: libFuzzer: out-of-memory (used: 2613Mb; limit: 2560Mb)",
+         "host_alloc_failed"),
+        ("The out-of-memory handler is installed", None),
+        # https://github.com/osquery/osquery/issues/5381: a watchdog stops a worker at its limit
+        ("W0122 16:03:43.886889 19454 watcher.cpp:331] osqueryd worker (19455) stopping: Memory "
+         "limits exceeded: 240160000", "limit_oom_kill"),
+        # https://github.com/StamusNetworks/Clear-NDR-ISO/issues/328: an error code by its parts
+        ("[29853] 7/12/2021 -- 10:09:43 - (stream-tcp.c:5277) <Error> (StreamTcpThreadInit) -- "
+         "[ERRCODE: SC_ERR_MEM_ALLOC(1)] - failed to setup/expand stream session pool. Expand "
+         "stream.memcap?", "host_alloc_failed"),
+        ("Win32 error ERROR_NOT_ENOUGH_MEMORY", "host_alloc_failed"),
+        ("[ERRCODE: SC_ERR_POOL_INIT(66)] - pool init", None),
+        # https://github.com/Kong/kong/issues/3105: a failure whose reason is "no memory"
+        ("*127975840 [lua] responses.lua:107: do_authentication(): failed to get from node "
+         "cache: could not write to lua_shared_dict: no memory", "host_alloc_failed"),
+        ("Checked for leaks: no memory leak found", None),
+        # https://github.com/Velir/dbt-ga4/issues/229: work that does not fit the memory given
+        ("03:32:07    Resources exceeded during query execution: The query could not be "
+         "executed in the allotted memory. Peak usage: 123% of limit.", "host_alloc_failed"),
+        # https://github.com/cdcseacave/openMVS/issues/600: "mem" for memory
+        ("Error: out of mem", "host_alloc_failed"),
+        ("Reading out of memo field 3", None),
+    ],
+    ids=["cuda-reason", "own-reason", "bold-paste", "intro-bold-paste", "intro-unquoted",
+         "libfuzzer", "hyphen-unreported", "watchdog-limits", "error-code", "windows-code",
+         "other-code", "no-memory", "no-memory-leak", "allotted", "mem", "memo"],
+)  # fmt: skip
+def test_m_wordings_by_their_parts(line: str, kind: str | None) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found is not None else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # https://github.com/airbytehq/airbyte/issues/27844: a JVM option quoted in a list
+        "./airbyte-cron/build.gradle:    applicationDefaultJvmArgs = "
+        "['-XX:+ExitOnOutOfMemoryError', '-XX:MaxRAMPercentage=75.0']",
+        # https://github.com/mosaicml/composer/pull/485: an error avoided
+        "Instead of crashing with CUDA out of memory, we dynamically scale the number of "
+        "microbatches so we can fit the logical batchsize irrespective of the underlying hardware.",
+        # https://github.com/dbt-labs/docs.getdbt.com/pull/5778: a page's label in front matter
+        "+sidebar_label: 'Job failures due to exceeded memory limits'",
+        "description: Use incremental models for job failures due to exceeded memory limits.",
+        # https://github.com/uber/petastorm/pull/783: a consequence foretold
+        "The default results_queue_size used in make_batch_reader is 50. This will lead to OOM "
+        "exception while loading big datasets with thread reader pool type.",
+        # https://github.com/containers/crun/pull/635: a question put
+        "detect whether a OOM happened and inform users with a better error",
+    ],
+    ids=["jvm-option-in-list", "instead-of", "front-matter", "description-field", "will-lead-to",
+         "whether"],
+)  # fmt: skip
+def test_m_mentions_report_nothing(line: str) -> None:
+    found = parse_oom_parts(line)
+    assert found is None or found.kind == "memory_noted", found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # the same words where they report
+        ("Emscripten: Cannot enlarge memory arrays ... if you want malloc to return NULL (0) "
+         "instead of this abort, compile with -s ABORTING_MALLOC=0", "host_alloc_failed"),
+        ("title_bar.cpp:12 OOM killed the renderer", "oom_kill"),
+        ("The job will be killed: Memory limit exceeded", "limit_oom_kill"),
+    ],
+    ids=["instead-after", "title-in-a-name", "will-without-lead"],
+)  # fmt: skip
+def test_m_reports_stay_reports(line: str, kind: str) -> None:
+    found = parse_oom_parts(line)
+    assert found is not None and found.kind == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # https://github.com/apache/superset/issues/8860: a dotted task name is no network word
+        ("[2019-12-18 07:53:23,121: ERROR/MainProcess] Hard time limit (1200s) exceeded for "
+         "email_reports.send[37eb6c91-a9a6-4bc2-8d7c-29a15f4595ad]", "timeout"),
+        ("Read timeout exceeded for request.send", None),
+        # https://github.com/canonical/charmcraft/issues/1982: a maximum crossed with its value
+        ('- Run configure hook of "charmcraft" snap if present (run hook "configure": <exceeded '
+         "maximum runtime of 5m0s>)", "timeout"),
+        ("Set the maximum runtime of 5m0s if present", None),
+        # https://github.com/sympy/sympy/issues/30038: pytest-timeout behind pytest's prefixes
+        ("INTERNALERROR> E             Failed: Timeout (>10.0s) from pytest-timeout.", "timeout"),
+        # https://github.com/rust-lang/rust/issues/42541: libtest's failed assertion and summary
+        ("[01:06:58] <tab>thread 'test_hello' panicked at 'assertion failed: `(left == right)`",
+         "test_failed"),
+        ("assertion `left == right` failed", "test_failed"),
+        ("[01:06:58] test result: FAILED. 0 passed; 1 failed; 0 ignored", "test_failed"),
+        ("test result: ok. 3 passed; 0 failed; 0 ignored", None),
+        # https://github.com/cdcseacave/openMVS/issues/600: the shell's word as a person saw it
+        ("On my terminal i received a Killed at the end. but no additional .mvs had been created.",
+         "terminated_externally"),
+    ],
+    ids=["dotted-name", "network-read", "maximum-runtime", "runtime-setting", "pytest-prefixes",
+         "rust-panic", "rust-assertion", "libtest-summary", "libtest-ok", "received-killed"],
+)  # fmt: skip
+def test_m_ends_and_failures_by_their_parts(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found is not None else None) == kind, found
+
+
+def test_the_kernels_reaper_names_the_victim() -> None:
+    # https://github.com/Nuitka/Nuitka/issues/353
+    found = parse_line(
+        "kernel: [ 8152.785701] oom_reaper: reaped process 22768 (cc1), now anon-rss:0kB, "
+        "file-rss:0kB, shmem-rss:0kB"
+    )
+    assert found is not None and found.kind == "kernel_killed"
+    assert (found.fields["pid"], found.fields["comm"]) == (22768, "cc1")
+
+
+RUNC = (
+    "We had a test that specifies 10m container cgroup limit, which never failed before, but now "
+    "the container get oom-killed a lot.\n"
+    "```\n"
+    "kernel: runc:[2:INIT] invoked oom-killer: gfp_mask=0x24000c0, order=0, oom_score_adj=998\n"
+    "kernel: CPU: 0 PID: 333 Comm: runc:[2:INIT] Not tainted 4.4.64+ #1\n"
+    "```\n"
+)
+"""https://github.com/opencontainers/runc/issues/1980: a kernel report cut before its scope, the
+limit it ran under stated by the person."""
+
+
+def test_a_report_cut_before_its_scope_takes_the_limit_the_input_states(tmp_path: Path) -> None:
+    result = _triaged(tmp_path / "issue.txt", RUNC)
+    assert result.triage_class is TriageClass.CGROUP_OOM, result.summary
+    assert {1, 3} <= {e.line for e in result.decided_by}
+    unstated = RUNC.split("\n", 1)[1]
+    assert _triaged(tmp_path / "issue.txt", unstated).triage_class is TriageClass.GLOBAL_OOM
+
+
+SESSION = (
+    "```python\n"
+    ">>> from skimage.feature import haar_like_feature\n"
+    ">>> harr = haar_like_feature(image1_ii, 0, 0, 480, 640, feature_type=['type-2-x'])\n"
+    "\n"
+    "MemoryError: std::bad_alloc\n"
+    "```\n"
+)
+"""https://github.com/scikit-image/scikit-image/issues/4476: what an interactive session printed."""
+
+
+def test_an_interactive_sessions_output_is_no_source(tmp_path: Path) -> None:
+    result = _triaged(tmp_path / "issue.txt", SESSION)
+    assert result.triage_class is TriageClass.HOST_ALLOC_FAILED, result.summary
+    source = SESSION.replace(">>> ", "")  # the same lines as a program's source
+    assert _triaged(tmp_path / "issue.txt", source).triage_class is TriageClass.UNKNOWN
+
+
+def test_a_kill_with_memory_said_to_have_run_out(tmp_path: Path) -> None:
+    # https://github.com/cdcseacave/openMVS/issues/600
+    text = (
+        "On my terminal i received a Killed at the end. but no additional .mvs had been created.\n"
+        "\n- RAM: 28.7 GB\n\nyou run out of mem\n"
+    )
+    result = _triaged(tmp_path / "issue.txt", text)
+    assert result.triage_class is TriageClass.GLOBAL_OOM and "most likely" in result.summary
+    hedged = text.replace("you run out of mem", "This usually indicates running out of memory.")
+    assert _triaged(tmp_path / "issue.txt", hedged).triage_class is TriageClass.EXTERNAL_KILL

@@ -39,10 +39,13 @@ _KILL = re.compile(
     r"|^\W*(?:[\w.-]+: )?killed\b|\b(?:" + _UNIT + r")(?: \S+)? killed\b"
     r"|\b(?:by|with|received|got|due to|from|on)\W+(?:a |the )?(?:signal\W+)?(?:sigkill|9\b)"
     r"|\(sigkill\)|\bkill -9\b"
+    r"|\b(?:received|receive|see|saw|seeing|shows?|showed|printed|prints)\W+(?:an? |the |just )?"
+    r"\W?killed\b"
 )
 """A unit of work killed, in words or by SIGKILL said as what ended it ("received SIGKILL",
 "died with signal 9", "(SIGKILL)"; a setting that names the signal is not an end); the shell's
-status word after the shell's name (zsh's ``zsh: killed     python train.py``). (A program's
+status word after the shell's name (zsh's ``zsh: killed     python train.py``) or as what a person
+saw ("On my terminal i received a Killed at the end"). (A program's
 own "Killing subprocess 12" is its cleanup after another end, which is the cause: not read as
 one.)"""
 _KILL_TO_FREE = re.compile(r"\bkill(?:s|ed|ing)?\b.{0,120}?\bto (?:free|reclaim|release)\b")
@@ -67,6 +70,11 @@ _FAILED_TESTS = re.compile(
     # an assertion's own error, first on its line: Python's, Node's "AssertionError
     # [ERR_ASSERTION]: Expected values to be strictly equal", JUnit's AssertionFailedError
     r"|^[\s>]*(?:[\w.]+\.)?assertion(?:failed)?error\b"
+    # Rust's failed assertion, as its panic says it (``thread 'test_hello' panicked at
+    # 'assertion failed: `(left == right)`'``, since 1.73 ``assertion `left == right` failed``),
+    # and libtest's summary (``test result: FAILED. 0 passed; 1 failed``)
+    r"|\bthread '[^']*' panicked at '?assertion\b|^\W*assertion `[^`]+` failed\b"
+    r"|\btest result: failed\b"
     # a check's location, then its verdict alone (Catch2's "tests.cpp(281): FAILED:",
     # GoogleTest's "my_test.cpp:6: Failure"); GoogleTest's "Expected equality of these values:";
     # the Tcl test suite's "[exception]: Executing test client: ..." (Redis, Valkey)
@@ -103,13 +111,14 @@ _AFTER_DURATION = re.compile(
 """Work ended after a stated duration (``Process killed after 3600 seconds``, ``Build cancelled
 after 60 minutes``): its time ran out."""
 _NETWORK = re.compile(
-    r"\b(?:connect\w*|socket|request|http\w*|https|read|write|handshake|dns|lock|waiting for"
-    r"|wait for|await\w*|poll\w*|ping|heartbeat|rpc|grpc|curl|wget|fetch\w*|download\w*"
+    r"(?<![.\w])(?:connect\w*|socket|request|http\w*|https|read|write|handshake|dns|lock"
+    r"|waiting for|wait for|await\w*|poll\w*|ping|heartbeat|rpc|grpc|curl|wget|fetch\w*|download\w*"
     r"|upload\w*|ssh|tcp|udp|tls|ssl|url|proxy|network|navigation|selector|element|locator"
     r"|response|acquire|mutex|semaphore|receive|recv|send|i/o|io|port|address|host"
     r"|registry|pull\w*|push\w*|clone|git|npm|pip|apt|repository)\b"
 )
-"""A network's or a wait's time running out: not the run's own time limit."""
+"""A network's or a wait's time running out: not the run's own time limit. (A word of a dotted
+name is the name's: Celery's task ``email_reports.send`` sends nothing.)"""
 _SUPPOSED = re.compile(
     r"\b(?:if|when|whether|unless|may|might|could|can|would|should|will|to avoid|to prevent"
     r"|prevent\w*|avoid\w*|how to|how do|why|config\w*|set(?:ting)?|increas\w*|rais\w*|bump\w*"
@@ -171,6 +180,16 @@ _TIMED_AFTER = re.compile(
 30s'): its time limit, whatever it names (a network's is excluded first)."""
 _ERROR_LEADS = frozenset({"error", "fatal", "fatal error", "failed"})
 """What may come before the time limit's words on a line that reports it."""
+_LEAD = re.compile(r"(?:^|[\s>])(error|fatal|fatal error|failed)$")
+"""Those words last before it, after a runner's prefixes (pytest's ``INTERNALERROR> E   Failed:
+Timeout (>10.0s) from pytest-timeout.``)."""
+_DURATION = (
+    r"(?:\d+h)?(?:\d+m)?[\d.]+ ?(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?"
+    r"|hours?)\b"
+)
+_LIMIT_OF = re.compile(rf"\bof {_DURATION}|\(>?{_DURATION}\)")
+"""The limit's own duration said with it ("exceeded maximum runtime of 5m0s", Celery's "Hard
+time limit (1200s) exceeded"): a limit crossed as a fact, not a setting talked about."""
 _OTHER_CAUSE = re.compile(r"\bexceed\w*\b|\bover (?:the |its )?limit\b|\bdue to\b|\bbecause\b")
 """A kill that says why: a cause other than time or memory (those are read first), such as PBS'
 "job killed: ncpus 9.3 exceeded limit 8"."""
@@ -201,6 +220,7 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
         return None
     if timed is not None and not _networked(low, timed):
         lead = low[: timed.start()].strip(" \t:*>#-[]")
+        led = lead in _ERROR_LEADS or _LEAD.search(lead) is not None
         start, stop = _clause(low, timed)
         following = _BOUNDARY.search(low, stop + 1)
         stop = following.start() if following is not None else len(low)  # and the next clause
@@ -208,14 +228,15 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
         ended = _ENDED.search(low, start, stop) is not None
         unit = _UNIT_WORD.search(low, start, stop) is not None
         timed_after = _TIMED_AFTER.search(low) is not None
-        if timed_after or (crossed and (ended or unit or lead == "" or lead in _ERROR_LEADS)):
+        limit_of = _LIMIT_OF.search(low, start, stop) is not None
+        if timed_after or (crossed and (ended or unit or lead == "" or led or limit_of)):
             return LineSignal("timeout", {"parts": True})
         failed_for = _FAILED_FOR.search(low, start, stop) is not None
         if failed_for and timed[0].startswith(("time", "dead")):
             return LineSignal("timeout", {"parts": True})
         if _STATE_COLUMN.search(low, max(0, timed.start() - 2)):
             return LineSignal("timeout", {"parts": True})  # Meson's "1/5 linktest  TIMEOUT  30.16s"
-        if lead in _ERROR_LEADS and timed[0].startswith("time"):
+        if led and timed[0].startswith("time"):
             return LineSignal("timeout", {"parts": True})  # "Error: Timeout - Async callback ..."
     evicted = _EVICTED.search(low)
     if evicted is not None and not _supposed(low, evicted):

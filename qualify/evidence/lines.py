@@ -73,6 +73,9 @@ _SELECT = re.compile(
 _VICTIM_EXITING = re.compile(
     r"(Memory cgroup out of memory|Out of memory): OOM victim (\d+) \((.*?)\) is already exiting"
 )
+_REAPED = re.compile(r"\boom_reaper: reaped process (\d+) \((.*?)\)")
+"""The kernel's OOM reaper freeing a victim's memory after the kill (``oom_reaper: reaped process
+22768 (cc1), now anon-rss:0kB, ...``): the kill, its scope said by the report around it."""
 _MEMCG_USAGE = re.compile(r"\bmemory: usage (\d+)kB, limit (\d+)kB, failcnt (\d+)")
 _TASK_IN = re.compile(r"Task in (\S+) killed as a result of limit of (\S+)")
 _MEMCG_TRACE = ("mem_cgroup_out_of_memory", "mem_cgroup_oom", "try_charge_memcg", "charge_memcg")
@@ -285,6 +288,9 @@ _PROBE_KILL = re.compile(r"failed liveness probe|liveness probe failed")
 """Kubernetes restarting a container whose liveness probe failed (a kill, not for memory)."""
 
 
+_VICTIM_SIZES = ("total_vm_bytes", "anon_rss_bytes", "file_rss_bytes", "shmem_rss_bytes")
+
+
 def _kb_fields(line: str) -> dict[str, int]:
     return {
         f"{name.replace('-', '_')}_bytes": int(value) * KB
@@ -324,10 +330,7 @@ def parse_kernel_line(line: str, low: str | None = None) -> LineSignal | None:
             "scope": _scope(match.group(1)),
             "pid": int(match.group(2)),
             "comm": match.group(3) or None,
-            "total_vm_bytes": None,
-            "anon_rss_bytes": None,
-            "file_rss_bytes": None,
-            "shmem_rss_bytes": None,
+            **dict.fromkeys(_VICTIM_SIZES),
         }
         fields.update(_kb_fields(line))
         return LineSignal("kernel_killed", fields)
@@ -364,6 +367,11 @@ def _kernel_oom(line: str, low: str) -> LineSignal | None:
     if "oom victim" in low and (match := _VICTIM_EXITING.search(line)):
         fields = {"scope": _scope(match.group(1)), "pid": int(match[2]), "comm": match[3]}
         return LineSignal("kernel_victim_exiting", fields)
+    if "oom_reaper" in low and (match := _REAPED.search(line)):
+        fields = {"scope": "unknown", "pid": int(match[1]), "comm": match[2] or None}
+        fields.update(dict.fromkeys(_VICTIM_SIZES))
+        fields.update(_kb_fields(line))
+        return LineSignal("kernel_killed", fields)
     if "systemd-oomd" in low:
         if match := _OOMD.search(line):
             return LineSignal("oomd_kill", {"cgroup": match[1], "reason": match[2]})

@@ -42,6 +42,11 @@ _REFUSED = (
     r"|\b(?:memory|heap)\b(?: [\w-]+){0,8},? exhausted\b|\bjava heap space\b"
     r"|\bmemory\b.{0,80}?\bwould (?:use|be larger than|exceed)\b.{0,60}?\b(?:maximum|limit)\b"
     r"|circuit_?breaking_?exception|errno[ =:]*12\b|\benomem\b|alloc(?:ation)?_failure"
+    rf"|(?:{_CANNOT}|\bfail\w*|\berror)\b[^:]{{0,80}}:\s*no (?:more )?memory\b"
+    rf"|(?:{_CANNOT}) (?:be )?\w+ (?:in|within) (?:the )?(?:allotted|available|allowed|assigned)"
+    r" memory\b"
+    r"|\b(?:[a-z0-9]+_)*err(?:or)?_(?:[a-z0-9]+_)*?(?:mem_?alloc|no_?mem(?:ory)?"
+    r"|not_enough_(?:[a-z]+_)?mem(?:ory)?)\b"
     r"|\bos error 12\b|\berror\(12\)|cache resources exhausted"
     r"|\boom\b.{0,40}\b(?:not allowed|refused|rejected|denied)\b"
     r"|\bfail\w*\W+(?:\w+\W+){0,2}to allocate\b|\b\w*alloc\w*(?:\(\))? fail(?:ed|s)?\b"
@@ -58,15 +63,19 @@ it needed than there is (Ollama's "model requires more system memory ... than is
 memory the subject of "exhausted" (PHP's "Allowed memory size of N bytes exhausted"), a request
 refused because it would pass a limit (ClickHouse's "would use 18.75 GiB ..., maximum: 18.63
 GiB", a circuit breaker's "would be larger than limit of"), ENOMEM by its number, an
-allocation failure named as such (OpenCL's ``CL_MEM_OBJECT_ALLOCATION_FAILURE``) and work
+allocation failure named as such (OpenCL's ``CL_MEM_OBJECT_ALLOCATION_FAILURE``, an
+error code whose parts say so: Suricata's ``SC_ERR_MEM_ALLOC``, Windows'
+``ERROR_NOT_ENOUGH_MEMORY``) and work
 refused for an OOM (Redis' "OOM command not allowed when used memory > 'maxmemory'"), an
 allocation that failed in other words (kraken2's "Failed attempt to allocate", MECAT2's "calloc
 fail"), a memory pool used up (Godot's "All memory pool allocations are in use"), and a process
 ended because of memory (Xcode's "Terminated due to memory issue"), ENOMEM as Rust words it ("os
 error 12", "Error(12)"), ImageMagick's resource limit ("cache resources exhausted"), Linux
-2.4's OOM killer ("VM: killing process"), a pool's capacity (TeX's "TeX capacity exceeded, sorry
-[main memory size=5000000]") and a request past the total (MindSpore's "... plus alloc size :
-301990400 is more than total mem size : 29464985600.")."""
+2.4's OOM killer ("VM: killing process"), a failure whose reason is "no memory" (Kong's "could
+not write to lua_shared_dict: no memory"), work that cannot be done in the memory it is given
+(BigQuery's "The query could not be executed in the allotted memory"), a pool's capacity (TeX's
+"TeX capacity exceeded, sorry [main memory size=5000000]") and a request past the total
+(MindSpore's "... plus alloc size : 301990400 is more than total mem size : 29464985600.")."""
 _CLAUSE = r"\b(?:enough|insufficient|out of) (?:[a-z0-9_-]{1,12} ){1,2}memory\b"
 """A shortage, a word or two, then memory, whatever the words between ("Not enough GPU memory to
 compute a single tile.", MySQL's "Out of sort memory, consider increasing server sort buffer
@@ -115,7 +124,7 @@ _SAID = re.compile(
     + _SHORT
     + r"|"
     + _TOO_MUCH
-    + r"|out of (?:[\w-]+ ){0,4}memory|\boom\b|outofmemory|out_of_memory"
+    + r"|out of (?:[\w-]+ ){0,4}mem(?:ory)?\b|:\s*out-of-memory\b|\boom\b|outofmemory|out_of_memory"
     r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
     r"|resource[_ ]exhausted"
     r"|out of swap|(?:failed|unable) to reclaim (?:\w+ )?memory"
@@ -125,7 +134,7 @@ _SAID = re.compile(
     r"|insufficient (?:\w+ )?memory|too little (?:\w+ )?memory"
     r"|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching|hit|hitting|beyond)"
     r" (?:the |its |their |your )?(?:[\w%-]+ ){0,2}mem(?:ory)? (?:usage )?(?:limit|quota|budget)"
-    r"|mem(?:ory)?[ _](?:limit|quota|budget)(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
+    r"|mem(?:ory)?[ _](?:limit|quota|budget)s?(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
     r"[ _](?:was |has been |is )?(?:\w+ly )?(?:exceeded|reached|hit)"
     r"|\bmax(?:imum)?\.? memory (?:was |has been )?exceeded\b"
     r"|\bmemory\b[^;:]{0,80}?\bexceed\w* (?:the |its )?(?:hard |soft )?limit\b"
@@ -199,16 +208,21 @@ _LOG_SHAPED = re.compile(
 )
 """A line shaped as a program's log writes it: a timestamp or a severity first. What such a line
 says of memory is the program's report, not a person's sentence."""
-_OPTION = re.compile(r"(?<!\S)-(?:xx:[+-]?|-?)[\w.+:=-]*(?:oom|outofmemory)[\w.+:=/-]*")
+_OPTION = re.compile(r"(?<![\w.-])-(?:xx:[+-]?|-?)[\w.+:=-]*(?:oom|outofmemory)[\w.+:=/-]*")
 """A command-line option whose name holds the words (the JVM's
-``-XX:+HeapDumpOnOutOfMemoryError``, ``--oom-score-adj=500``): a setting, not an event; blanked
-before the line is read."""
+``-XX:+HeapDumpOnOutOfMemoryError``, ``--oom-score-adj=500``, quoted in a list as Gradle's
+``['-XX:+ExitOnOutOfMemoryError']``): a setting, not an event; blanked before the line is read."""
 _IMPLAUSIBLE = 1 << 60
 _NEGATIVE_SIZE = re.compile(r"(?<![\w.])-\d+\s*(?:bytes|[kmgt]i?b)\b|\bmore than 1 ?eb\b")
 """A negative size, or PyTorch's "Tried to allocate more than 1EB memory" (a size past 2^60)."""
 _SQLITE_CANTOPEN = re.compile(r"sqlite\w*\W.{0,40}?\bcode\W{0,2}14\b")
 """SQLite's code 14 (SQLITE_CANTOPEN), which its API words "out of memory" for a handle that
 never opened."""
+_TITLE_FIELD = re.compile(
+    r"^[\s+>*-]*(?:[\w-]+[_-])?(?:title|description|label|summary|subject|heading)\s*[:=]\s"
+)
+"""A document's title, description or label given as a field (a docs page's front matter:
+``sidebar_label: 'Job failures due to exceeded memory limits'``): what a page is about."""
 _PLACEHOLDER = re.compile(r"(?<!\w)(?:x{3,}|n{3,}|#{3,}|<\w+>|\{\w*\})\s*(?:bytes|[kmgt]i?b)\b")
 """A size written as a placeholder ("Allowed memory size of XXXXXXXX bytes exhausted"): a
 message's template quoted in documentation or a request, not an occurrence."""
@@ -218,9 +232,11 @@ _HEDGE = re.compile(
     r"|might have|could be|can be caused|one of the following|if you see|to avoid|to prevent"
     r"|\w+ly (?:means|indicates)|(?:usually|often) (?:means|indicates|caused by)"
     r"|(?:common|typical|usual|frequent|likely) (?:causes?|reasons?)"
+    r"|(?:will|would|may|might|could|can) (?:\w+ )?(?:lead to|result in)"
     r"|(?:may|might|could|can) (?:\w+ )?(?:indicate|mean|suggest|point to|be due to|be caused by"
     r"|be related to)|(?:likely|probably|possibly) (?:to be )?(?:due to|caused by))\b"
-    r"|^\W*(?:if|in case)\b|\b(?:perhaps|maybe|probably)\b|\btells you\b|\bmeans(?: that)?\b"
+    r"|^\W*(?:if|in case)\b|\b(?:perhaps|maybe|probably|whether)\b|\btells you\b"
+    r"|\bmeans(?: that)?\b"
     r"|\b(?:it is|it's|it may be) possible\b|\b(?:indicates|signals?) that\b"
     r"|\bpotential(?:ly)? (?:an? )?(?:oom|out[ -]of[ -]memory|kill\w*|terminat\w*)\b"
     r"|\bto (?:track|monitor|detect|catch|debug|investigate|reproduce|simulate|test|handle)"
@@ -231,15 +247,16 @@ cause of a ``hermes_fatal`` is an Out of Memory (OOM) condition", "It is possibl
 dataloader's workers are out of shared memory", "I've seen 137 referenced as a potential OOM
 termination"), a generic explanation ("exit code 137 typically means", "Error 53200 is ...
 signal that the ... budget has run out"), advice, a condition ("If you encounter CUDA out of
-memory, try ..."), or a purpose ("This will help us to track OOM kills"): a mention, not a
-report."""
+memory, try ..."), a consequence foretold (petastorm's "This will lead to OOM exception while
+loading big datasets"), a question put ("detect whether a OOM happened") or a purpose ("This will
+help us to track OOM kills"): a mention, not a report."""
 _INTRO = re.compile(
     r"^\W*(?:this is|here is|here's|below is|the following|i (?:get|got|see|saw|am getting"
     r"|keep getting|have|had)|we (?:get|got|see|saw))\b"
 )
 """A person introducing a paste ("This is the status of the pod with out of memory error:")."""
 _PERSON = re.compile(r"^\W*(?:i|i'm|i've|we|we're|we've|my|our)\s")
-_QUOTED = re.compile(r"`[^`]+`|\"[^\"]+\"")
+_QUOTED = re.compile(r"`[^`]+`|\"[^\"]+\"|\*\*[^*]+\*\*")
 """A sentence a person starts with themselves ("I am receiving a strange error that my vector
 memory limit has been reached:"): a description, not the program's report, unless it quotes
 the report (``Our services exit with the message `Exit Code: 137, Exit Message: "OOM
@@ -329,7 +346,7 @@ _ALLOCATING = re.compile(
     + _SHORT
     + r"|alloc|to reserve|gc overhead limit|paging file|\b1455\b"
     r"|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough|bad allocation"
-    r"|insufficient|too little|out of (?:[\w-]+ ){0,4}memory|outofmemory|out_of_memory"
+    r"|insufficient|too little|out of (?:[\w-]+ ){0,4}mem(?:ory)?\b|outofmemory|out_of_memory"
     r"|\b(?:fail\w*|error|exception)\b.{0,60}\boom\b|\boom\b.{0,60}\b(?:fail\w*|error|exception)\b"
     r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
     r"|memory (?:is )?exhausted|heap,? exhausted|java heap space|memory budget exceeded"
@@ -386,7 +403,7 @@ _BUDGET = re.compile(
 _LIMIT_CROSSED = re.compile(
     r"(?:exceed\w*|over|above|reached|hit|hitting|beyond) (?:the |its |their |your )?"
     r"(?:[\w%-]+ ){0,2}mem(?:ory)? (?:usage )?(?:limit|budget)"
-    r"|mem(?:ory)?[ _]limit(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
+    r"|mem(?:ory)?[ _]limits?(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
     r"[ _](?:was |has been |is )?(?:exceeded|reached|hit)|memlimit"
     r"|\bmemory\b[^;:]{0,80}?\bexceed\w* (?:the |its )?(?:hard |soft )?limit\b"
     r"|" + _USAGE_REACHED
@@ -432,10 +449,11 @@ _MESSAGE_1455 = re.compile(r"paging file|页面文件")
 _SIZE = re.compile(
     r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:[.,]\d+)?)\s*"
     r"(bytes|byte|b|kib|kb|k|mib|mb|m|gib|gb|g|tib|tb)\b"
-    r"|(?<![\w.,-])(\d{1,3}(?:,\d{3}){2,}|\d{4,})(?![\w%.]|\s*[\w%])"
+    r"|(?<![\w.,*#-])(\d{1,3}(?:,\d{3}){2,}|\d{4,})(?![\w%.]|\s*[\w%])"
 )
 """A size with its unit, or a bare count of bytes (``1,073,741,824`` with its thousands
-separators, or 4 digits and more; not a negative number: a code, "code: -536870904")."""
+separators, or 4 digits and more; not a negative number: a code, "code: -536870904"; not a number
+marked as one, nginx's connection ``*127975840`` or an issue's ``#1234``)."""
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+")
 _UNITS = {
     "b": 1, "byte": 1, "bytes": 1,
@@ -591,10 +609,18 @@ def parse_oom_parts(
         # SQLite words its code 14 (SQLITE_CANTOPEN) "out of memory" when the database was
         # never opened: a file that cannot be opened, not memory.
         return LineSignal("memory_noted", {**fields, "ecosystem": "SQLite"})
+    if _INTRO.search(low) and ":" in low[: said.start()]:
+        # A person introducing a paste on the same line, quoted after the colon ("I get the
+        # following error: **cannot create image (OpenGL error: out of memory)**"): the quote is
+        # read; unquoted, the sentence is the person's.
+        quoted = _quoted_reading(line, said, fields)
+        return quoted if quoted is not None else LineSignal("memory_noted", fields)
     if (
         _INTRO.search(low) or _hedged(low, said) or _PLACEHOLDER.search(low) or _described(low)
+        or _TITLE_FIELD.match(low)  # a document's title or label as a field
         or _CHANGE_INTRO.search(low)  # a message being changed or proposed, described
         or _DENIED.search(low) or _OTHER_ERROR.search(low, said.end())
+        or _AVOIDED.search(low[max(0, said.start() - 60) : said.start()])
         or _TREATED.search(low, 0, said.start()) or _NONE_COUNTED.search(low)
     ):  # fmt: skip
         return LineSignal("memory_noted", fields)
@@ -605,7 +631,9 @@ def parse_oom_parts(
         # A mention (a title, prose), unless the lines around show it is a program's output
         # (inside a fenced block: ``in_context``).
         return LineSignal("memory_noted", {**fields, "unreported": True})
-    if _OWN_OOM.search(low) and not _KILLER.search(low):
+    if _OWN_OOM.search(low) and not _KILLER.search(low) and not accelerator:
+        # (an accelerator's API giving out of memory as its reason, dlib's "Error while
+        # calling cudaMalloc(...) ... reason: out of memory", is the device's refusal)
         return LineSignal("host_alloc_failed", {**fields, "memory_named": True, "ended": True})
     if _SYSTEM_OOM.search(low):
         return LineSignal("node_oom_kill", fields)
@@ -632,7 +660,12 @@ def parse_oom_parts(
         return LineSignal("limit_oom_kill" if _LIMIT_KILL.search(low) else "oom_kill", fields)
     if _SOFT_LIMIT.search(low) and not _DEVICE_WORD.search(low):
         return LineSignal("limit_noted", fields)  # a soft limit warns; a kill may follow
-    if _LIMIT_CROSSED.search(low) and not _DEVICE_WORD.search(low) and not _WOULD.search(low):
+    over = numbers.get("allocated_bytes", 0) > numbers.get("limit_bytes", 1 << 62)
+    if (
+        (_LIMIT_CROSSED.search(low) or over)
+        and not _DEVICE_WORD.search(low)
+        and not _WOULD.search(low)
+    ):  # a limit crossed, in words or in numbers ("used: 2613Mb; limit: 2560Mb")
         if _WORK_REFUSED.search(low) or _RAISED.search(line) or _OWN_ERROR.match(line):
             return LineSignal("host_alloc_failed", {**fields, "memory_named": True})
         return LineSignal("limit_oom_kill", fields)  # a memory limit is enforced by a kill
@@ -743,15 +776,27 @@ def in_source(before: str, line: str) -> bool:
         return False
     if not _in_fence(before):
         return False
-    opener = [text for text in before.splitlines() if _FENCE.match(text)][-1]
-    return _SOURCE_FENCE.match(opener) is not None
+    lines = before.splitlines()
+    at = max(i for i, text in enumerate(lines) if _FENCE.match(text))
+    if _SOURCE_FENCE.match(lines[at]) is None:
+        return False
+    # An interactive session (Python's ``>>>``, IPython's ``In [1]:``): the lines without a prompt
+    # are what the session printed ("MemoryError: std::bad_alloc" after ``>>> haar_like(...)``).
+    return (
+        not any(_PROMPT.match(text) for text in lines[at + 1 :]) or _PROMPT.match(line) is not None
+    )
 
 
+_PROMPT = re.compile(r"^\s*(?:>>>|\.\.\.|In \[\d+\]:)(?: |$)")
+"""An interactive interpreter's prompt (Python's, IPython's): the line is what was typed."""
 _EXAMPLE_INTRO = re.compile(
-    r"\b(?:something like|for example|for instance|e\.g\.|such as|would (?:be|read|look like))\b",
+    r"\b(?:something like|e\.g\.|such as|would (?:be|read|look like))\b",
     re.IGNORECASE,
 )
-"""Words that introduce an example when the sentence ends with a colon."""
+"""Words that introduce an example when the sentence ends with a colon. ("For instance:" and "for
+example:" are not among them: before a pasted log they introduce one occurrence of a failure that
+happened, as agda-unimath's "the typecheck workflow fails due to reaching its designated max heap
+size. For instance:".)"""
 _CHANGE_INTRO = re.compile(
     r"\b(?:message (?:is now|would be|will be|now reads)|instead of (?:only )?reporting|we now"
     r" (?:report|print|show|raise)|proposed (?:message|wording|text)|the new (?:error|message))\b",
@@ -907,6 +952,14 @@ JavaScript heap out of memory`"), a device passed over for its memory (darktable
 device 0 ... due to insufficient global memory (6069MB)": a choice made at start, nothing
 allocated), a state said never to occur (Kubernetes' docs issue: 'The mentioned status
 "OOMKilled" never occurs.'): what did not happen is no report of it."""
+_AVOIDED = re.compile(
+    r"\b(?:instead of|rather than) (?:\w+ )?(?:crash\w*|fail\w*|dying|abort\w*|erroring|rais\w*"
+    r"|throw\w*)\b(?: (?:with|from|on|because of|due to)(?: an?| the)?)?(?: [\w-]+)? $"
+)
+"""An error avoided, said just before its words (Composer's "Instead of crashing with CUDA out
+of memory, we dynamically scale the number of microbatches"): what did not happen. (After them,
+it names another end: Emscripten's "... if you want malloc to return NULL (0) instead of this
+abort".)"""
 _OTHER_ERROR = re.compile(
     r": (?:no such file or directory|no such file|permission denied|operation not permitted"
     r"|connection refused|file exists|is a directory|not a directory|invalid argument)\b"
@@ -920,22 +973,28 @@ _RAISED = re.compile(r"\b[A-Z][A-Za-z0-9]*[a-z0-9](?:Exception|Error)\b:")
 global RSS memory limit exceeded [usage=..., RSS_MEM_LIMIT=..., size=64]"): the program refused
 its own allocation and lives on to raise it; a kill is not raised in the process it ends."""
 
-_OWN_ERROR = re.compile(r"\s*(?:error|fatal error|fatal): (?!.*\b(?:kill\w*|terminat\w*|oom)\b)")
+_OWN_ERROR = re.compile(
+    r"\s*(?:error|fatal error|fatal): (?!.*\b(?:kill\w*|terminat\w*|oom)\b)|==\d+==\s*ERROR: "
+)
 """A program's own lower-case error prefix, as compilers and command-line tools write it (V's
-"error: v3 compiler memory usage reached 2568 MiB RSS during compilation (limit: 2560 MiB)"): the
-program stopped its own work at its limit and lived to say so."""
+"error: v3 compiler memory usage reached 2568 MiB RSS during compilation (limit: 2560 MiB)"), or a
+sanitizer runtime's ``==PID== ERROR:`` (libFuzzer's "==58528== ERROR: libFuzzer: out-of-memory
+(used: 2613Mb; limit: 2560Mb)"): the program stopped its own work at its limit and lived to say
+so."""
 
-_QUOTE = re.compile(r"`([^`]{12,})`|\"([^\"]{12,})\"")
+_QUOTE = re.compile(r"`([^`]{12,})`|\"([^\"]{12,})\"|\*\*([^*]{12,})\*\*")
+"""A span quoted in backticks, in double quotes or in Markdown's bold (a pasted message set off
+in ``**...**``)."""
 
 
 def _quote_holding(line: str, at: int) -> str | None:
-    """The text of a quoted span of ``line`` (backticks or double quotes, 12 characters and more)
-    that holds offset ``at`` and that is not the whole line; None otherwise."""
-    if "`" not in line and '"' not in line:
+    """The text of a quoted span of ``line`` (backticks, double quotes or bold, 12 characters and
+    more) that holds offset ``at`` and that is not the whole line; None otherwise."""
+    if "`" not in line and '"' not in line and "**" not in line:
         return None
     for match in _QUOTE.finditer(line):
         if match.start() < at < match.end() and len(match[0]) < len(line.strip()):
-            text = (match[1] if match[1] is not None else match[2]).strip()
+            text = next(group for group in match.groups() if group is not None).strip()
             while len(text) > 2 and text[0] == text[-1] and text[0] in "`\"'":
                 text = text[1:-1].strip()  # a quote quoted again: "` \"...\"`"
             return text

@@ -91,35 +91,42 @@ _USED_UP = re.compile(
     + r"(?: [\w()-]+){0,3} (?:is|was|gets|got|has been|had been|were) (?:\w+ )?"
     r"(?:used|filled|consumed|exhausted|eaten|taken|full)\b"
     r"|\b(?:excessive|huge|massive|enormous|extreme|runaway) (?:ram|memory)"
-    r" (?:usage|use|consumption)\b",
+    r" (?:usage|use|consumption)\b"
+    r"|\b(?:ran|run|runs|running) out of (?:\w+ )?(?:ram|memory|mem)\b",
     re.IGNORECASE,
 )
 """A sentence saying the machine's memory was all used ("it uses all the memory on my server",
 "All available RAM is used", "all the ram is filled"), or its use said to be excessive (Gleam's
-"Excessive memory usage / killed when compiling"): with a kill that says nothing of its
+"Excessive memory usage / killed when compiling"), or memory said to have run out (openMVS'
+maintainer's "you run out of mem"): with a kill that says nothing of its
 cause, the reason an on-call engineer reads into the kill."""
 _SUPPOSING = re.compile(
     r"\b(?:if|whether|unless|may|might|could|would|should|will|can|to avoid"
     r"|to prevent|avoid\w*|prevent\w*|without|not|never|no longer|doesn't|don't|didn't|isn't"
-    r"|wasn't|won't)\b|\?",
+    r"|wasn't|won't|usually|often|typically|indicates?|means|possibl[ey]|probably|likely|perhaps"
+    r"|maybe)\b|\?",
     re.IGNORECASE,
 )
 """What makes such a sentence a supposition, a question or a denial ("so that it does not use
-all the memory", "may use all the RAM"): not a report."""
+all the memory", "may use all the RAM", Dagster's "This usually indicates that the process was
+killed by the operating system due to running out of memory"): not a report."""
 _SENTENCE = re.compile(r"[.!?;,](?:\s|$)|\n")
+
+
+def _supposed(text: str, match: re.Match[str]) -> bool:
+    """Whether the clause of ``text`` that holds ``match`` supposes, asks or denies."""
+    starts = [m.end() for m in _SENTENCE.finditer(text, max(0, match.start() - 300), match.start())]
+    start = starts[-1] if starts else text.rfind("\n", 0, match.start()) + 1
+    after = _SENTENCE.search(text, match.end())
+    stop = after.start() if after is not None else len(text)
+    return _SUPPOSING.search(text, start, stop) is not None
 
 
 def memory_used_up(text: str, source: str) -> Evidence | None:
     """The first line of ``text`` (a file's head) that says, in a clause that supposes nothing,
     that all of the machine's memory was used; None when none does."""
     for match in _USED_UP.finditer(text):
-        starts = [
-            m.end() for m in _SENTENCE.finditer(text, max(0, match.start() - 300), match.start())
-        ]
-        start = starts[-1] if starts else text.rfind("\n", 0, match.start()) + 1
-        after = _SENTENCE.search(text, match.end())
-        stop = after.start() if after is not None else len(text)
-        if _SUPPOSING.search(text, start, stop):
+        if _supposed(text, match):
             continue
         line, body = _line_of(text, match)
         return Evidence.of(source, line, body, "memory_used_up")
@@ -130,12 +137,15 @@ _CAPPED = re.compile(
     r"(?<![\w-])(?:--memory|--mem|-m)(?:=|\s+)[\"']?\d+(?:\.\d+)?\s*[kmgt]i?b?\b"
     r"|\bmem_limit\s*[:=]\s*[\"']?\d+(?:\.\d+)?\s*[kmgt]i?b?\b"
     r"|\blimit(?:s|ed|ing)?\b (?:the )?(?:ram|memory)\b(?: [\w-]+){0,6} to \d+(?:\.\d+)?"
-    r"\s*[kmgt]i?b?\b",
+    r"\s*[kmgt]i?b?\b"
+    r"|(?<![\w.])\d+(?:\.\d+)?\s*[kmgt]i?b?\b (?:(?:memory|ram|container|cgroup|pod|job)\s+){0,3}"
+    r"limit\b",
     re.IGNORECASE,
 )
 """A memory cap set on the work in the input: docker's ``--memory="100g"`` and ``-m 4g``, Slurm's
 ``--mem=8G``, compose's ``mem_limit: 4g``, or a person's "When I limit the RAM available to the
-container to 4Gb"."""
+container to 4Gb", "We've put a 1GB limit on the containers", "a test that specifies 10m container
+cgroup limit"."""
 
 
 def memory_capped(text: str, source: str) -> Evidence | None:
@@ -143,7 +153,7 @@ def memory_capped(text: str, source: str) -> Evidence | None:
     clause that supposes nothing; None when none does."""
     for match in _CAPPED.finditer(text):
         line, body = _line_of(text, match)
-        if _SUPPOSING.search(body) and not body.lstrip().startswith(("$", "#", "docker", "srun")):
+        if _supposed(text, match) and not body.lstrip().startswith(("$", "#", "docker", "srun")):
             continue
         return Evidence.of(source, line, body, "memory_capped")
     return None

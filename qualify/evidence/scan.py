@@ -116,6 +116,16 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"host memory",  # "System is out of GPU and shared host memory" (Blender)
         b"memory pool",  # "All memory pool allocations are in use" (Godot)
         b"memory issue",  # "Terminated due to memory issue" (Xcode)
+        b"out-of-memory",  # "ERROR: libFuzzer: out-of-memory (used: 2613Mb; limit: 2560Mb)"
+        b"out of mem",  # "you run out of mem"
+        b"no memory",  # "could not write to lua_shared_dict: no memory" (Kong)
+        b"no more memory",
+        b"_mem_alloc",  # error codes: Suricata's SC_ERR_MEM_ALLOC
+        b"_nomem",
+        b"enomem",  # Ruby's "Errno::ENOMEM", alone on its line
+        b"_no_mem",
+        b"allotted memory",  # "could not be executed in the allotted memory" (BigQuery)
+        b"assigned memory",
     ),
     b"k": (b"kill", b"stack of", b"kv cache", b"kvcache", b"not ok "),  # TAP's failed test
     # "overhead limit exceeded": the JVM's "GC overhead limit exceeded" on a line without

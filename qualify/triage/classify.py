@@ -149,6 +149,18 @@ def _host_oom(bag: Bag) -> Decision | None:
         )
         evidence = tuple((bag.oom_invoked + bag.memcg_partial)[:8])
         return Decision(TriageClass.CGROUP_OOM, summary, evidence, LOW)
+    if bag.oom_invoked and (bag.capped is not None or bag.platform is not None):
+        # Cut before its scope, but the input sets a memory cap on the work or runs it under a
+        # platform's limit (runc's "a test that specifies 10m container cgroup limit"): that
+        # limit's OOM kill, as an unscoped kill is read below.
+        summary = (
+            "the kernel's OOM killer ran; the report was cut before its scope and victim, and the "
+            "input runs the work under a memory limit (a container, pod, job or cgroup): that "
+            "limit's OOM kill, most likely"
+        )
+        limit = bag.capped or bag.platform
+        evidence = (*bag.oom_invoked[:8], *([limit] if limit else []))
+        return Decision(TriageClass.CGROUP_OOM, summary, evidence, LOW)
     if bag.oom_invoked:
         summary = (
             "the kernel's OOM killer ran; the report was cut before its scope and victim "

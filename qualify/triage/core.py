@@ -169,7 +169,7 @@ def read_inputs(sources: Sources) -> Inputs:
         if sources.run_dir.is_dir() and junit.exists():
             inputs.tests.append(read_junit_outcomes(junit, junit.name))
     inputs.logs.extend(_scan(path, inputs, sources.label(path)) for path in sources.logs)
-    for path in sources.logs:
+    for path in (*sources.logs, *sources.kernel):  # a kernel report pasted with its story
         with contextlib.suppress(OSError):
             head = head_text(path)
             limit = pod_memory_limit(head, sources.label(path))
