@@ -1129,3 +1129,29 @@ def test_a_kill_with_memory_said_to_have_run_out(tmp_path: Path) -> None:
     assert result.triage_class is TriageClass.GLOBAL_OOM and "most likely" in result.summary
     hedged = text.replace("you run out of mem", "This usually indicates running out of memory.")
     assert _triaged(tmp_path / "issue.txt", hedged).triage_class is TriageClass.EXTERNAL_KILL
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # the JVM's message since JDK 11: the exception raised, its detail supposing a cause
+        ("java.lang.OutOfMemoryError: unable to create native thread: possibly out of memory or "
+         "process/resource limits reached", "host_alloc_failed"),
+        ("This is possibly an OutOfMemoryError", "memory_noted"),
+        # Emscripten's abort with its reason
+        ("Aborted(OOM)", "host_alloc_failed"),
+        ("Aborted(Assertion failed)", None),
+        # a program's name before the statement alone (Lua's interpreter)
+        ("lua: not enough memory", "host_alloc_failed"),
+        # Qt's refusal answered with an empty result: handled
+        ("QImage: out of memory, returning null image", "oom_handled"),
+        # a condition opened before the words in their clause: advice
+        ("Increase the memory limit if your pods get OOMKilled frequently.", "memory_noted"),
+        ("The pod got OOMKilled: 'if' and 'when' were not involved", "limit_oom_kill"),
+    ],
+    ids=["jvm-native-thread", "possibly-exception", "aborted-oom", "aborted-other",
+         "program-prefix", "returning-null", "condition", "quoted-if"],
+)  # fmt: skip
+def test_probed_forms_by_their_parts(line: str, kind: str | None) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found is not None else None) == kind, found

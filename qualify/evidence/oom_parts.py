@@ -184,10 +184,10 @@ _EVENT = re.compile(
 _BARE = re.compile(
     r"^\W*(?:[\w.]+(?:::|\.))?(?:bad_alloc|bad allocation|\w*memoryerror|outofmemory\w*)\W*$"
     r"|^\W*(?:java heap space|metaspace|gc overhead limit exceeded)\W*$"
-    r"|^\W*(?:fatal|error)?\W*(?:(?:the )?(?:system|device|gpu|host|machine|process|program"
-    r"|application|server|node|worker)\b[^.]{0,30}\b(?:is|ran|has run) )?(?:out of|not enough"
-    r"|insufficient) (?:[\w-]+ ){0,4}memory(?:\W*$| (?:in|at|while|during|on|allocating)\b"
-    r"|\. [a-z]\w|, [a-z])"
+    r"|^\W*(?:[\w.-]+: )?(?:fatal|error)?\W*(?:(?:the )?(?:system|device|gpu|host|machine|process"
+    r"|program|application|server|node|worker)\b[^.]{0,30}\b(?:is|ran|has run) )?"
+    r"(?:out of|not enough|insufficient) (?:[\w-]+ ){0,4}memory"
+    r"(?:\W*$| (?:in|at|while|during|on|allocating)\b|\. [a-z]\w|, [a-z])"
 )
 """A line that is the statement alone ("Out of memory!", Perl's), a system said to be out of it
 (Blender's "System is out of GPU and shared host memory"), the statement and where (Blender's
@@ -195,7 +195,8 @@ _BARE = re.compile(
 "Met Exceptions:" then ``std::bad_alloc``), or the statement as a sentence of its own before the
 next (MATLAB's "Out of memory. Type HELP MEMORY for your options.", ComfyUI's "Not enough GPU
 memory. Try reducing image resolution ..."), or before its advice (MySQL's "Out of sort memory,
-consider increasing server sort buffer size"): a program's message, not a person's sentence
+consider increasing server sort buffer size"), a program's name before it (Lua's "lua: not enough
+memory"): a program's message, not a person's sentence
 (which starts with its speaker, "I ran out of memory")."""
 _LOG_SHAPED = re.compile(
     r"^\W{0,3}(?:\d{4}[-/.]\d\d[-/.]\d\d[t ]\d\d:\d\d"  # 2023-05-01 12:00:00, ISO 8601
@@ -281,6 +282,10 @@ def _hedged(low: str, said: re.Match[str]) -> bool:
             not _ENDING.search(low[: ended.start()]) or _RAISED_LOW.search(low, 0, said.start())
         ):
             return False  # an allocation's failure stated, its cause supposed after it
+        raised = _RAISED_LOW.search(low, said.start(), hedge.start())
+        if raised is not None and raised.start() <= said.end() + 8:
+            return False  # the exception raised, its message supposing a cause ("OutOfMemoryError:
+            # unable to create native thread: possibly out of memory or ... limits reached")
     colon = low.rfind(": ", hedge.end(), said.start())
     if colon < 0:
         return True
@@ -326,7 +331,10 @@ _HANDLED = re.compile(
     r"\bretry|retrying|\bwill retry|not a failure|falling back|fall(?:ing)? back|recovered"
     r"|trying again|try again with|reducing (?:the )?batch|skipping tactic"
     r"|attempting to free|freeing up|cache flush|\bretract|\bpreempt"
+    r"|\breturning (?:an? )?(?:null|none|nil|nullptr|empty)\b"
 )
+"""An OOM handled: retried, fallen back from, recovered, or answered with an empty result (Qt's
+"QImage: out of memory, returning null image": the caller gets nothing and goes on)."""
 _KILLED = re.compile(
     r"\b(?:killed|killing|kill(?:s|ed)? (?:the |a )?(?:process|task|worker|job|container|pod)"
     r"|oom ?killed|oomkilled|oom[- _]kill|evicted|eviction|terminated|sigkill|signal 9"
@@ -346,6 +354,7 @@ _ALLOCATING = re.compile(
     + _SHORT
     + r"|alloc|to reserve|gc overhead limit|paging file|\b1455\b"
     r"|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough|bad allocation"
+    r"|\babort\w*\W{0,3}\(\s*(?:oom|out of memory)\s*\)"
     r"|insufficient|too little|out of (?:[\w-]+ ){0,4}mem(?:ory)?\b|outofmemory|out_of_memory"
     r"|\b(?:fail\w*|error|exception)\b.{0,60}\boom\b|\boom\b.{0,60}\b(?:fail\w*|error|exception)\b"
     r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
@@ -621,6 +630,7 @@ def parse_oom_parts(
         or _CHANGE_INTRO.search(low)  # a message being changed or proposed, described
         or _DENIED.search(low) or _OTHER_ERROR.search(low, said.end())
         or _AVOIDED.search(low[max(0, said.start() - 60) : said.start()])
+        or _CONDITION.search(low[max(0, said.start() - 80) : said.start()])
         or _TREATED.search(low, 0, said.start()) or _NONE_COUNTED.search(low)
     ):  # fmt: skip
         return LineSignal("memory_noted", fields)
@@ -960,6 +970,10 @@ _AVOIDED = re.compile(
 of memory, we dynamically scale the number of microbatches"): what did not happen. (After them,
 it names another end: Emscripten's "... if you want malloc to return NULL (0) instead of this
 abort".)"""
+_CONDITION = re.compile(r"\b(?:if|whenever|in case|unless)\b[^.;:!?\"`'()\[\]]*$")
+"""A condition opened before the words in their clause (advice's "Increase the memory limit if
+your pods get OOMKilled frequently"): supposed, not reported. (At the line's start, ``_HEDGE``
+reads it; a quote or a bracket after it is what a report says.)"""
 _OTHER_ERROR = re.compile(
     r": (?:no such file or directory|no such file|permission denied|operation not permitted"
     r"|connection refused|file exists|is a directory|not a directory|invalid argument)\b"
