@@ -1155,3 +1155,18 @@ def test_a_kill_with_memory_said_to_have_run_out(tmp_path: Path) -> None:
 def test_probed_forms_by_their_parts(line: str, kind: str | None) -> None:
     found = parse_oom_parts(line)
     assert (found.kind if found is not None else None) == kind, found
+
+
+def test_sacct_state_cut_to_its_column_is_slurms_oom(tmp_path: Path) -> None:
+    # sacct's default columns are 10 wide: OUT_OF_MEMORY prints as "OUT_OF_ME+"
+    text = (
+        "       JobID    JobName      State ExitCode     MaxRSS     ReqMem\n"
+        "------------ ---------- ---------- -------- ---------- ----------\n"
+        "123456            train OUT_OF_ME+    0:125                   8Gn\n"
+        "123456.batch      batch OUT_OF_ME+    0:125   8388608K\n"
+    )
+    result = _triaged(tmp_path / "sacct.txt", text)
+    assert result.triage_class is TriageClass.CGROUP_OOM, result.summary
+    assert 3 in {e.line for e in result.decided_by}
+    cancelled = text.replace("OUT_OF_ME+", "CANCELLED+")
+    assert _triaged(tmp_path / "sacct.txt", cancelled).triage_class is not TriageClass.CGROUP_OOM

@@ -252,7 +252,8 @@ _K8S_OOMKILLED = re.compile(
 _DOCKER_EVENT_OOM = re.compile(r"\bcontainer oom ([0-9a-f]{12,64})")
 _SLURM_EVENTS = re.compile(r"Detected (\d+) oom[-_]kill event")
 _SLURM_TASK = re.compile(r"task \d+: Out Of Memory")
-_SLURM_STATE = re.compile(r"(?<![A-Za-z_])OUT_OF_MEMORY\b")
+_SLURM_STATE = re.compile(r"(?<![A-Za-z_])OUT_OF_ME(?:MORY\b|\+)")
+"""Slurm's job state, whole or as ``sacct`` prints it cut to its column's width (``OUT_OF_ME+``)."""
 _SLURM_EXCEEDED = re.compile(
     r"exceeded (?:job|step) memory limit|exceeded memory limit .{0,60}kill"
 )
@@ -408,7 +409,7 @@ def parse_orchestrator_line(line: str, low: str | None = None) -> LineSignal | N
         return LineSignal("probe_kill")
     if "killing" in low and _K8S_KILLING.search(line):
         return LineSignal("terminated_externally")
-    if "out_of_memory" in low and _SLURM_STATE.search(line):
+    if "out_of_me" in low and _SLURM_STATE.search(line):
         return LineSignal("slurm_oom")
     return None
 

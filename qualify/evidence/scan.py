@@ -160,6 +160,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     ),
     # the JVM's detail alone, as Gradle prints a failed task's cause ("> Java heap space")
     b"j": (b"java heap space",),
+    b"+": (b"out_of_me+",),  # sacct's State column, cut to its width: "OUT_OF_ME+"
     b"q": (b"requested amount", b"requested size"),  # TensorRT: "was N bytes", tactic "of N"
     # "by signal" (a signal death), "not possible" (XLA: "Attempting to reserve 3.95G ... That
     # was not possible"): under a letter they hold, no pass of their own over each block.
