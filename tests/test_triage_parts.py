@@ -1170,3 +1170,27 @@ def test_sacct_state_cut_to_its_column_is_slurms_oom(tmp_path: Path) -> None:
     assert 3 in {e.line for e in result.decided_by}
     cancelled = text.replace("OUT_OF_ME+", "CANCELLED+")
     assert _triaged(tmp_path / "sacct.txt", cancelled).triage_class is not TriageClass.CGROUP_OOM
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # a probe of CI systems' and schedulers' ends, expected readings written first
+        ("No output has been received in the last 10m0s, this potentially indicates a stalled "
+         "build or something wrong with the build itself.", "timeout"),
+        ("Set no_output_timeout to fail builds with no output in the last 10m", None),
+        ("Error: Job exceeded the allotted time of 00:30:00 and was killed", "timeout"),
+        ("Your job 123 was killed because it exceeded the requested runtime (h_rt=3600)",
+         "timeout"),
+        ("How do I raise the requested runtime of my job?", None),
+        ("npm ERR! errno 137", "exit_code"),
+        ("test_foo (tests.test_x.TestFoo) ... FAIL", "test_failed"),
+        ("test_foo (tests.test_x.TestFoo) ... ok", None),
+        ("error: test failed, to rerun pass `--lib`", "test_failed"),
+    ],
+    ids=["no-output", "no-output-setting", "allotted-time", "requested-runtime",
+         "runtime-question", "npm-errno", "unittest-fail", "unittest-ok", "cargo-test"],
+)  # fmt: skip
+def test_probed_ends_by_their_parts(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found is not None else None) == kind, found

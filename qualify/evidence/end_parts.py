@@ -53,7 +53,7 @@ _KILL_TO_FREE = re.compile(r"\bkill(?:s|ed|ing)?\b.{0,120}?\bto (?:free|reclaim|
 uid 10123, adj 900 to free 51234kB"): the machine ran short."""
 _KILL_CODE = re.compile(
     r"\bexit\w*\b[^\d\n]{0,30}?(?<![\w.-])(137|143|-9|-15)\b(?!\.?\d)"
-    r"|\b(?:code|status)(?:: |:|=| )(137)\b(?!\.?\d)"
+    r"|\b(?:code|status|errno)(?:: |:|=| )(137)\b(?!\.?\d)"
 )
 """An end with the code a shell gives a process killed by SIGKILL (137) or SIGTERM (143), or the
 signal's negative number a runtime gives (``exit status -9``); after "code" or "status" alone,
@@ -74,7 +74,9 @@ _FAILED_TESTS = re.compile(
     # 'assertion failed: `(left == right)`'``, since 1.73 ``assertion `left == right` failed``),
     # and libtest's summary (``test result: FAILED. 0 passed; 1 failed``)
     r"|\bthread '[^']*' panicked at '?assertion\b|^\W*assertion `[^`]+` failed\b"
-    r"|\btest result: failed\b"
+    r"|\btest result: failed\b|\btest failed, to rerun pass\b"
+    # unittest's verbose line (``test_foo (tests.test_x.TestFoo) ... FAIL``)
+    r"|^\s*\S+ \([\w.]+\) \.\.\. (?:fail|error)\s*$"
     # a check's location, then its verdict alone (Catch2's "tests.cpp(281): FAILED:",
     # GoogleTest's "my_test.cpp:6: Failure"); GoogleTest's "Expected equality of these values:";
     # the Tcl test suite's "[exception]: Executing test client: ..." (Redis, Valkey)
@@ -95,6 +97,7 @@ _TIME_LIMIT = re.compile(
     r"\btime ?outs?\b|\btimed ?out\b|\btimes out\b|\btiming out\b|\btime ?limit\b|\bdeadline\b"
     r"|\bwall ?time\b|\bwall[- ]clock\b"
     r"|\bmax(?:imum)? (?:\w+ )?(?:time|duration|run ?time)\b|\bruntime limit\b"
+    r"|\b(?:requested|allotted|allowed|allocated) (?:run ?time|wall ?time|time)\b"
     r"|\b(?:ran|running|took|taking|runs) (?:\w+ )?longer than\b|\btoo long\b"
     r"|\bno output\b|\binactivity\b|\bstalled\b"
 )
@@ -184,12 +187,14 @@ _LEAD = re.compile(r"(?:^|[\s>])(error|fatal|fatal error|failed)$")
 """Those words last before it, after a runner's prefixes (pytest's ``INTERNALERROR> E   Failed:
 Timeout (>10.0s) from pytest-timeout.``)."""
 _DURATION = (
-    r"(?:\d+h)?(?:\d+m)?[\d.]+ ?(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?"
-    r"|hours?)\b"
+    r"(?:(?:\d+h)?(?:\d+m)?[\d.]+ ?(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?"
+    r"|hours?)\b|\d+:\d\d:\d\d\b)"
 )
-_LIMIT_OF = re.compile(rf"\bof {_DURATION}|\(>?{_DURATION}\)")
+_LIMIT_OF = re.compile(rf"\bof {_DURATION}|\(>?{_DURATION}\)|\bin the last {_DURATION}|\(\w+=\d+\)")
 """The limit's own duration said with it ("exceeded maximum runtime of 5m0s", Celery's "Hard
-time limit (1200s) exceeded"): a limit crossed as a fact, not a setting talked about."""
+time limit (1200s) exceeded", SGE's "exceeded the requested runtime (h_rt=3600)", Travis' "No
+output has been received in the last 10m0s"): a limit crossed as a fact, not a setting talked
+about."""
 _OTHER_CAUSE = re.compile(r"\bexceed\w*\b|\bover (?:the |its )?limit\b|\bdue to\b|\bbecause\b")
 """A kill that says why: a cause other than time or memory (those are read first), such as PBS'
 "job killed: ncpus 9.3 exceeded limit 8"."""
@@ -229,7 +234,8 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
         unit = _UNIT_WORD.search(low, start, stop) is not None
         timed_after = _TIMED_AFTER.search(low) is not None
         limit_of = _LIMIT_OF.search(low, start, stop) is not None
-        if timed_after or (crossed and (ended or unit or lead == "" or led or limit_of)):
+        quiet = limit_of and timed[0] in ("no output", "inactivity")  # silent for a duration
+        if timed_after or quiet or (crossed and (ended or unit or lead == "" or led or limit_of)):
             return LineSignal("timeout", {"parts": True})
         failed_for = _FAILED_FOR.search(low, start, stop) is not None
         if failed_for and timed[0].startswith(("time", "dead")):

@@ -174,6 +174,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"object heap",  # the JVM's "Could not reserve enough space for object heap"
         b"circuitbreaking",  # Elasticsearch's and OpenSearch's CircuitBreakingException
         b"circuit_breaking",
+        b"no output has been",  # Travis: "No output has been received in the last 10m0s"
     ),
     b"fa": (b"fail", b"fault"),  # FAILED, Failed: Timeout, *_ALLOC_FAILED; Segmentation fault
     b"error": (b"error",),  # XError:, E-lines, "1 error in", "] Error 137", Error Code N
@@ -203,7 +204,15 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     b"deadline": (b"deadline",),
     b"evict": (b"evicted",),  # a pod evicted ("Warning  Evicted  44s  kubelet  The node was ...")
     # the code of a SIGKILL after a word other than "exit" ("returned a non-zero code: 137")
-    b"137": (b"code: 137", b"code 137", b"code=137", b"status: 137", b"status 137", b"status=137"),
+    b"137": (
+        b"code: 137",
+        b"code 137",
+        b"code=137",
+        b"status: 137",
+        b"status 137",
+        b"status=137",
+        b"errno 137",  # npm's "npm ERR! errno 137"
+    ),
     b"cancel": (b"canceled", b"cancelled"),  # "The operation was canceled.", "cancelled after"
     # a death by a signal worded without "kill" (ninja's "job terminated due to signal 9")
     b"signal": (b"due to signal", b"on signal", b"from signal"),
