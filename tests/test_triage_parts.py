@@ -1194,3 +1194,22 @@ def test_sacct_state_cut_to_its_column_is_slurms_oom(tmp_path: Path) -> None:
 def test_probed_ends_by_their_parts(line: str, kind: str | None) -> None:
     found = parse_line(line)
     assert (found.kind if found is not None else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # a retry that failed in turn is the end, not a recovery (MXNet's pooled storage)
+        ("MXNetError: [12:00:00] src/storage/./pooled_storage_manager.h:157: cudaMalloc retry "
+         "failed: out of memory", "gpu_oom"),
+        ("cudaMalloc failed: out of memory, retrying with a smaller pool", "gpu_oom_handled"),
+        # a process's end with its reason after a colon: the reason decides (Ollama)
+        ("Error: llama runner process has terminated: cudaMalloc failed: out of memory",
+         "gpu_oom"),
+        ("The worker process has terminated: OOMKilled", "oom_kill"),
+    ],
+    ids=["retry-failed", "retrying", "terminated-for-a-refusal", "terminated-for-a-kill"],
+)  # fmt: skip
+def test_an_end_read_by_its_reason(line: str, kind: str) -> None:
+    found = parse_oom_parts(line)
+    assert found is not None and found.kind == kind, found

@@ -335,6 +335,12 @@ _HANDLED = re.compile(
 )
 """An OOM handled: retried, fallen back from, recovered, or answered with an empty result (Qt's
 "QImage: out of memory, returning null image": the caller gets nothing and goes on)."""
+_GAVE_UP = re.compile(r"\bretr(?:y|ies) (?:failed|exhausted)\b|\bafter \d+ (?:retries|attempts)\b")
+"""A retry that failed in turn (MXNet's "cudaMalloc retry failed: out of memory"): the end, not a
+recovery."""
+_ENDED_FOR = re.compile(r"\b(?:terminated|exited|died|crashed|stopped|aborted)(?: \w+)?: (?=\S)")
+"""A process's end with its reason after a colon (Ollama's "llama runner process has terminated:
+cudaMalloc failed: out of memory"): the reason is the program's own error."""
 _KILLED = re.compile(
     r"\b(?:killed|killing|kill(?:s|ed)? (?:the |a )?(?:process|task|worker|job|container|pod)"
     r"|oom ?killed|oomkilled|oom[- _]kill|evicted|eviction|terminated|sigkill|signal 9"
@@ -606,7 +612,7 @@ def parse_oom_parts(
     fields: dict[str, Any] = {"parts": True, **numbers}
     if ecosystem:
         fields["ecosystem"] = ecosystem
-    if _HANDLED.search(low):
+    if _HANDLED.search(low) and not _GAVE_UP.search(low):
         kind = "gpu_oom_handled" if accelerator else "oom_handled"
         return LineSignal(kind, {**fields, "engine": ecosystem or "", "detail": "retried"})
     if any(size >= _IMPLAUSIBLE for size in numbers.values()) or _NEGATIVE_SIZE.search(low):
@@ -634,7 +640,8 @@ def parse_oom_parts(
         or _TREATED.search(low, 0, said.start()) or _NONE_COUNTED.search(low)
     ):  # fmt: skip
         return LineSignal("memory_noted", fields)
-    if (message := _quoted_reading(line, said, fields)) is not None:
+    message = _quoted_reading(line, said, fields) or _reason_reading(line, low, said)
+    if message is not None:
         return message
     reported = reported or _BARE.match(low) is not None or _LOG_SHAPED.match(line) is not None
     if not (reported or numbers or _EVENT.search(low) or _EVICTION.search(low)):
@@ -1037,6 +1044,16 @@ def _past_questions(low: str, said: re.Match[str]) -> re.Match[str] | None:
             return None
         said = later
     return said
+
+
+def _reason_reading(line: str, low: str, said: re.Match[str]) -> LineSignal | None:
+    """The reading of an end by the refusal given as its reason after a colon (``_ENDED_FOR``);
+    None when it gives none."""
+    ended_for = _ENDED_FOR.search(low)
+    if ended_for is None or ended_for.end() > said.start():
+        return None
+    reason = parse_oom_parts(line[ended_for.end() :], reported=True)
+    return reason if reason is not None and reason.kind in _REFUSAL_KINDS else None
 
 
 def _quoted_reading(line: str, said: re.Match[str], fields: dict[str, Any]) -> LineSignal | None:
