@@ -1213,3 +1213,26 @@ def test_probed_ends_by_their_parts(line: str, kind: str | None) -> None:
 def test_an_end_read_by_its_reason(line: str, kind: str) -> None:
     found = parse_oom_parts(line)
     assert found is not None and found.kind == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # the node named only in advice after the statement (MySQL's error 1041)
+        ("ERROR 1041 (HY000): Out of memory; check if mysqld or some other process uses all "
+         "available memory; if not, you may have to use 'ulimit' to allow mysqld to use more "
+         "memory or you can add more swap space", "host_alloc_failed"),
+        ("The node ran out of memory while allocating 4096 bytes", "node_oom_kill"),
+    ],
+    ids=["advice-after", "node-in-the-statement"],
+)  # fmt: skip
+def test_the_node_in_the_statements_own_sentence(line: str, kind: str) -> None:
+    found = parse_oom_parts(line)
+    assert found is not None and found.kind == kind, found
+
+
+def test_the_cuda_drivers_refusal_on_the_host_is_the_hosts() -> None:
+    found = parse_line(
+        "RuntimeError: Failed to allocate 2147483648 bytes on the host: CUDA_ERROR_OUT_OF_MEMORY"
+    )
+    assert found is not None and found.kind == "host_alloc_failed", found

@@ -196,7 +196,7 @@ def _library(line: str, low: str) -> LineSignal | None:
         if "failed with out of memory" in low and "cuda" in low:
             return _signal("gpu_oom", engine="cuda", api="CUDA runtime")
     if "out_of_memory" in low and "cuda_error_out_of_memory" in low:
-        if " on host" in low:
+        if " on host" in low or " on the host" in low:
             return None  # pinned host memory refused through the driver: the host's (parts)
         sized = _TF_BYTES.search(line)
         return _signal(

@@ -294,6 +294,15 @@ def _hedged(low: str, said: re.Match[str]) -> bool:
     )
 
 
+_SENTENCE_OR_CLAUSE = re.compile(r"[;.!?](?:\s|$)")
+
+
+def _clause_stop(low: str, start: int) -> int:
+    """Where the sentence or clause that runs on at ``start`` ends (a ``;``, a sentence's end)."""
+    stop = _SENTENCE_OR_CLAUSE.search(low, start)
+    return stop.start() if stop is not None else len(low)
+
+
 _SENTENCE_END = re.compile(r"[.!]\s+(?=[a-z])")
 """The end of a sentence before the next one (PETSc's "Out of memory. This could be due to
 allocating too large an object ...": the statement is made, then its causes are supposed; a
@@ -701,9 +710,12 @@ def parse_oom_parts(
         return LineSignal("host_alloc_failed", {**fields, "memory_named": True})
     if accelerator and not (host and not _DEVICE_WORD.search(low)):
         return _device_oom(low, fields, numbers, ecosystem, _named(low, _DEVICES))
-    if _NODE.search(low) and not _REFUSAL.search(low):
+    # the node said in the statement's own sentence, not in advice after it (MySQL's "Out of
+    # memory; check if mysqld or some other process uses all available memory")
+    node = _NODE.search(low, 0, _clause_stop(low, said.end())) is not None
+    if node and not _REFUSAL.search(low):
         return LineSignal("node_oom_kill", fields)
-    named = host or _NODE.search(low) is not None
+    named = host or node
     return LineSignal("host_alloc_failed", {**fields, "memory_named": named})
 
 
