@@ -1236,3 +1236,18 @@ def test_the_cuda_drivers_refusal_on_the_host_is_the_hosts() -> None:
         "RuntimeError: Failed to allocate 2147483648 bytes on the host: CUDA_ERROR_OUT_OF_MEMORY"
     )
     assert found is not None and found.kind == "host_alloc_failed", found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("Killed 3 idle connections", None),
+        ("Killed 12 long running queries", None),
+        ("Killed", "shell_killed"),
+        ("Killed python train.py --epochs 3", "terminated_externally"),
+    ],
+    ids=["count-of-connections", "count-of-queries", "shell-word", "shell-word-command"],
+)  # fmt: skip
+def test_a_count_of_things_killed_is_no_kill(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found is not None else None) == kind, found

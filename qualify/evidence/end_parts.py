@@ -36,7 +36,9 @@ _UNIT = (
 _UNIT_WORD = re.compile(rf"\b(?:{_UNIT})\b")
 _KILL = re.compile(
     r"\b(?:was|were|been|being|got|get|gets|is|are) (?:\w+ly )?killed\b"
-    r"|^\W*(?:[\w.-]+: )?killed\b|\b(?:" + _UNIT + r")(?: \S+)? killed\b"
+    r"|^\W*(?:[\w.-]+: )?killed\b(?!\s+\d+\s+(?:\w+ ){0,2}\w+s\b)|\b(?:"
+    + _UNIT
+    + r")(?: \S+)? killed\b"
     r"|\b(?:by|with|received|got|due to|from|on)\W+(?:a |the )?(?:signal\W+)?(?:sigkill|9\b)"
     r"|\(sigkill\)|\bkill -9\b"
     r"|\b(?:received|receive|see|saw|seeing|shows?|showed|printed|prints)\W+(?:an? |the |just )?"
@@ -45,7 +47,8 @@ _KILL = re.compile(
 """A unit of work killed, in words or by SIGKILL said as what ended it ("received SIGKILL",
 "died with signal 9", "(SIGKILL)"; a setting that names the signal is not an end); the shell's
 status word after the shell's name (zsh's ``zsh: killed     python train.py``) or as what a person
-saw ("On my terminal i received a Killed at the end"). (A program's
+saw ("On my terminal i received a Killed at the end"); not a count of things a program killed
+("Killed 3 idle connections"). (A program's
 own "Killing subprocess 12" is its cleanup after another end, which is the cause: not read as
 one.)"""
 _KILL_TO_FREE = re.compile(r"\bkill(?:s|ed|ing)?\b.{0,120}?\bto (?:free|reclaim|release)\b")
