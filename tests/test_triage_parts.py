@@ -1251,3 +1251,18 @@ def test_the_cuda_drivers_refusal_on_the_host_is_the_hosts() -> None:
 def test_a_count_of_things_killed_is_no_kill(line: str, kind: str | None) -> None:
     found = parse_line(line)
     assert (found.kind if found is not None else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("Aborted by admin", "canceled"),
+        ("Finished: ABORTED", "canceled"),
+        ("Build was aborted", "canceled"),
+        ("The build will be aborted if the queue is full", None),
+    ],
+    ids=["aborted-by", "finished-aborted", "build-was-aborted", "supposed"],
+)  # fmt: skip
+def test_jenkins_abort_is_a_cancel(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found is not None else None) == kind, found

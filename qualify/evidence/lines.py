@@ -285,6 +285,9 @@ _K8S_KILLING = re.compile(r"^\s*Normal\s+Killing\s.*\bStopping container\b")
 """The kubelet's Killing event in ``kubectl describe`` ("Normal  Killing  5s  kubelet  Stopping
 container mm"): the container stopped from outside (an eviction, a deletion, a failed probe);
 a line of its own says why when anything does."""
+_JENKINS_ABORTED = re.compile(r"\s*(?:Aborted by \S|Finished: ABORTED\s*$|Build was aborted\s*$)")
+"""Jenkins' build stopped by a person or an API call (``Aborted by admin``, ``Finished:
+ABORTED``): canceled from outside, no resource said."""
 _PROBE_KILL = re.compile(r"failed liveness probe|liveness probe failed")
 """Kubernetes restarting a container whose liveness probe failed (a kill, not for memory)."""
 
@@ -489,6 +492,8 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
     ):
         return LineSignal("terminated_externally")
     if "the operation was canceled" in low:
+        return LineSignal("canceled")
+    if "abort" in low and _JENKINS_ABORTED.match(line):
         return LineSignal("canceled")
     if "cancelled at" in low and "due to time limit" not in low and _SLURM_CANCEL.search(line):
         return LineSignal("canceled")  # scancel, preemption, a node failure: not a time limit
