@@ -1266,3 +1266,15 @@ def test_a_count_of_things_killed_is_no_kill(line: str, kind: str | None) -> Non
 def test_jenkins_abort_is_a_cancel(line: str, kind: str | None) -> None:
     found = parse_line(line)
     assert (found.kind if found is not None else None) == kind, found
+
+
+def test_a_hosts_dmesg_naming_docker_is_no_platform(tmp_path: Path) -> None:
+    # a host's kernel log names docker's bridge and veths; its cut OOM report stays the host's
+    text = (
+        "[ 100.000000] docker0: port 1(veth1a2b3c) entered blocking state\n"
+        "[ 100.000001] docker0: port 1(veth1a2b3c) entered forwarding state\n"
+        "[ 200.000000] python3 invoked oom-killer: gfp_mask=0x100cca(GFP_HIGHUSER_MOVABLE), "
+        "order=0, oom_score_adj=0\n"
+    )
+    result = _triaged(tmp_path / "dmesg.txt", text)
+    assert result.triage_class is TriageClass.GLOBAL_OOM, result.summary

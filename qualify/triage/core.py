@@ -175,7 +175,8 @@ def read_inputs(sources: Sources) -> Inputs:
             limit = pod_memory_limit(head, sources.label(path))
             if limit is not None:
                 inputs.limits.append(limit)
-            inputs.platform = inputs.platform or platform_named(head, sources.label(path))
+            if path in sources.logs:  # (a host's dmesg names docker0 and its veths: no platform)
+                inputs.platform = inputs.platform or platform_named(head, sources.label(path))
             inputs.used_up = inputs.used_up or memory_used_up(head, sources.label(path))
             inputs.capped = inputs.capped or memory_capped(head, sources.label(path))
     inputs.kernel.extend(_scan(path, inputs, sources.label(path)) for path in sources.kernel)
