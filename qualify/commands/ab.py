@@ -10,7 +10,6 @@ experiment (exit 2) rather than comparing two things that are not one difference
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import platform
 import sys
 import time
@@ -18,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from qualify import records
 from qualify.commands._args import (
     Commands,
     command_line,
@@ -199,7 +199,7 @@ def ab(request: AbRequest, stdout: TextIO = sys.stdout, stderr: TextIO = sys.std
     finally:
         for arm in plan.commits or {}:
             remove_worktree(root, roots[arm])
-    made = dataclasses.replace(made, wall_s=round(time.monotonic() - started, 3))
+    made = records.replace(made, wall_s=round(time.monotonic() - started, 3))
     write_record(directory, made)
     _print_summary(made, stdout)
     stdout.write(f"{display_path(directory)}\n")
@@ -267,15 +267,15 @@ def _run_all(
             run_dir = run_once(args, cwd=Path.cwd(), timeout_s=timeout_s)
         except UsageError as exc:
             stderr.write(error_line("qualify ab", f"run {index + 1} refused: {exc}"))
-            return EXIT_USAGE, dataclasses.replace(record, repetitions=runs, refused=str(exc))
+            return EXIT_USAGE, records.replace(record, repetitions=runs, refused=str(exc))
         except (RuntimeError, OSError) as exc:
             stderr.write(error_line("qualify ab", f"run {index + 1} could not be made: {exc}"))
             failed = f"run {index + 1} could not be made: {exc}"
-            return EXIT_ERROR, dataclasses.replace(record, repetitions=runs, refused=failed)
+            return EXIT_ERROR, records.replace(record, repetitions=runs, refused=failed)
         except KeyboardInterrupt:
             stderr.write(f"qualify ab: interrupted during run {index + 1}\n")
             stopped = f"interrupted during run {index + 1} of {len(schedule)}"
-            return EXIT_ERROR, dataclasses.replace(record, repetitions=runs, refused=stopped)
+            return EXIT_ERROR, records.replace(record, repetitions=runs, refused=stopped)
         label = plan.levels[slot.level].label
         run, audit = from_run_dir(
             run_dir, arm=slot.arm, level=label, index=index, relative_to=directory
@@ -290,17 +290,17 @@ def _run_all(
         refusal = _refusal({**first, **limits}, {**found, **limit_pins(audit)}, run)
         if refusal is not None:
             stderr.write(error_line("qualify ab", f"refused: {refusal}"))
-            return EXIT_USAGE, dataclasses.replace(record, repetitions=runs, refused=refusal)
+            return EXIT_USAGE, records.replace(record, repetitions=runs, refused=refusal)
     # A run qualify itself could not judge (ERROR) says nothing about the policy: exit 4.
     errors = any(run.verdict == "ERROR" for run in runs)
-    return (EXIT_ERROR if errors else 0), dataclasses.replace(record, repetitions=runs)
+    return (EXIT_ERROR if errors else 0), records.replace(record, repetitions=runs)
 
 
 def _write_incomplete(
     directory: Path, record: AbRecord, runs: list[Repetition], total: int
 ) -> None:
     incomplete = f"incomplete: {len(runs)} of {total} runs recorded (qualify ab did not finish)"
-    write_record(directory, dataclasses.replace(record, repetitions=list(runs), refused=incomplete))
+    write_record(directory, records.replace(record, repetitions=list(runs), refused=incomplete))
 
 
 def _print_summary(record: AbRecord, stdout: TextIO) -> None:

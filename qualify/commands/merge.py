@@ -12,7 +12,6 @@ Slurm recorded (the job's and each step's state, Slurm's own lines in the job's 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import shutil
@@ -33,6 +32,7 @@ from qualify.evidence.junit import JUnitCase, read_junit
 from qualify.plan.output import check_output_dir
 from qualify.publish.errorline import error_line
 from qualify.records import frozen_record
+from qualify.records import replace as replace_record
 from qualify.report.junit import render, testcase, testsuite
 from qualify.rundir import Audit, RunDir
 from qualify.schedule.slurm import Slurm, TaskEvidence, gather, iso_to_epoch
@@ -320,7 +320,7 @@ def account_for_submissions(
         if run is not None and not final and not run.provisional:
             final = run.verdict != Verdict.ERROR.value
         if run is not None and final:
-            annotated = dataclasses.replace(run, slurm=found.to_dict())
+            annotated = replace_record(run, slurm=found.to_dict())
         else:
             verdict, reason = found.verdict()
             annotated = Shard(

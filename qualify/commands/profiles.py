@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from typing import TextIO
 
+from qualify import records
 from qualify.commands._args import Commands
 from qualify.errors import UsageError
 from qualify.plan.profiles import available_profiles, find_profile
@@ -27,7 +27,7 @@ def profiles(
         stderr.write(error_line("qualify profiles", exc))
         return EXIT_USAGE
     if output_format == "json":
-        json.dump([dataclasses.asdict(profile) for profile in loaded], stdout, indent=2)
+        json.dump([records.asdict(profile) for profile in loaded], stdout, indent=2)
         stdout.write("\n")
         return 0
     for profile in loaded:

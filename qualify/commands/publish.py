@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import os
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness import contract
+from qualify import records
 from qualify.commands._args import (
     Commands,
     format_option,
@@ -96,7 +96,7 @@ def record_problem(run_dir: RunDir, problem: str) -> None:
     with contextlib.suppress(OSError):
         audit = run_dir.read_audit().audit
         if audit is not None and problem not in audit.problems:
-            run_dir.write_audit(dataclasses.replace(audit, problems=[*audit.problems, problem]))
+            run_dir.write_audit(records.replace(audit, problems=[*audit.problems, problem]))
 
 
 @frozen_record

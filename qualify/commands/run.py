@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import errno
 import json
 import os
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from harness import contract
+from qualify import records
 from qualify.commands import _overlap
 from qualify.commands._args import (
     Commands,
@@ -102,10 +102,10 @@ def _write_reports_making_room(result: RunResult) -> None:
             with contextlib.suppress(OSError):
                 run_dir.log_path(stream).write_bytes(b"")
         note = "the E2E's stored output was emptied to make room for the reports (disk full)"
-        execution = dataclasses.replace(
+        execution = records.replace(
             result.execution, teardown_problems=(*result.execution.teardown_problems, note)
         )
-        write_reports(dataclasses.replace(result, execution=execution))
+        write_reports(records.replace(result, execution=execution))
 
 
 HANDOFF_S = 0.5
@@ -125,10 +125,10 @@ def _complete_teardown(result: RunResult) -> RunResult:
     leftover = [problem for problem in problems if problem not in execution.teardown_problems]
     if not leftover:
         return result
-    execution = dataclasses.replace(
+    execution = records.replace(
         execution, teardown_problems=(*execution.teardown_problems, *leftover)
     )
-    result = dataclasses.replace(result, execution=execution)
+    result = records.replace(result, execution=execution)
     write_reports(result)
     return result
 
@@ -144,7 +144,7 @@ def _judge_or_error(spec: RunSpec, execution: Execution) -> RunResult:
         import traceback
 
         RunDir(spec.run_dir).write_debug(traceback.format_exc())
-        failed = dataclasses.replace(
+        failed = records.replace(
             execution,
             setup_error=f"qualify failed while judging the run: {exc!r} (see the debug log)",
         )
@@ -245,8 +245,8 @@ def _execute_and_judge(
     preload.join()
     if spec.backend == "auto" and execution.sandbox and spec.docker is None:
         why = f"--backend auto chose {execution.sandbox.backend}: no --image was given"
-        info = dataclasses.replace(execution.sandbox, notes=(why, *execution.sandbox.notes))
-        execution = dataclasses.replace(execution, sandbox=info)
+        info = records.replace(execution.sandbox, notes=(why, *execution.sandbox.notes))
+        execution = records.replace(execution, sandbox=info)
     return _judge_or_error(spec, execution)
 
 
@@ -376,7 +376,7 @@ def _against_base(result: RunResult, given: Path) -> RunResult:
         record = BaseRunRecord(
             given=display_path(given), problem=why, summary=f"no base run: {why}"
         )
-    return dataclasses.replace(result, base=record)
+    return records.replace(result, base=record)
 
 
 def print_summary(

@@ -9,7 +9,6 @@ writes one Job manifest per cell; ``--engine github`` prints ``qualify matrix``'
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import io
 import json
 import os
@@ -37,6 +36,7 @@ from qualify.plan.families import default_family_dirs
 from qualify.plan.output import check_output_dir
 from qualify.publish.errorline import error_line
 from qualify.records import frozen_record
+from qualify.records import replace as replace_record
 from qualify.schedule import kubernetes
 from qualify.schedule.cells import Cell, parse_cell, parse_overhead, plan_cells
 from qualify.schedule.slurm import (
@@ -332,7 +332,7 @@ def _submit_slurm(request: SubmitRequest, slurm: Slurm) -> tuple[SubmitRecord, P
             f"{exc} (the arrays were submitted, {path} records them: merge with qualify merge "
             f"{head_dir} --out {head_dir} --submitted {head_dir} once they are over)"
         ) from None
-    record = dataclasses.replace(record, merge=merge_job)
+    record = replace_record(record, merge=merge_job)
     return record, record.write(head_dir)
 
 
@@ -361,7 +361,7 @@ def _retry_slurm(request: SubmitRequest, slurm: Slurm) -> tuple[SubmitRecord, Pa
     retried = ArrayJob(
         job_id, array.mem_bytes, array.gpus, array.sbatch, str(cell.index), array.script, [cell]
     )
-    record = dataclasses.replace(
+    record = replace_record(
         previous,
         id=job_id,
         created=_iso(time.time()),
@@ -380,7 +380,7 @@ def _retry_slurm(request: SubmitRequest, slurm: Slurm) -> tuple[SubmitRecord, Pa
     merge_job = _merge_job(
         slurm, common, head, head_dir, Path(previous.repo), [job_id], previous.qualify
     )
-    record = dataclasses.replace(record, merge=merge_job)
+    record = replace_record(record, merge=merge_job)
     return record, record.write(head_dir)
 
 

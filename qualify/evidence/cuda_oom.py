@@ -31,10 +31,10 @@ show is said, never guessed.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from typing import Any
 
+from qualify import records
 from qualify.records import frozen_record
 
 _SIZE = r"(\d+(?:\.\d+)?) (bytes|KiB|MiB|GiB|TiB)"
@@ -279,7 +279,7 @@ class CudaOom:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, with the sub-kind and which listed process is this one."""
-        record = dataclasses.asdict(self)
+        record = records.asdict(self)
         record["processes"] = [list(entry) for entry in self.processes]
         record["kind"] = self.kind
         own = self.self_process()

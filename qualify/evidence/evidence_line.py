@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
+from qualify import records
 from qualify.records import frozen_record
 
 MAX_EVIDENCE_TEXT = 400
@@ -38,7 +38,7 @@ class Evidence:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
-        return dataclasses.asdict(self)
+        return records.asdict(self)
 
 
 @frozen_record
@@ -47,4 +47,4 @@ class LineSignal:
     ``qualify.evidence.lines``)."""
 
     kind: str
-    fields: dict[str, Any] = dataclasses.field(default_factory=dict)
+    fields: dict[str, Any] = records.field(default_factory=dict)

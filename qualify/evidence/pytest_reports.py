@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from qualify import records
 from qualify.evidence.evidence_line import Evidence
 from qualify.untrusted import open_regular
 
@@ -14,20 +14,20 @@ MAX_LINE_BYTES = 1 << 20
 MAX_FAILURES = 50
 
 
-@dataclasses.dataclass
+@records.record
 class TestOutcomes:
     """Test results from JUnit or a report log."""
 
     source: str
     tests: int = 0
-    failures: list[Evidence] = dataclasses.field(default_factory=list)
-    resource_errors: list[Evidence] = dataclasses.field(default_factory=list)
+    failures: list[Evidence] = records.field(default_factory=list)
+    resource_errors: list[Evidence] = records.field(default_factory=list)
     """qualify's own JUnit: errors typed OOM_KILLED, CUDA_OOM, KILLED, TIMEOUT, ERROR."""
-    parity_failures: list[Evidence] = dataclasses.field(default_factory=list)
+    parity_failures: list[Evidence] = records.field(default_factory=list)
     """qualify's JUnit: failed cases of its ``<family>.parity`` suite (not test failures)."""
     exitstatus: int | None = None
     problem: str | None = None
-    qualify: dict[str, str] = dataclasses.field(default_factory=dict)
+    qualify: dict[str, str] = records.field(default_factory=dict)
     """qualify's own JUnit: its suites' ``qualify.*`` properties (verdict, reason, limits)."""
 
 

@@ -20,7 +20,6 @@ BOM, or NUL bytes every other byte) is transcoded to UTF-8 first, in blocks.
 from __future__ import annotations
 
 import codecs
-import dataclasses
 import os
 import pickle
 import re
@@ -29,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from qualify import records
 from qualify.evidence.cuda_oom import CudaOom, parse_cuda_oom
 from qualify.evidence.evidence_line import Evidence
 from qualify.evidence.gpu_lines import EXECUTOR_HIT, parse_trtllm_executor
@@ -333,13 +333,13 @@ class Signal:
     signal: LineSignal
 
 
-@dataclasses.dataclass
+@records.record
 class ScanResult:
     """Everything a log yielded."""
 
     source: str
-    signals: list[Signal] = dataclasses.field(default_factory=list)
-    cuda_ooms: list[tuple[Evidence, CudaOom]] = dataclasses.field(default_factory=list)
+    signals: list[Signal] = records.field(default_factory=list)
+    cuda_ooms: list[tuple[Evidence, CudaOom]] = records.field(default_factory=list)
     size_bytes: int = 0
     lines: int = 0
     binary: bool = False
@@ -356,22 +356,22 @@ class ScanResult:
         return [s for s in self.signals if s.signal.kind in kinds]
 
 
-@dataclasses.dataclass
+@records.record
 class _Part:
     """What one process found in its line-aligned byte range; line numbers are relative."""
 
     lines: int = 0
     """Newlines in the range (a final line without one is not counted, as before)."""
-    seen: dict[str, int] = dataclasses.field(default_factory=dict)
+    seen: dict[str, int] = records.field(default_factory=dict)
     """Parsed signals per kind, kept or not."""
-    signals: list[tuple[int, str, LineSignal]] = dataclasses.field(default_factory=list)
+    signals: list[tuple[int, str, LineSignal]] = records.field(default_factory=list)
     """(line, text, signal): the first MAX_PER_KIND of each kind."""
     cuda_hits: int = 0
     """Lines holding ``_CUDA_HIT`` that PyTorch's parser read, and every one after the first
     MAX_PER_KIND of those (not read: dropped). One it cannot read is read by its parts."""
-    cuda: list[tuple[int, int, str, CudaOom]] = dataclasses.field(default_factory=list)
+    cuda: list[tuple[int, int, str, CudaOom]] = records.field(default_factory=list)
     """(hit index, line, text, parsed): the first MAX_PER_KIND parsed."""
-    long_lines: list[int] = dataclasses.field(default_factory=list)
+    long_lines: list[int] = records.field(default_factory=list)
     """Line numbers of the long lines read in windows."""
 
 

@@ -7,12 +7,12 @@ the numbers in a table can always be traced to the runs that made them.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from qualify import records
 from qualify.atomic import write_bytes_atomic, write_json_atomic
 from qualify.errors import UsageError
 from qualify.experiment.plan import ARMS
@@ -77,7 +77,7 @@ class AbRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document: the record, then the summaries computed from it."""
-        document = dataclasses.asdict(self)
+        document = records.asdict(self)
         document["repetitions"] = [run.to_dict() for run in self.repetitions]
         document["kind"], document["schema_version"] = KIND, SCHEMA_VERSION
         document["summary"] = [level.to_dict() for level in self.summaries()]
@@ -86,7 +86,7 @@ class AbRecord:
     @classmethod
     def from_dict(cls, document: dict[str, Any]) -> AbRecord:
         """Read back what ``to_dict`` wrote (the summary is recomputed, not read)."""
-        fields = {field.name for field in dataclasses.fields(cls)}
+        fields = {field.name for field in records.fields(cls)}
         values = {key: value for key, value in document.items() if key in fields}
         values["repetitions"] = [Repetition.from_dict(run) for run in document["repetitions"]]
         return cls(**values)

@@ -8,7 +8,6 @@ options or levels) are refused rather than put side by side.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +19,7 @@ from qualify.errors import UsageError
 from qualify.experiment.ab_record import AbRecord, find_records, read_record, write_pages
 from qualify.plan.output import check_output_dir
 from qualify.publish.errorline import error_line
+from qualify.records import replace as replace_record
 
 MERGED_JSON = "ab-merged.json"
 SAME_EXPERIMENT = ("family", "head", "arms", "common", "levels", "coupled", "metrics_asked")
@@ -99,7 +99,7 @@ def host_labels(records: Sequence[AbRecord]) -> list[AbRecord]:
 
 
 def _relabel(record: AbRecord, host: str) -> AbRecord:
-    return dataclasses.replace(record, host=host)
+    return replace_record(record, host=host)
 
 
 def merge_ab(

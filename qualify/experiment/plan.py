@@ -7,10 +7,10 @@ must really differ, and a coupled metric is asked for with its other halves or n
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections.abc import Mapping, Sequence
 
+from qualify import records
 from qualify.errors import UsageError
 from qualify.plan.families import Family, OptionValue
 from qualify.plan.spec import merge_options
@@ -30,7 +30,7 @@ class Level:
     label: str
     """"" without a sweep; ``850M`` or ``NAME=VALUE`` otherwise."""
     mem: str | None = None
-    sets: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    sets: Mapping[str, str] = records.field(default_factory=dict)
 
 
 @frozen_record

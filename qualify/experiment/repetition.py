@@ -7,7 +7,6 @@ exactly what a user reproduces by pasting the command line kept in its audit.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import subprocess
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import contract
+from qualify import records
 from qualify.errors import UsageError
 from qualify.plan.families import Family
 from qualify.records import frozen_record
@@ -81,14 +81,14 @@ class Repetition:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``ab.json``, ``headroom.json``)."""
-        document = dataclasses.asdict(self)
+        document = records.asdict(self)
         document["metrics"] = {name: m.to_dict() for name, m in sorted(self.metrics.items())}
         return document
 
     @classmethod
     def from_dict(cls, document: dict[str, Any]) -> Repetition:
         """Read back what ``to_dict`` wrote."""
-        fields = {field.name for field in dataclasses.fields(cls)}
+        fields = {field.name for field in records.fields(cls)}
         values = {key: value for key, value in document.items() if key in fields}
         values["metrics"] = {
             name: Metric(str(m["unit"]), tuple(float(v) for v in m["values"]))

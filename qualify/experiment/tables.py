@@ -4,10 +4,10 @@ for a result reproduced on two hosts, not an average over them."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from html import escape
 
+from qualify import records
 from qualify.experiment.stats import Spread, too_few_to_call
 from qualify.experiment.summary import PEAK, ArmSummary, Comparison, LevelSummary
 from qualify.records import frozen_record
@@ -22,7 +22,7 @@ class Table:
     title: str
     headers: tuple[str, ...]
     rows: Sequence[tuple[str, ...]]
-    notes: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = records.field(default_factory=list)
 
 
 def _number(value: float, unit: str) -> str:

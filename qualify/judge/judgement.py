@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
 
 from harness import contract
-from qualify import cuts
+from qualify import cuts, records
 from qualify import parity as parity_mod
 from qualify.console import display_path
 from qualify.evidence.junit import JUnitCase, parse_pytest_junit, split_nodeid
@@ -301,7 +300,7 @@ def inside_limits_error(
     if inside is None or sandbox is None or not sandbox.capped or inside.get("error"):
         return None
     seen = Limits(inside.get("memory_bytes"), inside.get("swap_bytes"), None)
-    asked = dataclasses.replace(spec.limits, pids_max=None)
+    asked = records.replace(spec.limits, pids_max=None)
     problems = limit_mismatches(asked, seen)
     if not problems:
         return None

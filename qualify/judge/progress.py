@@ -7,12 +7,11 @@ of its own: the start of the test's next phase says it passed (``harness.contrac
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
 from harness import contract
-from qualify import cuts
+from qualify import cuts, records
 from qualify.evidence.junit import NOT_RUN, JUnitCase, split_nodeid
 from qualify.records import frozen_record
 from qualify.verdict import Verdict
@@ -49,7 +48,7 @@ class RunProgress:
         return sum(count for _, count in self.reruns)
 
 
-@dataclasses.dataclass
+@records.record
 class _TestState:
     nodeid: str
     file: str | None = None
@@ -59,7 +58,7 @@ class _TestState:
     text: str | None = None
     duration: float = 0.0
     open_when: str | None = None
-    phases_ended: set[str] = dataclasses.field(default_factory=set)
+    phases_ended: set[str] = records.field(default_factory=set)
     reruns: int = 0
     """Attempts discarded because a plugin ran the test again (pytest-rerunfailures, flaky)."""
     again: bool = False
@@ -69,7 +68,7 @@ class _TestState:
     kind: str | None = None
     """A skip's type as pytest's JUnit writer gives it: ``pytest.skip``, ``pytest.xfail``."""
     properties: tuple[tuple[str, str], ...] = ()
-    output: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    output: list[tuple[str, str]] = records.field(default_factory=list)
 
 
 def _run_again(state: _TestState) -> bool:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
+from qualify import records
 from qualify.evidence.junit import JUnitCase
 from qualify.judge.gpu import GpuEvidence
 from qualify.judge.progress import RunProgress
@@ -30,7 +30,7 @@ class RunResult:
     environment: dict[str, Any]
     phase_at_death: str | None
     """The innermost harness phase still open when the E2E ended (None if it ended cleanly)."""
-    gpu: GpuEvidence = dataclasses.field(default_factory=GpuEvidence)
+    gpu: GpuEvidence = records.field(default_factory=GpuEvidence)
     """The harness's GPU events (budgets, allocator, CUDA OOMs) and a CUDA OOM in stderr."""
     inside: dict[str, Any] | None = None
     """The limits the family's first Python process read from inside the sandbox."""

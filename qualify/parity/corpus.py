@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from pathlib import Path
 from typing import IO
 
+from qualify import records
 from qualify.parity import noise
 from qualify.parity.case import ForcedViews, compare_case
 from qualify.parity.kinds import Side
@@ -89,7 +89,7 @@ def _report(
     if floor is None or not probabilities or None in probabilities:
         return report
     divergence = [probability or 0.0 for probability in probabilities]
-    return dataclasses.replace(
+    return records.replace(
         report,
         false_fail_probability=noise.false_fail_probability(divergence, report.required),
         suggestion=noise.gate_suggestion(divergence, report.required),

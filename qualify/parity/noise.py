@@ -22,11 +22,11 @@ compared with the low-precision run's gap between the same two tokens: their dif
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from statistics import NormalDist
 
+from qualify import records
 from qualify.parity.records import ParityInputError, Record, all_topk
 from qualify.parity.results import TopKEntry
 from qualify.records import frozen_record
@@ -95,7 +95,7 @@ class NoiseFloor:
         }
 
 
-@dataclasses.dataclass
+@records.record
 class NoiseAccumulator:
     """Builds a NoiseFloor one case at a time (memory does not grow with the cases)."""
 
@@ -107,7 +107,7 @@ class NoiseAccumulator:
     spread_count: int = 0
     spread_max: float = 0.0
     self_flip_count: int = 0
-    self_flips: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    self_flips: list[tuple[str, int]] = records.field(default_factory=list)
 
     def add(self, case_id: str, reference: Record, noise: Record) -> None:
         """Compare one case's noise view with its FP32 reference record."""

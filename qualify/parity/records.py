@@ -7,7 +7,6 @@ case by seek, so memory does not grow with the number of cases.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import IO
 
 from harness import contract
+from qualify import records
 from qualify.errors import UsageError
 from qualify.parity.kinds import Side
 from qualify.parity.results import RecordLocation, TokenRef, TopKEntry
@@ -51,7 +51,7 @@ class FileIndex:
 
     by_side: dict[Side, dict[str, IndexEntry]]
     warnings: list[str]
-    forced: dict[str, dict[str, IndexEntry]] = dataclasses.field(default_factory=dict)
+    forced: dict[str, dict[str, IndexEntry]] = records.field(default_factory=dict)
     """Teacher-forced views by role (``contract.FORCED_ROLES``) and case id (last one wins)."""
 
 

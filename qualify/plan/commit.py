@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -11,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from qualify import records
 from qualify.errors import UsageError
 from qualify.records import frozen_record
 from qualify.subproc import run_capture
@@ -34,7 +34,7 @@ class CommitInfo:
     """merge-base of HEAD and ``base_ref``, when that ref exists."""
     base_ref: str | None = None
     branch: str | None = None
-    dirty_nested: list[str] = dataclasses.field(default_factory=list)
+    dirty_nested: list[str] = records.field(default_factory=list)
     """Submodules and nested repositories with uncommitted changes (they make the tree dirty)."""
     github: dict[str, Any] | None = None
     """Inside GitHub Actions: ``{event, head, base, merge, pr_number}`` (see ``github_commit``)."""

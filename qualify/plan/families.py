@@ -5,7 +5,6 @@ Unknown keys are errors naming the key: a typo must not silently fall back to a 
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import math
 import os
@@ -14,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from qualify import records
 from qualify.errors import UsageError
 from qualify.plan.data import FAMILIES_DIR as BUNDLED_FAMILIES
 from qualify.plan.option_schema import OptionRule, load_rules
@@ -69,7 +69,7 @@ class Family:
     command runs on qualify's own interpreter."""
     install_hint: str | None = None
     """How to install them (``[requires] install``), named when one is missing."""
-    option_values: Mapping[str, OptionRule] = dataclasses.field(default_factory=dict)
+    option_values: Mapping[str, OptionRule] = records.field(default_factory=dict)
     pass_env: tuple[str, ...] = ()
     """Secret variables of qualify's environment the E2E is given (``[e2e] pass_env``); every
     other secret-named variable is kept from it."""

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-
+from qualify import records
 from qualify.records import frozen_record
 
 # Kernels keep memory limits in pages: a limit written in bytes reads back rounded down.
@@ -32,7 +31,7 @@ class Limits:
 def expected_in_effect(requested: Limits) -> Limits:
     """What the kernel should report for ``requested``: memory rounded down to pages."""
     memory = requested.memory_bytes
-    return dataclasses.replace(
+    return records.replace(
         requested, memory_bytes=None if memory is None else memory // PAGE_SIZE * PAGE_SIZE
     )
 

@@ -6,10 +6,10 @@ Its fields are the keys a family.toml ``[parity]`` table may hold; the CLI flags
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 
+from qualify import records
 from qualify.errors import UsageError
 from qualify.records import frozen_record
 
@@ -47,7 +47,7 @@ class ParityGate:
     @classmethod
     def from_table(cls, table: Mapping[str, object]) -> ParityGate:
         """Build the gate from a ``[parity]`` table; unknown keys and bad types are errors."""
-        valid = [field.name for field in dataclasses.fields(cls)]
+        valid = [field.name for field in records.fields(cls)]
         for key in table:
             if key not in valid:
                 raise ParityConfigError(f"unknown key {key!r} (valid keys: {', '.join(valid)})")
@@ -61,7 +61,7 @@ class ParityGate:
 
     def to_dict(self) -> dict[str, object]:
         """The gate as the audit stores it: exactly the ``[parity]`` keys."""
-        return dataclasses.asdict(self)
+        return records.asdict(self)
 
 
 def _optional_int(table: Mapping[str, object], key: str) -> int | None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from qualify import records
 from qualify.errors import UsageError
 from qualify.plan.commit import CommitInfo, commit_info, record_sha, repo_root
 from qualify.plan.families import (
@@ -121,7 +121,7 @@ _FLAGS = {
 def _check_no_nul(request: RunRequest) -> None:
     """No flag may hold a NUL byte: no argument, path or environment variable can carry one
     (only a caller of the API can pass one; argv cannot)."""
-    for field in dataclasses.fields(request):
+    for field in records.fields(request):
         value = getattr(request, field.name)
         if isinstance(value, str | Path):
             value = [value]
@@ -189,9 +189,7 @@ def build_spec(request: RunRequest) -> RunSpec:
     docker = _docker_options(request)
     gpu_budget = _gpu_plan(request, profile)
     if docker is not None and gpu_budget is not None and gpu_budget.daemon is not None:
-        docker = dataclasses.replace(
-            docker, mps_pipe_directory=str(gpu_budget.daemon.pipe_directory)
-        )
+        docker = records.replace(docker, mps_pipe_directory=str(gpu_budget.daemon.pipe_directory))
     outside = not family.directory.is_relative_to(root.resolve())
     in_image = docker is not None and not docker.mount_host_python
     argv = resolve_argv(

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import dataclasses
 import json
 import os
 import re
@@ -35,6 +34,7 @@ from typing import Any
 from xml.parsers import expat
 
 from harness import contract
+from qualify import records
 from qualify.atomic import write_json_atomic
 from qualify.errors import UsageError
 from qualify.plan.request import PUBLISH_LEVELS
@@ -75,7 +75,7 @@ class PublishResult:
     """Files in public/ (sanitized names)."""
     skipped: tuple[str, ...]
     """Files left out: binary, or not readable as the level requires."""
-    withheld: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    withheld: Mapping[str, str] = records.field(default_factory=dict)
     """Files not read at all, by name: why (not a regular file, over the size limit)."""
 
     def __bool__(self) -> bool:
@@ -323,7 +323,7 @@ class _Writer:
             skipped=sorted(self.skipped),
             withheld=dict(sorted(self.withheld.items())),
         )
-        return dataclasses.replace(read.audit, publication=publication).to_bytes().decode()
+        return records.replace(read.audit, publication=publication).to_bytes().decode()
 
 
 _JSON_STRING = re.compile(r'"([^"]*)"')

@@ -12,11 +12,11 @@ path would not exist).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from qualify import records
 from qualify.publish.final_scan import (
     ANNOTATIONS,
     OUTPUTS,
@@ -39,7 +39,7 @@ class GithubResult:
 
     written: bool
     """False when the run directory was published to GitHub before (written once)."""
-    withheld: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    withheld: Mapping[str, str] = records.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -67,7 +67,7 @@ def _source_prefix(audit: Audit, environ: Mapping[str, str]) -> str:
 
 def _cleaned(failure: Failure, clean: Callable[[str], str]) -> Failure:
     """A failure with its texts sanitized whole, before any channel clips them."""
-    return dataclasses.replace(
+    return records.replace(
         failure,
         classname=clean(failure.classname),
         name=clean(failure.name),

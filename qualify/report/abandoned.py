@@ -20,12 +20,12 @@ pid its entry names; no process holds its lock), and what was done.
 from __future__ import annotations
 
 import calendar
-import dataclasses
 import os
 import socket
 import time
 from collections.abc import Callable
 
+from qualify import records
 from qualify.console import display_path
 from qualify.evidence.junit import JUnitCase, family_counts, junit_properties, parse_pytest_junit
 from qualify.judge.progress import cases_from_events, progress_from_events
@@ -82,7 +82,7 @@ def _audit_from_place(run_dir: RunDir) -> Audit:
 def _counted(tests: TestsRecord, cases: list[JUnitCase]) -> TestsRecord:
     """``tests`` with the outcomes of ``cases`` counted (qualify's own case left out)."""
     counts = family_counts(cases)
-    return dataclasses.replace(
+    return records.replace(
         tests,
         passed=counts["passed"],
         failed=counts["failed"],
@@ -119,12 +119,12 @@ def _from_events(
     tests = _counted(tests, cases)
     properties = {"qualify.verdict": Verdict.ERROR.value, "qualify.reason": reason}
     junit = render_junit(audit.family.name, cases, properties, audit.timings.started or "")
-    completed = dataclasses.replace(
+    completed = records.replace(
         audit,
         verdict=Verdict.ERROR.value,
         reason=reason,
         tests=tests,
-        timings=dataclasses.replace(audit.timings, ended=iso(time.time())),
+        timings=records.replace(audit.timings, ended=iso(time.time())),
         problems=[*audit.problems, *problems],
     )
     return junit, completed
@@ -135,14 +135,14 @@ def _from_junit(run_dir: RunDir, audit: Audit, verdict: str, reason: str) -> Aud
     JUnit file's verdict, reason and testcases."""
     cases = parse_pytest_junit(run_dir.junit_path) or []
     tested = [case for case in cases if case.classname != "qualify"]
-    tests = _counted(dataclasses.replace(audit.tests, collected=len(tested)), cases)
+    tests = _counted(records.replace(audit.tests, collected=len(tested)), cases)
     note = (
         "qualify was killed after it wrote its final JUnit file and before its final audit: "
         "this audit was completed from that JUnit file (peaks, phases and the monitor's "
         "readings are not in it)"
     )
     known = verdict if verdict in {v.value for v in Verdict} else Verdict.ERROR.value
-    return dataclasses.replace(
+    return records.replace(
         audit, verdict=known, reason=reason, tests=tests, problems=[*audit.problems, note]
     )
 
@@ -177,7 +177,7 @@ def complete_abandoned(
         junit, audit = _from_events(run_dir, audit, taken_over_by, problems)
         run_dir.write_junit(junit)
         done = FROM_EVENTS
-    run_dir.write_audit(dataclasses.replace(audit, completed_by=completed_by))
+    run_dir.write_audit(records.replace(audit, completed_by=completed_by))
     return done
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import contract
+from qualify import records
 from qualify.evidence.junit import family_counts
 from qualify.plan.spec import RunSpec
 from qualify.rundir.audit import (
@@ -67,8 +67,7 @@ def _memory(result: RunResult) -> MemoryRecord:
         processes_at_peak=list(monitor.processes_at_peak),
         phase_at_end=result.phase_at_death,
         last_gasp=[
-            dataclasses.replace(gasp, at_s=round(gasp.at_s - origin, 3))
-            for gasp in monitor.last_gasp
+            records.replace(gasp, at_s=round(gasp.at_s - origin, 3)) for gasp in monitor.last_gasp
         ],
     )
 

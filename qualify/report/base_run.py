@@ -13,12 +13,12 @@ and the step summary, as one line and the phases whose peak changed.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from harness import contract
+from qualify import records
 from qualify.evidence.junit import JUnitCase
 from qualify.report.run_diff import RunDiff, diff_runs
 from qualify.rundir import Audit, RunDir
@@ -153,4 +153,4 @@ def changed_phases(record: BaseRunRecord) -> list[BasePhaseRecord]:
 
 def with_base(record: BaseRunRecord | None, audit: Audit) -> Audit:
     """``audit`` with its ``base``."""
-    return dataclasses.replace(audit, base=record)
+    return records.replace(audit, base=record)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from qualify import records
 from qualify.parity.noise_text import forced_text, odds_text
 from qualify.rundir.audit import Audit
 from qualify.sizes import format_bytes
@@ -176,8 +176,8 @@ def parity_section(audit: Audit) -> str:
 
 def _value_html(value: Any, depth: int = 0) -> str:
     """Any triage result (dataclass, dict, list, text) as nested, escaped HTML."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = dataclasses.asdict(value)
+    if records.is_record(value) and not isinstance(value, type):
+        value = records.asdict(value)
     elif hasattr(value, "to_dict"):
         value = value.to_dict()
     if isinstance(value, dict) and depth < 4:

@@ -3,10 +3,10 @@ duration, parity, each test's outcome), from their audits and JUnit files."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from qualify import records
 from qualify.evidence.junit import (
     NOT_RUN,
     OWN_CLASSNAME,
@@ -38,7 +38,7 @@ class PhaseChange:
         return self.peak_b - self.peak_a
 
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "peak_delta": self.peak_delta}
+        return {**records.asdict(self), "peak_delta": self.peak_delta}
 
 
 @frozen_record

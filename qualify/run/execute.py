@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import select
 import shutil
@@ -17,6 +16,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from harness import contract
+from qualify import records
 from qualify.errors import SandboxError
 from qualify.plan.limits import limit_mismatches
 from qualify.plan.spec import HARNESS_SOURCE, RunSpec, harness_root
@@ -193,7 +193,7 @@ def stage_harness(run_dir: Path) -> Path:
     return target
 
 
-@dataclasses.dataclass
+@records.record
 class _Run:
     """The pieces of one execution that teardown must undo, whatever stage it reached."""
 
@@ -201,7 +201,7 @@ class _Run:
     monitor: Monitor | None = None
     watchdog: Watchdog | None = None
     subreaper: bool = False
-    logs: dict[str, BoundedLog] = dataclasses.field(default_factory=dict)
+    logs: dict[str, BoundedLog] = records.field(default_factory=dict)
     limits: LimitWatch | None = None
 
 
@@ -235,7 +235,7 @@ def _start(
             f"{how} {len(run.limits.files)} limit files of the run's cgroups and their ancestors "
             "are read at every sample and at the end, and a change is ERROR"
         )
-        run.info = dataclasses.replace(run.info, notes=(*run.info.notes, watched))
+        run.info = records.replace(run.info, notes=(*run.info.notes, watched))
         if run.watchdog is None:  # the caller's guard started none (``guard_run``)
             run.watchdog = Watchdog(cgroups)
         run.subreaper = set_subreaper(True)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
+from qualify import records
 from qualify.records import frozen_record
 from qualify.run.logs import LogStats
 from qualify.run.monitor import MonitorResult
@@ -34,7 +34,7 @@ class Execution:
     """(pid, name) of processes still running when the run ended, the first few: qualify
     killed them (daemons, double forks, what outlived the E2E's root)."""
     killed_at_end_count: int = 0
-    teardown: Any = dataclasses.field(default=None, compare=False, repr=False)
+    teardown: Any = records.field(default=None, compare=False, repr=False)
     """``qualify.run.execute.Teardown`` still under way when the execution is returned (its
     ``wait()`` gives its problems): the reports need not wait for the kernel to tear down
     thousands of killed processes."""

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import dataclasses
 import os
 import re
 import threading
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import contract
-from qualify import cuts
+from qualify import cuts, records
 from qualify.records import frozen_record
 from qualify.untrusted import append_regular, open_regular_fd
 
@@ -91,10 +90,10 @@ class GaspProcess:
     wchan: str = ""
     """The kernel function it sleeps in ("" running, "0" none)."""
     cmdline: str = ""
-    stack: list[Frame] = dataclasses.field(default_factory=list)
+    stack: list[Frame] = records.field(default_factory=list)
     """The thread that was running Python code when the signal came (innermost frame first);
     empty when it is not a Python process of the E2E or did not answer in time."""
-    allocator: dict[str, int | None] = dataclasses.field(default_factory=dict)
+    allocator: dict[str, int | None] = records.field(default_factory=dict)
     """The CUDA caching allocator's totals, where torch had CUDA up and answered in time."""
 
 
@@ -110,7 +109,7 @@ class LastGaspRecord:
     limit_bytes: int | None = None
     elapsed_ms: float = 0.0
     """How long the capture took."""
-    processes: list[GaspProcess] = dataclasses.field(default_factory=list)
+    processes: list[GaspProcess] = records.field(default_factory=list)
 
 
 def _proc(pid: int, name: str, limit: int = 4096) -> str:
@@ -492,7 +491,7 @@ class LastGasp:
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """The captures as JSON."""
-        return [dataclasses.asdict(capture) for capture in self.captures]
+        return [records.asdict(capture) for capture in self.captures]
 
 
 _LIBRARY = ("/site-packages/", "/dist-packages/", "/lib/python3", "/lib64/python3", "<frozen ",

@@ -7,15 +7,15 @@ is reset. A phase's peak is the largest peak of the segments it was open in.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from harness import contract
+from qualify import records
 
 MAX_PHASES = 10_000
 
 
-@dataclasses.dataclass
+@records.record
 class PhaseWindow:
     """One execution of a phase (phases may repeat and nest)."""
 

@@ -19,7 +19,6 @@ a test suite keeps its own), else ``/run/qualify`` (root: a tmpfs, emptied at bo
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
 import fcntl
 import json
@@ -29,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from qualify import records
 from qualify.records import frozen_record
 from qualify.run.children import Watchdog
 from qualify.sandbox.cgroup.common import kill_until_empty, remove_dir
@@ -97,7 +97,7 @@ def register(run_id: str, run_dir: Path, cgroups: Sequence[Path]) -> Registratio
         return None
 
 
-@dataclasses.dataclass
+@records.record
 class RunGuard:
     """What makes a run recoverable if its qualify dies: the registry entry (None when there
     is nowhere to register) and the watchdog of its cgroups (None when it has none)."""
@@ -132,7 +132,7 @@ def _entry(document: Any) -> Entry | None:
         return None
 
 
-@dataclasses.dataclass
+@records.record
 class Abandoned:
     """A run whose qualify died, taken over and cleaned up. Its entry stays locked by the taker
     until ``release``: a taker killed while completing the run's reports leaves the entry to

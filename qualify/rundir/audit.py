@@ -10,13 +10,13 @@ added within a version.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 from harness import contract
+from qualify import records
 from qualify.atomic import write_bytes_atomic
 from qualify.plan.commit import CommitInfo, record_sha
 from qualify.plan.limits import Limits
@@ -43,8 +43,8 @@ class FamilyRecord:
 
     name: str = ""
     description: str = ""
-    e2e_command: list[str] = dataclasses.field(default_factory=list)
-    options: dict[str, bool | int | float | str] = dataclasses.field(default_factory=dict)
+    e2e_command: list[str] = records.field(default_factory=list)
+    options: dict[str, bool | int | float | str] = records.field(default_factory=dict)
     """Defaults of family.toml overridden by ``--set``."""
     directory: str | None = None
     """Where the family was taken from: relative to the repository when inside it."""
@@ -63,12 +63,12 @@ class SandboxRecord:
     capped: bool | None = None
     """False only for ``--backend none``."""
     cgroup: str | None = None
-    notes: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = records.field(default_factory=list)
     inside: dict[str, Any] | None = None
     """The limits the family's first Python process read from inside the sandbox."""
-    env_withheld: list[str] = dataclasses.field(default_factory=list)
+    env_withheld: list[str] = records.field(default_factory=list)
     """Secret variables of qualify's environment kept from the E2E (names, never values)."""
-    env_passed: list[str] = dataclasses.field(default_factory=list)
+    env_passed: list[str] = records.field(default_factory=list)
     """Secret variables given to the E2E by name (``pass_env``, ``--pass-env``)."""
 
 
@@ -76,7 +76,7 @@ class SandboxRecord:
 class LimitsRecord:
     """The limits asked for and those the kernel or engine reported in effect."""
 
-    requested: Limits = dataclasses.field(default_factory=Limits)
+    requested: Limits = records.field(default_factory=Limits)
     in_effect: Limits | None = None
     host_memory_bytes: int | None = None
     """The host's RAM: a cap above it cannot bind (the host runs out first)."""
@@ -108,12 +108,12 @@ class MemoryRecord:
     """"kernel" (cgroup watermark) or "samples"."""
     sampled_peak_bytes: int | None = None
     sampled_peak_at: float | None = None
-    phases: list[PhaseRecord] = dataclasses.field(default_factory=list)
+    phases: list[PhaseRecord] = records.field(default_factory=list)
     phases_dropped: int = 0
-    processes_at_peak: list[ProcessSample] = dataclasses.field(default_factory=list)
+    processes_at_peak: list[ProcessSample] = records.field(default_factory=list)
     phase_at_end: str | None = None
     """The innermost phase still open when the E2E ended (null when it ended cleanly)."""
-    last_gasp: list[LastGaspRecord] = dataclasses.field(default_factory=list)
+    last_gasp: list[LastGaspRecord] = records.field(default_factory=list)
     """What every process was doing as usage crossed 85%, 95% and 99% of the cap: each Python
     process's stack (innermost frame first) and allocator state, each other's wait channel."""
 
@@ -148,12 +148,12 @@ class TestsRecord:
     running_when: str | None = None
     not_run: int = 0
     pytest_exitstatus: int | None = None
-    junit_disagreements: list[str] = dataclasses.field(default_factory=list)
+    junit_disagreements: list[str] = records.field(default_factory=list)
     """Where pytest's own JUnit and the streamed events disagreed (the events won)."""
     reruns: int = 0
     """Failed attempts that were run again (pytest-rerunfailures); only a test's last attempt
     is counted above."""
-    flaky: list[str] = dataclasses.field(default_factory=list)
+    flaky: list[str] = records.field(default_factory=list)
     """Tests (nodeids) that passed only on a rerun, the first ``FLAKY_LISTED``."""
     flaky_count: int = 0
     """How many tests passed only on a rerun (``flaky`` names at most ``FLAKY_LISTED``)."""
@@ -199,10 +199,10 @@ class EscapeRecord:
 class ProcessesRecord:
     """The run's processes beyond its root: what outlived it, what left, what was refused."""
 
-    killed_at_end: list[ProcessRecord] = dataclasses.field(default_factory=list)
+    killed_at_end: list[ProcessRecord] = records.field(default_factory=list)
     """Still running when the run ended, killed by qualify (the first few)."""
     killed_at_end_count: int = 0
-    escaped: list[EscapeRecord] = dataclasses.field(default_factory=list)
+    escaped: list[EscapeRecord] = records.field(default_factory=list)
     pids_refused: int | None = None
     """Forks the pids limit refused over the run (None: no pids controller)."""
 
@@ -221,7 +221,7 @@ class ParityGateRecord(ParityGate):
         return ParityGate(**{field.name: getattr(self, field.name) for field in _GATE_FIELDS})
 
 
-_GATE_FIELDS = dataclasses.fields(ParityGate)
+_GATE_FIELDS = records.fields(ParityGate)
 
 
 @frozen_record
@@ -240,13 +240,13 @@ class ParityRecord:
     drift: int = 0
     acceptable: int = 0
     required: int = 0
-    gate: ParityGateRecord = dataclasses.field(default_factory=ParityGateRecord)
+    gate: ParityGateRecord = records.field(default_factory=ParityGateRecord)
     noise: dict[str, Any] | None = None
     """The reference's own precision noise (``qualify.parity.noise.NoiseFloor.to_dict``)."""
     passed: bool = False
     reason: str = ""
-    warnings: list[str] = dataclasses.field(default_factory=list)
-    per_case: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    warnings: list[str] = records.field(default_factory=list)
+    per_case: list[dict[str, Any]] = records.field(default_factory=list)
 
 
 @frozen_record
@@ -256,7 +256,7 @@ class CudaOomRecord:
     seen: bool = False
     kind: str | None = None
     """capacity, fragmentation or budget."""
-    events: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    events: list[dict[str, Any]] = records.field(default_factory=list)
     message: dict[str, Any] | None = None
     from_log: bool = False
 
@@ -269,12 +269,12 @@ class GpuRecord:
     budget_scope: str | None = None
     budget_plan: dict[str, Any] | None = None
     budget_note: str | None = None
-    budgets: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    budgets: list[dict[str, Any]] = records.field(default_factory=list)
     budget_error: str | None = None
-    allocator_seen: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    cuda_oom: CudaOomRecord = dataclasses.field(default_factory=CudaOomRecord)
-    hook_errors: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    nvml: dict[str, Any] = dataclasses.field(default_factory=dict)
+    allocator_seen: list[dict[str, Any]] = records.field(default_factory=list)
+    cuda_oom: CudaOomRecord = records.field(default_factory=CudaOomRecord)
+    hook_errors: list[dict[str, Any]] = records.field(default_factory=list)
+    nvml: dict[str, Any] = records.field(default_factory=dict)
 
 
 @frozen_record
@@ -303,10 +303,10 @@ class PublicationRecord:
     """Only in the public bundle's audit: what the sanitizer did to it (counts, no values)."""
 
     level: str = ""
-    rule_counts: dict[str, int] = dataclasses.field(default_factory=dict)
-    files: list[str] = dataclasses.field(default_factory=list)
-    skipped: list[str] = dataclasses.field(default_factory=list)
-    withheld: dict[str, str] = dataclasses.field(default_factory=dict)
+    rule_counts: dict[str, int] = records.field(default_factory=dict)
+    files: list[str] = records.field(default_factory=list)
+    skipped: list[str] = records.field(default_factory=list)
+    withheld: dict[str, str] = records.field(default_factory=dict)
     """Files not read at all (not a regular file, over the size limit), by name: why."""
 
 
@@ -318,7 +318,7 @@ class RefusedFile:
 
     name: str = ""
     """Relative to the run directory (undecodable bytes written ``\\xNN``)."""
-    reason: str = dataclasses.field(
+    reason: str = records.field(
         default="not_regular",
         metadata={"schema": {"enum": ["not_regular", "outside", "too_large"]}},
     )
@@ -362,8 +362,8 @@ class BaseRunRecord:
     """[the base's, this run's]."""
     peak_bytes: list[int | None] | None = None
     """[the base's, this run's]."""
-    phases: list[BasePhaseRecord] = dataclasses.field(default_factory=list)
-    changed_tests: list[list[str]] = dataclasses.field(default_factory=list)
+    phases: list[BasePhaseRecord] = records.field(default_factory=list)
+    changed_tests: list[list[str]] = records.field(default_factory=list)
     """[test, outcome in the base, outcome here] of the first tests whose outcome changed."""
     changed_tests_count: int = 0
     summary: str = ""
@@ -391,34 +391,32 @@ class CompletedByRecord:
 class Audit:
     """The record of one qualify run."""
 
-    schema_version: int = dataclasses.field(
-        default=SCHEMA_VERSION, metadata={"schema": {"const": 1}}
-    )
+    schema_version: int = records.field(default=SCHEMA_VERSION, metadata={"schema": {"const": 1}})
     run_id: str = ""
-    verdict: str = dataclasses.field(default=Verdict.ERROR.value, metadata={"schema": _VERDICTS})
+    verdict: str = records.field(default=Verdict.ERROR.value, metadata={"schema": _VERDICTS})
     reason: str = ""
     interrupted: str | None = None
-    family: FamilyRecord = dataclasses.field(default_factory=FamilyRecord)
+    family: FamilyRecord = records.field(default_factory=FamilyRecord)
     profile: str = ""
-    commit: CommitInfo = dataclasses.field(default_factory=CommitInfo)
-    sandbox: SandboxRecord = dataclasses.field(default_factory=SandboxRecord)
-    limits: LimitsRecord = dataclasses.field(default_factory=LimitsRecord)
-    memory: MemoryRecord = dataclasses.field(default_factory=MemoryRecord)
-    oom: OomRecord = dataclasses.field(default_factory=OomRecord)
-    exit: ExitRecord = dataclasses.field(default_factory=ExitRecord)
-    processes: ProcessesRecord = dataclasses.field(default_factory=ProcessesRecord)
-    tests: TestsRecord = dataclasses.field(default_factory=TestsRecord)
+    commit: CommitInfo = records.field(default_factory=CommitInfo)
+    sandbox: SandboxRecord = records.field(default_factory=SandboxRecord)
+    limits: LimitsRecord = records.field(default_factory=LimitsRecord)
+    memory: MemoryRecord = records.field(default_factory=MemoryRecord)
+    oom: OomRecord = records.field(default_factory=OomRecord)
+    exit: ExitRecord = records.field(default_factory=ExitRecord)
+    processes: ProcessesRecord = records.field(default_factory=ProcessesRecord)
+    tests: TestsRecord = records.field(default_factory=TestsRecord)
     parity: ParityRecord | None = None
     parity_error: str | None = None
-    allocator: AllocatorPolicy = dataclasses.field(default_factory=AllocatorPolicy)
-    gpu: GpuRecord = dataclasses.field(default_factory=GpuRecord)
-    timings: TimingsRecord = dataclasses.field(default_factory=TimingsRecord)
-    monitor: MonitorRecord = dataclasses.field(default_factory=MonitorRecord)
-    command: list[str] = dataclasses.field(default_factory=list)
-    logs: dict[str, LogStats] = dataclasses.field(default_factory=dict)
-    environment: dict[str, Any] = dataclasses.field(default_factory=dict)
-    problems: list[str] = dataclasses.field(default_factory=list)
-    refused_files: list[RefusedFile] = dataclasses.field(default_factory=list)
+    allocator: AllocatorPolicy = records.field(default_factory=AllocatorPolicy)
+    gpu: GpuRecord = records.field(default_factory=GpuRecord)
+    timings: TimingsRecord = records.field(default_factory=TimingsRecord)
+    monitor: MonitorRecord = records.field(default_factory=MonitorRecord)
+    command: list[str] = records.field(default_factory=list)
+    logs: dict[str, LogStats] = records.field(default_factory=dict)
+    environment: dict[str, Any] = records.field(default_factory=dict)
+    problems: list[str] = records.field(default_factory=list)
+    refused_files: list[RefusedFile] = records.field(default_factory=list)
     publication: PublicationRecord | None = None
     completed_by: CompletedByRecord | None = None
     """Set when another run completed these reports after this run's qualify died."""

@@ -12,10 +12,11 @@ named. A run directory written by another version, cut short or edited by hand i
 
 from __future__ import annotations
 
-import dataclasses
 import types
 import typing
 from typing import Any, TypeVar
+
+from qualify import records
 
 T = TypeVar("T")
 
@@ -24,8 +25,8 @@ _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool
 
 def to_json(value: Any) -> Any:
     """A dataclass (or list, dict, scalar) as plain JSON values, fields in declaration order."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if records.is_record(value) and not isinstance(value, type):
+        return {f.name: to_json(getattr(value, f.name)) for f in records.fields(value)}
     if isinstance(value, list | tuple):
         return [to_json(item) for item in value]
     if isinstance(value, dict):
@@ -56,7 +57,7 @@ def prepare(cls: type[Any]) -> None:
             stack = [hint]
             while stack:
                 part = stack.pop()
-                if dataclasses.is_dataclass(part) and isinstance(part, type):
+                if records.is_record(part) and isinstance(part, type):
                     pending.append(part)
                 stack.extend(typing.get_args(part))
 
@@ -84,7 +85,7 @@ def _matches(value: Any, hint: Any) -> bool:
         return isinstance(value, list)
     if origin is dict:
         return isinstance(value, dict)
-    return dataclasses.is_dataclass(hint) and isinstance(value, dict)
+    return records.is_record(hint) and isinstance(value, dict)
 
 
 def _convert(value: Any, hint: Any, where: str, problems: list[str]) -> Any:
@@ -106,7 +107,7 @@ def _convert(value: Any, hint: Any, where: str, problems: list[str]) -> Any:
                 str(k): _convert_or_skip(v, item, f"{where}.{k}", problems)
                 for k, v in value.items()
             }
-        if dataclasses.is_dataclass(option) and isinstance(option, type):
+        if records.is_record(option) and isinstance(option, type):
             return _load(option, value, where, problems)
         return value
     raise LookupError(where)
@@ -133,17 +134,17 @@ def _describe(hint: Any) -> str:
     return " or ".join(names)
 
 
-def _default(field: dataclasses.Field[Any]) -> Any:
-    if field.default is not dataclasses.MISSING:
+def _default(field: records.Field) -> Any:
+    if field.default is not records.MISSING:
         return field.default
-    if field.default_factory is not dataclasses.MISSING:
+    if field.default_factory is not records.MISSING:
         return field.default_factory()
     return None
 
 
 def _load(cls: type[T], data: dict[str, Any], where: str, problems: list[str]) -> T:
     hints = _hints(cls)
-    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    fields = records.fields(cls)
     known = {field.name for field in fields}
     problems.extend(f"{where}.{key}: unknown key" for key in data if key not in known)
     values: dict[str, Any] = {}
@@ -195,7 +196,7 @@ def schema_of(hint: Any, definitions: dict[str, Any]) -> dict[str, Any]:
     if origin is dict:
         item = (typing.get_args(hint) or (str, Any))[1]
         return {"type": "object", "additionalProperties": schema_of(item, definitions)}
-    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+    if records.is_record(hint) and isinstance(hint, type):
         name = hint.__name__
         if name not in definitions:
             definitions[name] = {}  # placeholder: recursion stops here
@@ -207,7 +208,7 @@ def schema_of(hint: Any, definitions: dict[str, Any]) -> dict[str, Any]:
 def _object_schema(cls: type, definitions: dict[str, Any]) -> dict[str, Any]:
     hints = _hints(cls)
     properties = {}
-    for field in dataclasses.fields(cls):
+    for field in records.fields(cls):
         described = schema_of(hints[field.name], definitions)
         extra: dict[str, Any] = dict(field.metadata.get("schema", {}))
         properties[field.name] = {**described, **extra} if extra else described
@@ -215,7 +216,7 @@ def _object_schema(cls: type, definitions: dict[str, Any]) -> dict[str, Any]:
     if cls.__doc__:
         schema["description"] = " ".join(cls.__doc__.split())
     schema["properties"] = properties
-    schema["required"] = [field.name for field in dataclasses.fields(cls)]
+    schema["required"] = [field.name for field in records.fields(cls)]
     schema["additionalProperties"] = False
     return schema
 

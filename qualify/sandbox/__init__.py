@@ -7,12 +7,12 @@ docker SDK alone costs a tenth of a second).
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from qualify import records
 from qualify.errors import SandboxError, UsageError
 from qualify.plan.limits import Limits, limit_mismatches
 from qualify.sandbox.base import Probe, Sandbox, SandboxInfo, SandboxRequest
@@ -70,7 +70,7 @@ def select_sandbox(
     if backend == "auto" and docker is not None:
         given = f"--backend auto chose docker: --image {docker.image} was given"
         reason = chosen_by_caller or given
-        return _create("docker", dataclasses.replace(request, reason=reason))
+        return _create("docker", records.replace(request, reason=reason))
     if backend == "auto":
         backend = "cgroup"
     try:

@@ -13,7 +13,6 @@ event(s) in StepId=...``, ``*** JOB ... CANCELLED AT ... DUE TO TIME LIMIT ***``
 from __future__ import annotations
 
 import calendar
-import dataclasses
 import re
 import shlex
 import shutil
@@ -23,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from qualify import __version__, cuts
+from qualify import __version__, cuts, records
 from qualify.records import frozen_record
 from qualify.schedule.submission import SLURM_DIR, ArrayJob, RecordCell, SubmitRecord
 from qualify.sizes import format_bytes
@@ -609,7 +608,7 @@ class TaskEvidence:
             "state": job.state if job else (self.words.job_state if self.words else None),
             "exit_code": job.exit_code if job else None,
             "derived_exit_code": job.derived_exit_code if job else None,
-            "steps": [dataclasses.asdict(step) for step in self.steps],
+            "steps": [records.asdict(step) for step in self.steps],
             "sources": self.sources,
             "lines": list(self.words.lines) if self.words else [],
             "output": self.output,

@@ -7,12 +7,12 @@ Slurm version: enough to read Slurm's verdicts back for every cell (``qualify me
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from qualify import records
 from qualify.atomic import write_json_atomic
 from qualify.errors import UsageError
 from qualify.records import frozen_record
@@ -95,7 +95,7 @@ class SubmitRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document."""
-        return dataclasses.asdict(self)
+        return records.asdict(self)
 
     def path(self, head_dir: Path) -> Path:
         """``<head_dir>/submit-<id>.json``."""

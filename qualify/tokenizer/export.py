@@ -22,11 +22,11 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from harness import contract
+from qualify import records
 from qualify.errors import UsageError
 from qualify.records import frozen_record
 from qualify.tokenizer import checks, observe, probes
@@ -47,7 +47,7 @@ class ExportResult:
     checks: list[Check]
     output_dir: Path | None = None
     """The published directory; None when a check failed (nothing was published)."""
-    audit: dict[str, Any] = field(default_factory=dict)
+    audit: dict[str, Any] = records.field(default_factory=dict)
     """The audit written into the directory (empty on failure)."""
 
     def __bool__(self) -> bool:

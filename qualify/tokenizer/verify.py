@@ -18,11 +18,11 @@ import json
 import os
 import subprocess
 import tempfile
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from harness import contract
+from qualify import records
 from qualify.errors import UsageError
 from qualify.records import frozen_record
 from qualify.tokenizer import checks
@@ -40,7 +40,7 @@ class VerifyResult:
 
     client: str
     checks: list[Check]
-    versions: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, Any] = records.field(default_factory=dict)
     """Package versions inside the client's environment."""
     offline_error: str | None = None
     """How the client failed with HF_HUB_OFFLINE=1 (None: it loaded)."""

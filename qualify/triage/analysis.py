@@ -10,11 +10,11 @@ the same clock as the samples) and their kernel-watermark peaks from the audit.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 from harness import contract
+from qualify import records
 from qualify.records import frozen_record
 from qualify.run.last_gasp import allocation_point, phase_at
 from qualify.run.phases import PhaseTracker, PhaseWindow
@@ -50,16 +50,16 @@ class Sample:
         return self.anon if self.anon is not None else self.usage
 
 
-@dataclasses.dataclass
+@records.record
 class RunData:
     """What triage reads from a run directory."""
 
     path: Path
     audit: Audit | None = None
-    problems: list[str] = dataclasses.field(default_factory=list)
-    events: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    windows: list[PhaseWindow] = dataclasses.field(default_factory=list)
-    samples: list[Sample] = dataclasses.field(default_factory=list)
+    problems: list[str] = records.field(default_factory=list)
+    events: list[dict[str, Any]] = records.field(default_factory=list)
+    windows: list[PhaseWindow] = records.field(default_factory=list)
+    samples: list[Sample] = records.field(default_factory=list)
 
 
 def read_run_dir(path: Path) -> RunData:
@@ -133,7 +133,7 @@ class Retention:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
-        return dataclasses.asdict(self)
+        return records.asdict(self)
 
 
 def _contains(outer: PhaseWindow, inner: PhaseWindow) -> bool:
@@ -207,7 +207,7 @@ def processes_at_peak(data: RunData) -> list[dict[str, Any]]:
         ]
     recorded = data.audit.memory.processes_at_peak if data.audit else []
     if recorded:
-        return [dataclasses.asdict(process) for process in recorded]
+        return [records.asdict(process) for process in recorded]
     peak = peak_sample(data)
     if peak is None:
         return []

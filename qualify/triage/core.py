@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
 
 from harness import contract
+from qualify import records
 from qualify.evidence.detect import detect, head_text
 from qualify.evidence.docker_state import read_docker_state
 from qualify.evidence.pod import (
@@ -87,7 +87,7 @@ def detected(sources: Sources) -> Sources:
             continue
         target = {"pod": "logs", "log": "logs", "run_dir": "logs", "audit": "logs"}.get(kind, kind)
         fields[target].append(path)
-    return dataclasses.replace(
+    return records.replace(
         sources,
         run_dir=run_dir,
         paths=(),

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from typing import Any
 
+from qualify import records
 from qualify.evidence.evidence_line import Evidence
 from qualify.records import frozen_record
 from qualify.verdict import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, EXIT_RESOURCE
@@ -69,7 +69,7 @@ class Triage:
     remedies: tuple[str, ...] = ()
     missing: tuple[str, ...] = ()
     inputs: tuple[dict[str, Any], ...] = ()
-    attribution: dict[str, Any] = dataclasses.field(default_factory=dict)
+    attribution: dict[str, Any] = records.field(default_factory=dict)
     sparkline: dict[str, Any] | None = None
 
     @property

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import signal
 from typing import Any
 
 from harness import contract
+from qualify import records
 from qualify.evidence.cuda_oom import CudaOom, parse_cuda_oom
 from qualify.evidence.docker_state import DockerState
 from qualify.evidence.evidence_line import Evidence
@@ -21,17 +21,17 @@ from qualify.triage.analysis import RunData
 KILL_SIGNALS = ("SIGKILL", "SIGTERM")
 
 
-@dataclasses.dataclass
+@records.record
 class Inputs:
     """What the user gave (or the run directory held), already parsed."""
 
     run: RunData | None = None
-    logs: list[ScanResult] = dataclasses.field(default_factory=list)
-    kernel: list[ScanResult] = dataclasses.field(default_factory=list)
-    docker: list[DockerState] = dataclasses.field(default_factory=list)
-    tests: list[TestOutcomes] = dataclasses.field(default_factory=list)
-    problems: list[str] = dataclasses.field(default_factory=list)
-    limits: list[tuple[Evidence, int]] = dataclasses.field(default_factory=list)
+    logs: list[ScanResult] = records.field(default_factory=list)
+    kernel: list[ScanResult] = records.field(default_factory=list)
+    docker: list[DockerState] = records.field(default_factory=list)
+    tests: list[TestOutcomes] = records.field(default_factory=list)
+    problems: list[str] = records.field(default_factory=list)
+    limits: list[tuple[Evidence, int]] = records.field(default_factory=list)
     """Memory limits the inputs state (a pod's ``limits.memory``)."""
     platform: Evidence | None = None
     """The first line of a log's head that names a platform running work under a limit of its
@@ -55,61 +55,61 @@ class GpuHit:
     evidence: Evidence
     kind: str
     oom: CudaOom | None = None
-    fields: dict[str, Any] = dataclasses.field(default_factory=dict)
+    fields: dict[str, Any] = records.field(default_factory=dict)
 
 
-@dataclasses.dataclass
+@records.record
 class Bag:
     """Evidence grouped by what it proves."""
 
-    memcg_oom: list[Evidence] = dataclasses.field(default_factory=list)
-    global_oom: list[Evidence] = dataclasses.field(default_factory=list)
-    memcg_partial: list[Evidence] = dataclasses.field(default_factory=list)
+    memcg_oom: list[Evidence] = records.field(default_factory=list)
+    global_oom: list[Evidence] = records.field(default_factory=list)
+    memcg_partial: list[Evidence] = records.field(default_factory=list)
     """A memcg OOM report cut before its kill line (usage at the limit, the memcg call trace)."""
-    oom_invoked: list[Evidence] = dataclasses.field(default_factory=list)
+    oom_invoked: list[Evidence] = records.field(default_factory=list)
     """"invoked oom-killer" lines (the scope is given by the lines after it)."""
-    orchestrator_oom: list[Evidence] = dataclasses.field(default_factory=list)
+    orchestrator_oom: list[Evidence] = records.field(default_factory=list)
     """Kubernetes OOMKilled, docker events' "container oom", Slurm's OUT_OF_MEMORY."""
-    oomd: list[Evidence] = dataclasses.field(default_factory=list)
-    node_oom: list[tuple[Evidence, dict[str, Any]]] = dataclasses.field(default_factory=list)
+    oomd: list[Evidence] = records.field(default_factory=list)
+    node_oom: list[tuple[Evidence, dict[str, Any]]] = records.field(default_factory=list)
     """A process killed because the node ran low on memory, as any monitor words it (Ray's,
     earlyoom, an eviction), read by its parts (``qualify.evidence.oom_parts``)."""
-    oom_kills: list[Evidence] = dataclasses.field(default_factory=list)
+    oom_kills: list[Evidence] = records.field(default_factory=list)
     """An OOM kill whose text does not say whose limit (a cgroup's or the node's)."""
-    host_alloc: list[tuple[Evidence, dict[str, Any]]] = dataclasses.field(default_factory=list)
+    host_alloc: list[tuple[Evidence, dict[str, Any]]] = records.field(default_factory=list)
     """A host-memory allocation refused and reported by the program (MemoryError, bad_alloc,
     ENOMEM, a runtime's heap limit), with no kill."""
-    victims: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    memcg_limits: list[tuple[Evidence, int]] = dataclasses.field(default_factory=list)
-    memcg_usage: list[tuple[Evidence, int, int]] = dataclasses.field(default_factory=list)
+    victims: list[dict[str, Any]] = records.field(default_factory=list)
+    memcg_limits: list[tuple[Evidence, int]] = records.field(default_factory=list)
+    memcg_usage: list[tuple[Evidence, int, int]] = records.field(default_factory=list)
     """(evidence, usage, limit) of each "memory: usage U, limit L" line."""
-    stated_limits: list[tuple[Evidence, int | None, int]] = dataclasses.field(default_factory=list)
+    stated_limits: list[tuple[Evidence, int | None, int]] = records.field(default_factory=list)
     """(evidence, usage or None, limit) a scheduler's or platform's kill line states
     (``job killed: mem 38427376kb exceeded limit 33554432kb``, ``(2528 > 1126)``)."""
-    gpu: list[GpuHit] = dataclasses.field(default_factory=list)
+    gpu: list[GpuHit] = records.field(default_factory=list)
     """GPU out-of-memory lines that were not handled, in file order."""
-    gpu_handled: list[Evidence] = dataclasses.field(default_factory=list)
+    gpu_handled: list[Evidence] = records.field(default_factory=list)
     """GPU out-of-memory lines the program handled (a retry, or a passing summary after it)."""
-    trt_context: list[Evidence] = dataclasses.field(default_factory=list)
+    trt_context: list[Evidence] = records.field(default_factory=list)
     """TensorRT's "Engine building failed" (what followed its OOM)."""
-    trt_warnings: list[Evidence] = dataclasses.field(default_factory=list)
-    interrupted: list[Evidence] = dataclasses.field(default_factory=list)
+    trt_warnings: list[Evidence] = records.field(default_factory=list)
+    interrupted: list[Evidence] = records.field(default_factory=list)
     """qualify's own record that it was interrupted (a signal to qualify) and stopped the E2E."""
-    kills: list[Evidence] = dataclasses.field(default_factory=list)
+    kills: list[Evidence] = records.field(default_factory=list)
     kill_signal: str | None = None
-    killed: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    killed: list[dict[str, Any]] = records.field(default_factory=list)
     """What a shell or a compiler said was killed (pid and command when given)."""
-    timeouts: list[Evidence] = dataclasses.field(default_factory=list)
-    crashes: list[Evidence] = dataclasses.field(default_factory=list)
-    test_failures: list[Evidence] = dataclasses.field(default_factory=list)
-    test_error_lines: list[Evidence] = dataclasses.field(default_factory=list)
+    timeouts: list[Evidence] = records.field(default_factory=list)
+    crashes: list[Evidence] = records.field(default_factory=list)
+    test_failures: list[Evidence] = records.field(default_factory=list)
+    test_error_lines: list[Evidence] = records.field(default_factory=list)
     """pytest "E   AssertionError" lines (a failure with no summary line)."""
-    parity: list[Evidence] = dataclasses.field(default_factory=list)
-    infra: list[Evidence] = dataclasses.field(default_factory=list)
-    passed: list[Evidence] = dataclasses.field(default_factory=list)
-    docker_oom: list[Evidence] = dataclasses.field(default_factory=list)
-    docker_not_oom: list[Evidence] = dataclasses.field(default_factory=list)
-    budgets: list[tuple[Evidence, dict[str, Any]]] = dataclasses.field(default_factory=list)
+    parity: list[Evidence] = records.field(default_factory=list)
+    infra: list[Evidence] = records.field(default_factory=list)
+    passed: list[Evidence] = records.field(default_factory=list)
+    docker_oom: list[Evidence] = records.field(default_factory=list)
+    docker_not_oom: list[Evidence] = records.field(default_factory=list)
+    budgets: list[tuple[Evidence, dict[str, Any]]] = records.field(default_factory=list)
     audit_oom_kills: int | None = None
     platform: Evidence | None = None
     """A line naming a platform that runs work under a limit of its own (``Inputs.platform``),
@@ -120,11 +120,11 @@ class Bag:
     capped: Evidence | None = None
     """A line setting a memory cap on the work (``Inputs.capped``): whose cap a kill that says
     nothing of its cause most likely hit."""
-    exits: list[Evidence] = dataclasses.field(default_factory=list)
+    exits: list[Evidence] = records.field(default_factory=list)
     """Non-zero exits that were not by a signal (an error exit: it says that, not why)."""
-    exceptions: list[Evidence] = dataclasses.field(default_factory=list)
+    exceptions: list[Evidence] = records.field(default_factory=list)
     """Exceptions printed (``RuntimeError: ...``) that name no memory and no test."""
-    noted: list[Evidence] = dataclasses.field(default_factory=list)
+    noted: list[Evidence] = records.field(default_factory=list)
     """Lines that say memory ran out or ran low but report no event (a title, a cause offered
     as one of several, a warning, low memory with no kill): shown when nothing decides."""
 
@@ -281,7 +281,7 @@ def _tensorrt_context(scan: ScanResult, gpu: list[GpuHit]) -> list[GpuHit]:
             near = [size for at, size in warnings if abs(at - line) <= 3]
             if near and "requested_bytes" not in fields:
                 fields["requested_bytes"] = near[0]
-            hit = dataclasses.replace(hit, fields=fields)
+            hit = records.replace(hit, fields=fields)
         out.append(hit)
     return out
 

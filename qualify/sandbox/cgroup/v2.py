@@ -8,11 +8,11 @@ limit in effect is the smallest memory.max on the path to the root.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from qualify import records
 from qualify.errors import SandboxError
 from qualify.plan.limits import Limits
 from qualify.sandbox.base import SandboxInfo, StopReport
@@ -105,7 +105,7 @@ class V2Probe:
             self._peak_fd = None
 
 
-@dataclasses.dataclass
+@records.record
 class CgroupV2Sandbox:
     """A run's cgroup under a delegated v2 subtree."""
 
@@ -119,7 +119,7 @@ class CgroupV2Sandbox:
     """Why this backend was chosen (the action's decision), the first note of the audit."""
     moved_to_leaf: bool = False
     """qualify moved itself into SUPERVISOR_LEAF to hand memory and pids to its children."""
-    shm: common.PrivateShm = dataclasses.field(default_factory=common.PrivateShm)
+    shm: common.PrivateShm = records.field(default_factory=common.PrivateShm)
     """The run's /dev/shm."""
     name = "cgroup-v2"
 

@@ -10,7 +10,6 @@ The monitor reads the same cgroup files (V1Probe / V2Probe) as with the cgroup b
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import signal
 import subprocess
@@ -19,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from qualify import records
 from qualify.errors import SandboxError, UsageError
 from qualify.plan.docker import DockerOptions, device_requests, host_gpu_count
 from qualify.plan.limits import Limits, expected_in_effect, limit_mismatches
@@ -302,7 +302,7 @@ class DockerSandbox:
             self.container = self.client.containers.create(**kwargs)
         except Exception as exc:
             if self._info is not None:  # nothing was confined: no limit is in effect
-                self._info = dataclasses.replace(self._info, in_effect=Limits(None, None, None))
+                self._info = records.replace(self._info, in_effect=Limits(None, None, None))
             raise SandboxError(f"docker cannot create the container: {_first_line(exc)}") from exc
         self.container.reload()
         engine = engine_limits(self.container.attrs["HostConfig"], _swap_total())
@@ -322,7 +322,7 @@ class DockerSandbox:
 
     def _record(self, in_effect: Limits, note: str) -> None:
         assert self._info is not None
-        self._info = dataclasses.replace(
+        self._info = records.replace(
             self._info, in_effect=in_effect, notes=(*self._info.notes, note)
         )
         mismatches = limit_mismatches(self._requested, in_effect)
@@ -384,7 +384,7 @@ class DockerSandbox:
             if "No such container" not in str(exc):
                 problems.append(f"cannot remove container {self.container.id[:12]}: {exc}")
         if self._info is not None and self.child is not None:
-            self._info = dataclasses.replace(
+            self._info = records.replace(
                 self._info, notes=(*self._info.notes, *self.child.oom_notes(self._probe))
             )
         return problems + self._remove_parents()
