@@ -1278,3 +1278,54 @@ def test_a_hosts_dmesg_naming_docker_is_no_platform(tmp_path: Path) -> None:
     )
     result = _triaged(tmp_path / "dmesg.txt", text)
     assert result.triage_class is TriageClass.GLOBAL_OOM, result.summary
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # part N2's lines, each with a counter-case
+        ("what: std::bad_alloc", "memory_noted"),  # alone, outside a pasted log: a mention
+        ('Ryujinx.Graphics.Vulkan.VulkanException: Unexpected API error "ErrorOutOfDeviceMemory".',
+         "gpu_oom"),
+        ('Ryujinx.Graphics.Vulkan.VulkanException: Unexpected API error "ErrorSurfaceLostKhr".',
+         "exception_line"),
+        ("x264 [error]: malloc of size 11453376 failed", "host_alloc_failed"),
+        ("malloc(1024) failed", "host_alloc_failed"),
+        ("calloc of 12 bytes failed", "host_alloc_failed"),
+        ("x264 [error]: open of output file failed", None),
+        ("Cannot lock down 107341338 byte memory area (Cannot allocate memory)", "memory_noted"),
+        ("mlock failed: Cannot allocate memory", "memory_noted"),
+        ("mmap() failed: Cannot allocate memory", "host_alloc_failed"),
+        ("[33743641.521654] Out of memory in UB 221814591: OOM killed process 7439 (cc1plus) "
+         "score 0 vm:300996kB, rss:273744kB, swap:0kB", "limit_oom_kill"),
+        ("[33743641.521654] Out of memory: Killed process 7439 (cc1plus) total-vm:300996kB",
+         "kernel_killed"),
+    ],
+    ids=["what-alone", "vulkan-identifier", "vulkan-other-identifier", "malloc-of-size",
+         "malloc-call", "calloc-of-bytes", "open-failed", "lock-down", "mlock", "mmap",
+         "openvz-ub", "host-kernel"],
+)  # fmt: skip
+def test_part_n2_read_by_mechanism(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found is not None else None) == kind, found
+
+
+def test_the_number_after_an_identifiers_word_is_no_size() -> None:
+    found = parse_line("Out of memory in UB 221814591: OOM killed process 7439 (cc1plus)")
+    assert found is not None and "size_bytes" not in found.fields, found
+    sized = parse_line("Out of memory allocating 221814591")  # a bare number, no identifier
+    assert sized is not None and sized.fields.get("requested_bytes") == 221814591, sized
+
+
+def test_cpp_what_in_a_pasted_log_is_the_exceptions_message(tmp_path: Path) -> None:
+    text = (
+        "inkscape crashes with the following message:\n\n```\n"
+        "** (org.inkscape.Inkscape:77666): ERROR **: 16:12:36.757:\n"
+        "unhandled exception (type std::exception) in signal handler:\n"
+        "what: std::bad_alloc\n\n"
+        "fish: Job 1, 'inkscape' terminated by signal SIGTRAP (Trace or breakpoint trap)\n```\n"
+    )
+    result = _triaged(tmp_path / "issue.txt", text)
+    assert result.triage_class is TriageClass.HOST_ALLOC_FAILED, result.summary
+    told = "The docs list the fields of an exception:\n\nwhat: std::bad_alloc\n"  # no paste
+    assert _triaged(tmp_path / "told.txt", told).triage_class is not TriageClass.HOST_ALLOC_FAILED

@@ -677,17 +677,21 @@ def parse_line(line: str) -> LineSignal | None:
     if line[:1] in ("+", "-") and _DIFF_LINE.match(line):
         return None
     found = _first(line, line.lower())
-    if found is not None:
+    if found is not None and found.kind != "exception_line":
         return found
     # Read again with its identifiers spelled as words ("OOMKilled", "InsufficientMemoryException",
-    # "VK_ERROR_OUT_OF_DEVICE_MEMORY"), then by its fields (``status: DeadlineExceeded``).
+    # "VK_ERROR_OUT_OF_DEVICE_MEMORY"), then by its fields (``status: DeadlineExceeded``). An
+    # exception whose message is an identifier (Ryujinx's ``VulkanException: Unexpected API
+    # error "ErrorOutOfDeviceMemory"``) is read by what the identifier says.
     words = spelled(line)
     if words is None:
-        return None
-    found = _first(words, words.lower())
-    if found is not None and found.kind in _MEMORY_CAUSES and not names_memory(words):
-        return None  # a status spelled as words ("ResourceExhausted") that names no memory
-    return found or read_fields(words)
+        return found
+    respelled = _first(words, words.lower())
+    if respelled is not None and respelled.kind in _MEMORY_CAUSES and not names_memory(words):
+        respelled = None  # a status spelled as words ("ResourceExhausted") that names no memory
+    if found is not None:
+        return respelled if respelled is not None and respelled.kind in _MEMORY_CAUSES else found
+    return respelled or read_fields(words)
 
 
 def _first(line: str, low: str) -> LineSignal | None:

@@ -141,7 +141,11 @@ _SAID = re.compile(
     r"|" + _USAGE_REACHED + r"|gc overhead limit exceeded|\b(?:winerror|error)[ =]?1455\b"
     r"|(?:error\b.{0,200}?|exception \(0x[0-9a-f]{8}\): )the paging file is too small"
     r"|memlimit|low on memory|low memory|memory ?pressure|oom[- _]?kill|running low on memory"
-    r"|low on resource: memory|alloc\w* failed|failed to alloc\b|enough memory resources"
+    r"|low on resource: memory|failed to alloc\b|enough memory resources"
+    # an allocation call and what it asked for, then failed ("malloc failed", x264's "malloc of
+    # size 11453376 failed", "malloc(1024) failed", "calloc of 12 bytes failed")
+    r"|alloc\w*(?:\(\s*[\d, ]*\))?"
+    r"(?: (?:of|for) (?:size )?\d[\d,.]*\s?(?:[kmgt]i?b|bytes?)?)? failed"
     r"|outofdevicememory|(?:attempting|trying|tried) to (?:reserve|allocate) .{0,80}not possible"
     r"|alloc\w* <= (?:available|free)\w* failed"
     r"|\b(?:used|using|consumed|consuming|exhausted|exhausting|took|taking) (?:up )?all "
@@ -419,6 +423,8 @@ up, nothing killed it."""
 _LIMIT_KILL = re.compile(
     r"cgroup|memcg|container|\bpod\b|\bjob\b|\bstep\b|\btask\b|\bdyno\b|memory (?:usage )?limit"
     r"|memlimit|quota|request(?:ed)? memory|\blimit\b"
+    # OpenVZ's container, its user beancounter ("Out of memory in UB 101")
+    r"|\bin ub \d|beancounter"
 )
 _BUDGET = re.compile(
     r"\ballowed\b|max(?:imum)? allowed|\bbudget\b|\bfraction\b|memory_fraction|mem_limit"
@@ -543,6 +549,8 @@ def _numbers(line: str, low: str) -> dict[str, int]:
             continue  # a bare count that is not a size in bytes
         if unit == "b" and "." in number:
             continue  # a fraction of a byte is a count of something else ("a 0.5B model")
+        if unit == "b" and not match[1] and _ID_BEFORE.search(low, 0, match.start()):
+            continue  # an identifier's number ("UB 221814591", "pid 4242424", "job #2097152")
         size = _bytes(number, unit)
         if size is None:
             continue
@@ -557,6 +565,10 @@ def _numbers(line: str, low: str) -> dict[str, int]:
     return found
 
 
+_ID_BEFORE = re.compile(
+    r"(?:\b(?:pid|process|job|task|id|ub|ct|ve|ctid|veid|rank|thread|tid)\s*[#:=]?|#)\s*$"
+)
+"""What names a bare number as an identifier rather than a size."""
 _AFTER = re.compile(r"\)?\s*(allowed|free|total|reserved|in use|available|limit|requested)\b")
 """A size named by the word after it (``8.27 GiB allowed``, ``2.00 GiB free``)."""
 _AFTER_NAMES = {
@@ -643,7 +655,7 @@ def parse_oom_parts(
         _INTRO.search(low) or _hedged(low, said) or _PLACEHOLDER.search(low) or _described(low)
         or _TITLE_FIELD.match(low)  # a document's title or label as a field
         or _CHANGE_INTRO.search(low)  # a message being changed or proposed, described
-        or _DENIED.search(low) or _OTHER_ERROR.search(low, said.end())
+        or _DENIED.search(low) or _OTHER_ERROR.search(low, said.end()) or _LOCKING.search(low)
         or _AVOIDED.search(low[max(0, said.start() - 60) : said.start()])
         or _CONDITION.search(low[max(0, said.start() - 80) : said.start()])
         or _TREATED.search(low, 0, said.start()) or _NONE_COUNTED.search(low)
@@ -767,9 +779,10 @@ def _memory_named(lines: Any) -> str | None:
 _FENCE = re.compile(r"^[\s>]*(?:```|~~~)", re.MULTILINE)
 
 
-_FIELD = re.compile(r"^\s*[\w.\"'-]+\s*[:=]\s")
+_FIELD = re.compile(r"^\s*(?!what\b)[\w.\"'-]+\s*[:=]\s")
 """A key and its value (``reason: OutOfmemory`` in a pod's YAML): data, read by the structured
-parsers, not a message."""
+parsers, not a message. ``what:`` is not a key: it labels a C++ exception's message (its
+``what()``), as GLib prints an exception its signal handler caught (``what: std::bad_alloc``)."""
 
 
 def _in_fence(before: str) -> bool:
@@ -968,6 +981,14 @@ _ENDING = re.compile(
 """A kill, a limit crossed, an end: a supposition after it still hedges it (what supposes the
 cause of a kill supposes the kill's reading)."""
 
+_LOCKING = re.compile(
+    r"\b(?:cannot|can't|could not|couldn't|unable to|failed to) (?:m?lock|pin)(?: down)?\b"
+    r"(?! \w*(?:host|cuda|device|gpu))|\bmlock(?:all)?\b"
+)
+"""Memory refused to be locked in RAM (JACK's "Cannot lock down 107341338 byte memory area
+(Cannot allocate memory)", ``mlock``): the ENOMEM of a limit on locked memory
+(``RLIMIT_MEMLOCK``), which the program works on without, not memory running out. (Pinned
+host memory for a device, ``cudaHostAlloc``, is a refusal: not read here.)"""
 _DENIED = re.compile(
     r"(?:\b(?:not|never|no longer)|n't)\s+(?:\w+ )?(?:killed|oom[- ]?killed|evicted|terminated)\b"
     r"|\bwithout (?:\w+ )?(?:running into|hitting|getting|seeing|triggering|causing)\b"
