@@ -1329,3 +1329,31 @@ def test_cpp_what_in_a_pasted_log_is_the_exceptions_message(tmp_path: Path) -> N
     assert result.triage_class is TriageClass.HOST_ALLOC_FAILED, result.summary
     told = "The docs list the fields of an exception:\n\nwhat: std::bad_alloc\n"  # no paste
     assert _triaged(tmp_path / "told.txt", told).triage_class is not TriageClass.HOST_ALLOC_FAILED
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # probes written down with their answers before any run (canonical wordings)
+        ("I/lowmemorykiller(  123): Killing 'com.example.app' (12345), adj 900,\n"
+         "   to free 81920kB because cache 102400kB is below limit 110592kB for oom_score_adj 900",
+         TriageClass.GLOBAL_OOM),
+        ("Job has gone over cgroup memory limit of 2048 megabytes. Peak usage: 2100 megabytes. "
+         "Consider resubmitting with a higher request_memory.", TriageClass.CGROUP_OOM),
+        ('job 1234 exceeds job hard limit "h_vmem" of queue "all.q@node1" (4294967296.00000 > '
+         "limit:4294967296.00000) - sending SIGKILL", TriageClass.CGROUP_OOM),
+        # counter-cases: a wrapped line that is code, a time limit, a size without a limit
+        ("    kill_process(pid, reason='lowmemorykiller',", TriageClass.UNKNOWN),
+        ('job 1234 exceeds job hard limit "h_rt" of queue "all.q@node1" (3600.00000 > '
+         "limit:3600.00000) - sending SIGKILL", None),  # a run-time limit: no memory class
+        ("Peak usage: 2100 megabytes.", TriageClass.UNKNOWN),
+    ],
+    ids=["android-lmk-wrapped", "htcondor-megabytes", "grid-engine-h-vmem", "code-line",
+         "grid-engine-h-rt", "usage-alone"],
+)  # fmt: skip
+def test_probe_nine_by_mechanism(tmp_path: Path, text: str, expected: TriageClass | None) -> None:
+    result = _triaged(tmp_path / "x.log", text + "\n")
+    if expected is None:
+        assert "OOM" not in result.triage_class.value, result.summary
+    else:
+        assert result.triage_class is expected, result.summary

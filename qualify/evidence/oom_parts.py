@@ -150,6 +150,13 @@ _SAID = re.compile(
     r"|alloc\w* <= (?:available|free)\w* failed"
     r"|\b(?:used|using|consumed|consuming|exhausted|exhausting|took|taking) (?:up )?all "
     r"(?:the |of the )?(?:available |free |system |its )?(?:ram|memory)\b"
+    # a memory killer acting (Android's "lowmemorykiller: Killing 'com.example' (12345)")
+    r"|(?:lowmemorykiller|\blmkd\b|jetsam)\W.{0,80}\bkill"
+    # a request over a maximum, its size stated (MATLAB's "Requested 100000x100000 (74.5GB)
+    # array exceeds maximum array size preference")
+    r"|\brequest\w*\b[^.;]{0,40}\d[\d.,]*\s?[kmgt]i?b\b[^.;]{0,40}\bexceed\w* (?:the )?max"
+    # a hard limit of a memory resource crossed (Grid Engine's 'exceeds job hard limit "h_vmem"')
+    r"|\bexceed\w* (?:\w+ ){0,3}limit \W?(?:[hs]_)?(?:vmem|rss|mem)\b"
 )
 """Words that say memory ran out (on the lowered line). Windows' "The paging file is too small
 ..." counts when an error or a .NET exception with its HRESULT reports it on the line (what the
@@ -170,6 +177,17 @@ A line that ends open (``,``, ``(``) is code when it is a string literal's or ho
 (a wrapped message in YAML or prose holds one); an indented string literal alone on its line
 is a message's source (PyTorch's ``"CUDA out of memory. Tried to allocate more than 1EB
 memory."`` quoted from its allocator), not its output."""
+
+
+def _quoted_code(line: str) -> bool:
+    """Whether ``line`` is source code (:data:`_CODE`). A program's log line that ends open is
+    a wrapped line, not code (Android's kernel wraps "lowmemorykiller: Killing 'x' (123), adj
+    900," before "to free 81920kB")."""
+    if _CODE.search(line) is None:
+        return False
+    return not (line.rstrip().endswith(",") and _LOG_SHAPED.match(line))
+
+
 _TEST_PROGRESS = re.compile(
     r"\S+::\S+.*\b(?:PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR)\b|::\S+\s+\[\s*\d+%\]\s*$"
     r"|^(?:PASSED|SKIPPED|XFAIL|XPASS) \S+::"
@@ -207,6 +225,8 @@ _LOG_SHAPED = re.compile(
     r"|\d\d:\d\d:\d\d[.,]\d+\b"  # 12:00:00.123
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\b"  # syslog: May  1 12:00:00
     r"|[EFW]\d{4} \d\d:\d\d:\d\d"  # glog: E0501 12:00:00.123
+    r"|\d\d-\d\d \d\d:\d\d:\d\d\.\d+\b"  # Android's logcat: 12-05 16:30:00.123
+    r"|[VDIWEF]/[\w.$-]+\(\s*\d+\):"  # logcat's priority, tag and pid: I/lowmemorykiller(  123):
     r"|\[?(?:error|err|fatal|crit(?:ical)?|severe|panic|emerg(?:ency)?|alert|warn(?:ing)?|info"
     r"|notice|debug)\]?(?:\s*[\]:|-]))",
     re.IGNORECASE,
@@ -379,6 +399,7 @@ _ALLOCATING = re.compile(
     r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
     r"|memory (?:is )?exhausted|heap,? exhausted|java heap space|memory budget exceeded"
     r"|max(?:imum)?\.? memory (?:was |has been )?exceeded"
+    r"|\brequest\w*\b[^.;]{0,40}\d[\d.,]*\s?[kmgt]i?b\b[^.;]{0,40}\bexceed\w* (?:the )?max"
 )
 _ACCELERATOR = re.compile(
     r"\b(?:cuda\w*|\w*gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|metal|tpu\w*|hpu\w*|neuron\w*|vulkan"
@@ -478,7 +499,8 @@ _MESSAGE_1455 = re.compile(r"paging file|页面文件")
 """ERROR_COMMITMENT_LIMIT's message (English, Chinese) on the line that states the code."""
 _SIZE = re.compile(
     r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:[.,]\d+)?)\s*"
-    r"(bytes|byte|b|kib|kb|k|mib|mb|m|gib|gb|g|tib|tb)\b"
+    r"(bytes|byte|b|kib|kb|k|mib|mb|m|gib|gb|g|tib|tb"
+    r"|kilobytes?|megabytes?|gigabytes?|terabytes?)\b"
     r"|(?<![\w.,*#-])(\d{1,3}(?:,\d{3}){2,}|\d{4,})(?![\w%.]|\s*[\w%])"
 )
 """A size with its unit, or a bare count of bytes (``1,073,741,824`` with its thousands
@@ -491,6 +513,9 @@ _UNITS = {
     "m": 1 << 20, "mib": 1 << 20, "mb": 1000**2,
     "g": 1 << 30, "gib": 1 << 30, "gb": 1000**3,
     "tib": 1 << 40, "tb": 1000**4,
+    # spelled out (HTCondor's "memory limit of 2048 megabytes"), as their abbreviations
+    "kilobyte": 1000, "kilobytes": 1000, "megabyte": 1000**2, "megabytes": 1000**2,
+    "gigabyte": 1000**3, "gigabytes": 1000**3, "terabyte": 1000**4, "terabytes": 1000**4,
 }  # fmt: skip
 _LABELS = (
     ("requested_bytes", re.compile(r"(?:allocat\w*|request\w*|size|needs?|needed|trying|tried|"
@@ -621,7 +646,7 @@ def parse_oom_parts(
     if "-" in low and ("oom" in low or "outofmemory" in low):
         low = _OPTION.sub(lambda option: " " * len(option[0]), low)
     said = _SAID.search(low)
-    if said is None or _CODE.search(line) or _TEST_PROGRESS.search(line):
+    if said is None or _quoted_code(line) or _TEST_PROGRESS.search(line):
         return None
     said = _past_questions(low, said)
     if said is None:  # the cause asked about ("Not Enough GPU memory?") and nothing said after
