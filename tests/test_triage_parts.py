@@ -1357,3 +1357,18 @@ def test_probe_nine_by_mechanism(tmp_path: Path, text: str, expected: TriageClas
         assert "OOM" not in result.triage_class.value, result.summary
     else:
         assert result.triage_class is expected, result.summary
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("WARNING: Not enough memory to continue with full-resolution; switching to tiled mode",
+         "oom_handled"),
+        ("torch.OutOfMemoryError: CUDA out of memory when switching to fp32", "gpu_oom"),
+        ("RuntimeError: out of memory, switching to the next shard failed", "host_alloc_failed"),
+    ],
+    ids=["fallback", "oom-while-switching", "fallback-failed"],
+)  # fmt: skip
+def test_an_oom_met_by_switching_to_a_cheaper_way_is_handled(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert found is not None and found.kind == kind, found

@@ -365,9 +365,12 @@ _HANDLED = re.compile(
     r"|trying again|try again with|reducing (?:the )?batch|skipping tactic"
     r"|attempting to free|freeing up|cache flush|\bretract|\bpreempt"
     r"|\breturning (?:an? )?(?:null|none|nil|nullptr|empty)\b"
+    r"|[;,]\s*(?:switching|switched|reverting|degrading|dropping) (?:back )?to\b(?![^.;]*\bfail)"
 )
 """An OOM handled: retried, fallen back from, recovered, or answered with an empty result (Qt's
-"QImage: out of memory, returning null image": the caller gets nothing and goes on)."""
+"QImage: out of memory, returning null image": the caller gets nothing and goes on), or met by
+switching to a cheaper way in the next clause ("Not enough memory to continue with
+full-resolution; switching to tiled mode")."""
 _GAVE_UP = re.compile(r"\bretr(?:y|ies) (?:failed|exhausted)\b|\bafter \d+ (?:retries|attempts)\b")
 """A retry that failed in turn (MXNet's "cudaMalloc retry failed: out of memory"): the end, not a
 recovery."""
