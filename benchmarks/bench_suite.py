@@ -486,7 +486,10 @@ def instructions(args: argparse.Namespace, command: list[str], repo: Path, out: 
             rest = {k: v for k, v in counts.items() if k not in own and k not in e2e}
             if len(own) != 1 or len(e2e) != 1:
                 raise SystemExit(f"{name}: expected one qualify and one E2E process: {counts}")
-            return {"e2e": sum(e2e.values()), "own": sum(own.values()),
+            # qualify's own process again with the E2E at full speed: its monitor samples as
+            # often as without valgrind (the traced run's own count is stretched by it)
+            alone = _own_count(qualify, "counted", repo, out, args.mem, where / "alone", env)
+            return {"e2e": sum(e2e.values()), "own": sum(own.values()), "alone": alone,
                     "rest": sum(rest.values()), "helpers": len(rest)}  # fmt: skip
 
         return arm
@@ -525,6 +528,28 @@ def instructions(args: argparse.Namespace, command: list[str], repo: Path, out: 
         helpers = runs[name][0]["helpers"]
         print(f"    {helpers} helpers        {millions(name, 'rest')}  (git, the watchdog)")
     print("  (ratios and k a test: of the medians)")
+    _budget(installs, runs, base, floor, tests)
+
+
+def _budget(
+    installs: dict[str, Sequence[str]], runs: dict[str, list[dict[str, int]]], base: float,
+    floor: float, tests: int,
+) -> None:  # fmt: skip
+    """What the targets leave in instructions (1.03 x bare; 1.00 x ``--junitxml``) for all that
+    qualify adds, against what each qualify adds: its harness inside the E2E, its own process
+    (counted with the E2E not traced) and its helpers (git, the watchdog)."""
+    print(f"  the targets in instructions, everything each arm ran ({tests} tests):")
+    print(f"    1.03 x bare leaves {0.03 * base / 1e6:.1f} M for all qualify adds; 1.00 x "
+          f"--junitxml leaves {(floor - base) / 1e6:.1f} M")  # fmt: skip
+    for name in installs:
+        plugin, alone, rest = (
+            statistics.median(run[part] for run in runs[name]) for part in ("e2e", "alone", "rest")
+        )
+        plugin -= base
+        total = base + plugin + alone + rest
+        print(f"    {name}: {total / base:.4f} x bare, {total / floor:.4f} x --junitxml: the "
+              f"E2E's harness {plugin / 1e6:+.1f} M, qualify's own process {alone / 1e6:.1f} M "
+              f"(E2E not traced), helpers {rest / 1e6:.1f} M")  # fmt: skip
 
 
 def own_instructions(args: argparse.Namespace, repo: Path, out: Path) -> None:
@@ -545,22 +570,9 @@ def own_instructions(args: argparse.Namespace, repo: Path, out: Path) -> None:
     for index in range(args.count_rounds):
         names = list(installs)
         for name in names[index % len(names) :] + names[: index % len(names)]:
-            python = str(Path(installs[name][0]).with_name("python"))
             target = scratch / f"{index}-{len(counts[name])}-{name.replace(' ', '-')}"
-            completed = subprocess.run(
-                ["valgrind", "--tool=callgrind", "--trace-children=no",
-                 f"--callgrind-out-file={target}", python, "-m", "qualify", "run",
-                 "--family", args.own_family, "--repo", str(repo), "--mem", args.mem,
-                 "--out", str(out)],
-                cwd=out.parent, env=env, capture_output=True, text=True, check=False,
-            )  # fmt: skip
-            if completed.returncode != 0:
-                raise SystemExit(f"{name} under callgrind: exit {completed.returncode}:\n"
-                                 f"{completed.stderr[-2000:]}")  # fmt: skip
-            summary = [
-                line for line in target.read_text().splitlines() if line.startswith("summary:")
-            ]
-            counts[name].append(int(summary[0].split()[1]))
+            own = _own_count(installs[name], args.own_family, repo, out, args.mem, target, env)
+            counts[name].append(own)
         row = " | ".join(f"{name} {values[-1] / 1e6:.1f} M" for name, values in counts.items())
         print(f"  round {index + 1}: {row}", file=sys.stderr)
     print(f"qualify's own process, E2E {args.own_family!r} (callgrind, E2E not traced, "
@@ -572,6 +584,27 @@ def own_instructions(args: argparse.Namespace, repo: Path, out: Path) -> None:
         ours, theirs = counts["qualify"], counts[f"qualify at {args.baseline}"]
         ratio = statistics.median(ours) / statistics.median(theirs)
         print(f"  qualify / qualify at {args.baseline}: {ratio:.3f} (of the medians)")
+
+
+def _own_count(
+    qualify: Sequence[str], family: str, repo: Path, out: Path, mem: str, target: Path,
+    env: dict[str, str],
+) -> int:  # fmt: skip
+    """The instructions of qualify's own process in one ``qualify run`` of ``family``, under
+    callgrind with the E2E and every helper left out (``--trace-children=no``: they run at full
+    speed, so that qualify's monitor samples as often as it does without valgrind)."""
+    python = str(Path(qualify[0]).with_name("python"))
+    completed = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--trace-children=no",
+         f"--callgrind-out-file={target}", python, "-m", "qualify", "run", "--family", family,
+         "--repo", str(repo), "--mem", mem, "--out", str(out)],
+        cwd=out.parent, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if completed.returncode != 0:
+        raise SystemExit(f"{qualify[0]} under callgrind: exit {completed.returncode}:\n"
+                         f"{completed.stderr[-2000:]}")  # fmt: skip
+    summary = [line for line in target.read_text().splitlines() if line.startswith("summary:")]
+    return int(summary[0].split()[1])
 
 
 def _tests_in(junit: Path) -> int:

@@ -223,6 +223,38 @@ def _init(cls: type, fields: tuple[Field, ...], frozen: bool) -> Any:
     return init
 
 
+def _check_order(fields: tuple[Field, ...]) -> None:
+    """Refused as dataclasses refuses it, when the class is made: a positional parameter
+    without a default after one with a default."""
+    seen_default = False
+    for one in fields:
+        if not one.init or one.kw_only:
+            continue
+        has_default = one.default is not MISSING or one.default_factory is not MISSING
+        if seen_default and not has_default:
+            raise TypeError(f"non-default argument {one.name!r} follows default argument")
+        seen_default = seen_default or has_default
+
+
+class _LazyInit:
+    """A record's ``__init__`` until it is first looked up (the class called, or its
+    ``__init__`` read): then written (``_init``) and set on the class in its place. A run
+    defines about a hundred record classes and makes instances of fewer than half of them;
+    the others never pay for compiling theirs."""
+
+    __slots__ = ("cls", "fields", "frozen")
+
+    def __init__(self, cls: type, fields: tuple[Field, ...], frozen: bool) -> None:
+        self.cls, self.fields, self.frozen = cls, fields, frozen
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        init = self.cls.__dict__["__init__"]
+        if init is self:  # (a lookup from another thread may have written it first)
+            init = _init(self.cls, self.fields, self.frozen)
+            type.__setattr__(self.cls, "__init__", init)
+        return init if instance is None else init.__get__(instance, owner)
+
+
 def _eq(self: Any, other: object) -> Any:
     if other.__class__ is not self.__class__:
         return NotImplemented
@@ -357,7 +389,8 @@ def _make(cls: type[T], kw_only: bool, frozen: bool) -> type[T]:
     setattr(made, _FIELDS, fields)
     setattr(made, _FROZEN, frozen)
     if "__init__" not in own:
-        made.__init__ = _init(cls, fields, frozen)
+        _check_order(fields)
+        made.__init__ = _LazyInit(cls, fields, frozen)
     if frozen:
         made.__setattr__ = _frozen_setattr
         made.__delattr__ = _frozen_delattr

@@ -208,6 +208,32 @@ def test_a_default_before_a_required_field_is_refused_as_the_stdlib_refuses() ->
                 b: int
 
 
+def test_init_is_written_when_first_looked_up_and_inherited() -> None:
+    """A record's ``__init__`` is compiled at its first lookup, not when the class is made
+    (most of a run's record classes never make an instance); a subclass that is no record
+    calls its base's, and a record made from another record has one of its own."""
+
+    @frozen_record
+    class Base:
+        a: int
+        b: list[int] = records.field(default_factory=list)
+
+    class Plain(Base):
+        pass
+
+    @frozen_record
+    class Child(Base):
+        c: int = 3
+
+    assert not callable(Base.__dict__["__init__"])  # not written yet
+    made = Plain(1)  # through the subclass: the base's is written, on the base
+    assert callable(Base.__dict__["__init__"]) and "__init__" not in Plain.__dict__
+    assert (made.a, made.b, type(made)) == (1, [], Plain)
+    assert Base(2) == Base(2, []) and Base(2).b is not Base(2).b
+    assert Child(1, [2], 4) == Child(a=1, b=[2], c=4) and Child(1).c == 3
+    assert Base.__init__.__qualname__ == f"{Base.__qualname__}.__init__"
+
+
 def test_a_mutable_record_is_the_stdlibs_dataclass() -> None:
     ours, stdlib = SHAPES["mutable"][0]["Child"], SHAPES["mutable"][1]["Child"]
     mine, theirs = ours(1, [2]), stdlib(1, [2])
