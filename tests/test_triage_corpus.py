@@ -514,6 +514,27 @@ KNOWN_MISSES = {
         "an mmap() ENOMEM the videos played on after ('but the videos continue to play'), a "
         "segfault later: the person's account of going on is not read"
     ),
+    "host-foundationdb-trace-event-type-outofmemory-storage-process-memory-12gib-apple-"
+    "foundationdb-7637.txt": (
+        "FoundationDB's OOM told only in the person's sentences ('status details shows OOM happend "
+        "on storage process:'); the trace event the label relies on is not in the file"
+    ),
+    "neg-weaviate-prose-out-of-memory-guardrail-shards-read-only-gc-gomemlimit-weaviate-weaviate-"
+    "2772.txt": (
+        "the class is right (UNKNOWN); the prose lines that name memory are cited, not the "
+        "'out-of-memory guardrail worked' line (reading that hyphenated word cost a build row)"
+    ),
+    "neg-azure-functions-eventsource-outofmemoryexception-logged-functions-still-run-azure-"
+    "azure-functions-dotnet-worker-734.txt": (
+        "an OutOfMemoryException caught and logged by Application Insights' event source ('AI "
+        "(Internal): ... Exception in Command Processing'), the functions running on: read as a "
+        "refusal"
+    ),
+    "neg-lighthouse-plots-memory-usage-logged-then-segmentation-fault-core-dumped-googlechrome-"
+    "lighthouse-1996.txt": (
+        "the class is right (UNKNOWN); the listed 'Out of memory error' is cited, not zsh's "
+        "lower-case 'segmentation fault (core dumped)' job line (reading it cost a build row)"
+    ),
 }
 """Rows of the build half the rules get wrong, each with why. They stay listed: a miss put right
 fails the test as a new miss does, so the list only shrinks by a change that fixes it."""

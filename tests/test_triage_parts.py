@@ -1372,3 +1372,255 @@ def test_probe_nine_by_mechanism(tmp_path: Path, text: str, expected: TriageClas
 def test_an_oom_met_by_switching_to_a_cheaper_way_is_handled(line: str, kind: str) -> None:
     found = parse_line(line)
     assert found is not None and found.kind == kind, found
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Cloudflare Workers' JSON log: the message field is the record, not a string literal
+        ('```log\n{\n  "message": "Worker exceeded memory limit.",\n  "outcome": "exceededMemory",'
+         "\n}\n```", TriageClass.CGROUP_OOM),
+        ('{\n  "error": "Worker exceeded memory limit.",\n  "statusCode": 503\n}',
+         TriageClass.CGROUP_OOM),
+        # counter-cases: a string literal in code, a field that is no sentence
+        ('    raise_limit("Worker exceeded memory limit.",', TriageClass.UNKNOWN),
+        ('  "name": "worker exceeded memory limit",', TriageClass.UNKNOWN),
+    ],
+    ids=["workers-message", "workers-error", "code-argument", "lowercase-name-field"],
+)  # fmt: skip
+def test_a_structured_logs_message_field_is_a_record(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    result = _triaged(tmp_path / "x.log", text + "\n")
+    assert result.triage_class is expected, result.summary
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # OceanBase's observer.log: the object between the verb and its failure
+        ("[2021-06-07 19:38:53.589284] ERROR [LIB] ob_malloc (ob_malloc.h:38) [79518][226] [lt=5]"
+         " allocate memory fail(attr=tenant_id=1, label=MysqlRequesReco, ctx_id=0, prio=0, "
+         "nbyte=2088960)", "host_alloc_failed"),
+        ("E0101 12:00:00.000 pool.cc:88] alloc buffer failed, size=4096", "host_alloc_failed"),
+        # counter-cases: freeing memory failed, an allocation said to have worked
+        ("[2021-06-07 19:38:53] ERROR free memory failed(addr=0x7f00)", None),
+        ("[2021-06-07 19:38:53] INFO allocate memory ok(nbyte=2088960)", None),
+    ],
+    ids=["oceanbase-ob-malloc", "alloc-buffer", "free-failed", "allocated-ok"],
+)  # fmt: skip
+def test_an_allocation_verb_and_its_object_then_fail(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found is not None else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Databend's alloc-error hook: its own tracker refused, and it panicked with a backtrace
+        ("memory usage 15.0 GB(15041424373) exceeds limit 15.0 GB(15032385536) backtrace= "
+         "panic.file=src/common/base/src/runtime/memory/alloc_error_hook.rs panic.line=24",
+         "host_alloc_failed"),
+        ("thread 'main' panicked at 'memory usage 2.1 GiB exceeds limit 2.0 GiB'",
+         "host_alloc_failed"),
+        # counter-cases: the same crossing with no panic is a limit's kill; the kernel's panic
+        ("memory usage 15.0 GB(15041424373) exceeds limit 15.0 GB(15032385536)", "limit_oom_kill"),
+        ("Kernel panic - not syncing: memory usage 2.1 GiB exceeds limit 2.0 GiB",
+         "limit_oom_kill"),
+    ],
+    ids=["databend-hook", "rust-panicked", "no-panic", "kernel-panic"],
+)  # fmt: skip
+def test_a_limit_crossed_in_the_programs_own_panic_is_its_refusal(line: str, kind: str) -> None:
+    found = parse_oom_parts(line)
+    assert found is not None and found.kind == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # rspack's issue title: the author's guess at what ended the step
+        ("[Issue] rspack appears to run out of memory and fail silenty on local and CI bundle "
+         "step (large bundle size of almost 100 MB)", "memory_noted"),
+        ("The worker seems to have run out of memory after 20 minutes", "memory_noted"),
+        # counter-cases: a program's report in which "appears" is no hedge of the statement
+        ("fatal error: runtime: out of memory", "host_alloc_failed"),
+        ("ERROR: out of memory allocating 4096 bytes (the warning appears twice)",
+         "host_alloc_failed"),
+    ],
+    ids=["rspack-title", "seems-to-have", "go-runtime", "appears-elsewhere"],
+)  # fmt: skip
+def test_an_oom_that_appears_or_seems_to_happen_is_a_guess(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert found is not None and found.kind == kind, found
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Supabase's edge runtime: a time limit named by its length, the worker ended for it
+        ("`DEBUG max duration reached for the worker. terminating the worker. (duration 1m0s)`",
+         TriageClass.TIMEOUT),
+        ("Function invocation exceeded the maximum duration of 300s", TriageClass.TIMEOUT),
+        # counter-cases: the setting asked about or set, a duration that is only a figure
+        ("How do I configure the max duration of a worker?", TriageClass.UNKNOWN),
+        ("max duration: 60s", TriageClass.UNKNOWN),
+    ],
+    ids=["supabase-edge-runtime", "maximum-duration-exceeded", "question", "setting"],
+)  # fmt: skip
+def test_a_time_limit_named_by_its_length_is_found(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    result = _triaged(tmp_path / "x.log", text + "\n")
+    assert result.triage_class is expected, result.summary
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Erlang's max_heap_size report with its kill switch off: it only logged
+        ("2021-09-05T12:16:26.175959+00:00 [error] Process:          <0.2120.0> on node "
+         "'e2eemqx@e2eemqx-0', Context:          maximum heap size reached, Max Heap Size:    "
+         "8388608, Total Heap Size:  35478866, Kill:             false, Error Logger:     true",
+         "memory_noted"),
+        # counter-cases: the same report with the kill on; a kill named in words, not a field
+        ("2021-09-05T12:16:26.175959+00:00 [error] Context: maximum heap size reached, Max Heap "
+         "Size: 8388608, Total Heap Size: 35478866, Kill: true, Error Logger: true",
+         "host_alloc_failed"),
+        ("2021-09-05T12:16:26 [error] maximum heap size reached, no kill switch, aborting",
+         "host_alloc_failed"),
+    ],
+    ids=["erlang-kill-false", "erlang-kill-true", "kill-in-words"],
+)  # fmt: skip
+def test_a_limit_report_whose_kill_field_is_false_killed_nothing(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert found is not None and found.kind == kind, found
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # react-scripts' message (CodeBuild's log): memory supposed, the SIGKILL shared by both
+        ("The build failed because the process exited too early. This probably means the system "
+         "ran out of memory or someone called `kill -9` on the process.",
+         TriageClass.EXTERNAL_KILL),
+        ("Worker exited: probably out of memory or SIGKILL from the supervisor",
+         TriageClass.EXTERNAL_KILL),
+        # counter-cases: memory supposed with no kill as the other cause; memory stated, then a
+        # kill named in another sentence
+        ("This probably means the system ran out of memory or disk space.", TriageClass.UNKNOWN),
+        ("kernel: Out of memory: Killed process 1234 (node), not by kill -9 or SIGKILL",
+         TriageClass.GLOBAL_OOM),
+    ],
+    ids=["react-scripts", "sigkill-alternative", "no-kill-alternative", "stated-then-kill"],
+)  # fmt: skip
+def test_memory_or_a_sigkill_supposed_is_a_kill(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    result = _triaged(tmp_path / "x.log", text + "\n")
+    assert result.triage_class is expected, result.summary
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # TestCafe's report: the assertion's error as the first item of its failure list
+        (" 1) AssertionError: expected false to be truthy\n\n      Browser: Chrome 97.0.4692.99 /"
+         " Windows 10\n", TriageClass.TEST_FAILURE),
+        ("  2) AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:\n",
+         TriageClass.TEST_FAILURE),
+        # counter-cases: a program's own uncaught assertion, an item that names the error in prose
+        ("Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n"
+         "AssertionError: expected false to be truthy\n", TriageClass.UNKNOWN),
+        ("1) AssertionError is what the checker raises\n", TriageClass.UNKNOWN),
+    ],
+    ids=["testcafe", "mocha-node-assert", "program-assertion", "prose-item"],
+)  # fmt: skip
+def test_an_assertion_in_a_numbered_failure_list_is_a_failed_test(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    assert _triaged(tmp_path / "x.log", text).triage_class is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # AWS Amplify Hosting's build status: the container is the subject that ran out
+        ("### Describe the bug\n\nBuild container ran out of memory\n", TriageClass.CGROUP_OOM),
+        ("ERROR: container ran out of memory during npm run build\n", TriageClass.CGROUP_OOM),
+        # counter-cases: a person's container, an expectation about one, the system's memory
+        ("My container ran out of memory yesterday\n", TriageClass.UNKNOWN),
+        ("Build successful as the log says or display why container ran out of memory.\n",
+         TriageClass.UNKNOWN),
+        ("System is out of memory\n", TriageClass.GLOBAL_OOM),
+    ],
+    ids=["amplify-build-container", "container-error", "person", "expectation", "system"],
+)  # fmt: skip
+def test_a_container_that_ran_out_of_memory_hit_its_limit(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    result = _triaged(tmp_path / "x.log", text)
+    assert result.triage_class is expected, result.summary
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Turborepo's issue: a build tool's task is a process, no limit bounds it
+        ("Specifically, this happens when (a) some tasks do succeed and exit with status `0`, but "
+         "(b) a task is killed by a signal. We are encountering this when a task is OOM-killed.",
+         TriageClass.GLOBAL_OOM),
+        # counter-cases: a task whose limit or container is named, a job
+        ("Task stopped: OutOfMemoryError: Container killed due to memory usage",
+         TriageClass.CGROUP_OOM),
+        ("task 3 OOM-killed: exceeded its memory limit of 512 MiB", TriageClass.CGROUP_OOM),
+        ("slurmstepd: error: job 123 was OOM-killed", TriageClass.CGROUP_OOM),
+    ],
+    ids=["turborepo-task", "ecs-container", "task-limit", "slurm-job"],
+)  # fmt: skip
+def test_a_task_alone_bounds_no_oom_kill_to_a_limit(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    result = _triaged(tmp_path / "x.log", text + "\n")
+    assert result.triage_class is expected, result.summary
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Lighthouse's issue: the kinds of problem listed, each to be described after
+        ("I've come across two types of issues in doing a large run with plots:\n\n"
+         "1) Out of memory error\n2) Segfault\n\nExample of OOM:\n\n```\nTODO\n```\n",
+         TriageClass.UNKNOWN),
+        ("Known problems:\n- out of memory errors\n- slow start\n", TriageClass.UNKNOWN),
+        # counter-cases: an item that says where or how much, a report alone on its line
+        ("1) Out of memory error while allocating 4096 bytes\n", TriageClass.HOST_ALLOC_FAILED),
+        ("Out of memory error\n", TriageClass.HOST_ALLOC_FAILED),
+    ],
+    ids=["lighthouse-kinds", "bullets", "item-with-detail", "bare-report"],
+)  # fmt: skip
+def test_a_list_item_that_names_a_kind_of_problem_reports_nothing(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    result = _triaged(tmp_path / "x.log", text)
+    assert result.triage_class is expected, result.summary
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Typesense's issue: the error is the object of the person's clause, mid-sentence
+        ("Initially, we do have 8GB RAM and 4 vcpus. All the memories was occupied by the "
+         "typesense and we got the out of memory error from the server.", "memory_noted"),
+        ("After an hour the server slowed down and then they hit an out of memory error.",
+         "memory_noted"),
+        # counter-cases: the code they got, the error only memory raises named, a program's line
+        ("When running on long tracks, we are getting OOM exit code 137 in the kubernetes.",
+         "oom_kill"),
+        ("Sometimes, we got a std::bad_alloc error and core dump.", "host_alloc_failed"),
+        ("ERROR: the server got an out of memory error", "host_alloc_failed"),
+    ],
+    ids=["typesense", "they-hit", "exit-code", "bad-alloc-named", "program"],
+)  # fmt: skip
+def test_an_oom_as_the_object_of_a_persons_clause_is_their_account(line: str, kind: str) -> None:
+    found = parse_oom_parts(line)
+    assert found is not None and found.kind == kind, found

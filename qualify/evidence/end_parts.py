@@ -176,7 +176,7 @@ def _networked(low: str, match: re.Match[str]) -> bool:
 
 _WORDS = re.compile(
     r"kill|term|sig|137|143|-9|-15|time|deadline|output|longer|inactiv|stall|after|fail|evict"
-    r"|assertion|expected equality|\[e|not ok"
+    r"|assertion|expected equality|\[e|not ok|duration"
 )
 _TIMED_AFTER = re.compile(
     r"\btimed out after (?:\w+ )?[\d.]+ ?(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?"

@@ -611,8 +611,11 @@ _OTHER_RUNNER_FAILED = re.compile(
     r"|^(?:\S+Z )?(?:FAIL|ERROR)(?: \[[\d.]+m?s\])?: (\w+ \([\w.]+\))"  # unittest
     r"|^test (\S+) \.\.\. FAILED\b"  # cargo test
     r"|\bTest +#\d+: (\S+) \.+\*+Failed\b"  # CTest
+    r"|^\s*(\d+\) (?:[\w.]+\.)?Assertion(?:Failed)?Error)(?: \[\w+\])?: "  # mocha, TestCafe
 )
-"""Other test runners' line for one failed test."""
+"""Other test runners' line for one failed test; an assertion's error as an item of a numbered
+failure list (TestCafe's and mocha's reporters: " 1) AssertionError: expected false to be
+truthy"), which a program's own uncaught assertion never is."""
 
 
 def _by_memory(message: str, nodeid: str | None) -> LineSignal | None:

@@ -49,7 +49,8 @@ _REFUSED = (
     r"|not_enough_(?:[a-z]+_)?mem(?:ory)?)\b"
     r"|\bos error 12\b|\berror\(12\)|cache resources exhausted"
     r"|\boom\b.{0,40}\b(?:not allowed|refused|rejected|denied)\b"
-    r"|\bfail\w*\W+(?:\w+\W+){0,2}to allocate\b|\b\w*alloc\w*(?:\(\))? fail(?:ed|s)?\b"
+    r"|\bfail\w*\W+(?:\w+\W+){0,2}to allocate\b"
+    r"|\b\w*alloc\w*(?:\(\))?(?: (?:memory|mem|buffer))? fail(?:ed|s)?\b"
     r"|\bmemory pool\b[^.]{0,40}\b(?:exhausted|depleted|full|in use)\b"
     r"|\b(?:killed|terminated|stopped|evicted)\b.{0,20}\b(?:due to|because of|for)\b.{0,20}"
     r"\bmemory\b|^\W*vm: killing process\b"
@@ -68,7 +69,8 @@ error code whose parts say so: Suricata's ``SC_ERR_MEM_ALLOC``, Windows'
 ``ERROR_NOT_ENOUGH_MEMORY``) and work
 refused for an OOM (Redis' "OOM command not allowed when used memory > 'maxmemory'"), an
 allocation that failed in other words (kraken2's "Failed attempt to allocate", MECAT2's "calloc
-fail"), a memory pool used up (Godot's "All memory pool allocations are in use"), and a process
+fail", OceanBase's object between, "allocate memory fail(attr=..., nbyte=2088960)"), a
+memory pool used up (Godot's "All memory pool allocations are in use"), and a process
 ended because of memory (Xcode's "Terminated due to memory issue"), ENOMEM as Rust words it ("os
 error 12", "Error(12)"), ImageMagick's resource limit ("cache resources exhausted"), Linux
 2.4's OOM killer ("VM: killing process"), a failure whose reason is "no memory" (Kong's "could
@@ -185,7 +187,18 @@ def _quoted_code(line: str) -> bool:
     900," before "to free 81920kB")."""
     if _CODE.search(line) is None:
         return False
+    if _MESSAGE_FIELD.match(line):
+        return False
     return not (line.rstrip().endswith(",") and _LOG_SHAPED.match(line))
+
+
+_MESSAGE_FIELD = re.compile(
+    r"^\s*\"(?:message|msg|error|err|reason|detail|description|exception)\"\s*:\s*"
+    r"\"[A-Z][^\"]*[a-z][.!]?\",?\s*$"
+)
+"""A structured log's message field, a sentence as its value (Cloudflare Workers' JSON log
+``"message": "Worker exceeded memory limit.",``): the record a program wrote, not a string
+literal in source code, though it ends open as code does."""
 
 
 _TEST_PROGRESS = re.compile(
@@ -207,19 +220,28 @@ _BARE = re.compile(
     r"^\W*(?:[\w.]+(?:::|\.))?(?:bad_alloc|bad allocation|\w*memoryerror|outofmemory\w*)\W*$"
     r"|^\W*(?:java heap space|metaspace|gc overhead limit exceeded)\W*$"
     r"|^\W*(?:[\w.-]+: )?(?:fatal|error)?\W*(?:(?:the )?(?:system|device|gpu|host|machine|process"
-    r"|program|application|server|node|worker)\b[^.]{0,30}\b(?:is|ran|has run) )?"
+    r"|program|application|server|node|worker|(?:[\w-]+ )?container)\b[^.]{0,30}"
+    r"\b(?:is|ran|has run) )?"
     r"(?:out of|not enough|insufficient) (?:[\w-]+ ){0,4}memory"
     r"(?:\W*$| (?:in|at|while|during|on|allocating)\b|\. [a-z]\w|, [a-z])"
 )
 """A line that is the statement alone ("Out of memory!", Perl's), a system said to be out of it
 (Blender's "System is out of GPU and shared host memory"), the statement and where (Blender's
-"Out of memory in cuStreamCreate(...)"), an exception's name alone on its line (LightGBM's
+"Out of memory in cuStreamCreate(...)"), a container said to be out of it (AWS Amplify's "Build
+container ran out of memory"), an exception's name alone on its line (LightGBM's
 "Met Exceptions:" then ``std::bad_alloc``), or the statement as a sentence of its own before the
 next (MATLAB's "Out of memory. Type HELP MEMORY for your options.", ComfyUI's "Not enough GPU
 memory. Try reducing image resolution ..."), or before its advice (MySQL's "Out of sort memory,
 consider increasing server sort buffer size"), a program's name before it (Lua's "lua: not enough
 memory"): a program's message, not a person's sentence
 (which starts with its speaker, "I ran out of memory")."""
+_CONTAINER_RAN_OUT = re.compile(
+    r"^\W*(?:[\w.-]+: )?(?:[\w.-]+ ){0,2}(?:container|pod)\b[^.]{0,30}"
+    r"\b(?:ran|has run|is|was) out of memory\b"
+)
+"""A container said, as the subject of the line, to have run out of memory (AWS Amplify's build
+status "Build container ran out of memory"): its memory is the container's limit, which the
+platform enforces by ending it, as a limit's kill."""
 _LOG_SHAPED = re.compile(
     r"^\W{0,3}(?:\d{4}[-/.]\d\d[-/.]\d\d[t ]\d\d:\d\d"  # 2023-05-01 12:00:00, ISO 8601
     r"|\d\d:\d\d:\d\d[.,]\d+\b"  # 12:00:00.123
@@ -261,6 +283,8 @@ _HEDGE = re.compile(
     r"|(?:may|might|could|can) (?:\w+ )?(?:indicate|mean|suggest|point to|be due to|be caused by"
     r"|be related to)|(?:likely|probably|possibly) (?:to be )?(?:due to|caused by))\b"
     r"|^\W*(?:if|in case)\b|\b(?:perhaps|maybe|probably|whether)\b|\btells you\b"
+    r"|\b(?:appears?|appeared|seems?|seemed) (?:\w+ )?to (?:be |have )?"
+    r"(?:run|ran|running|hit|go|gone)\b"
     r"|\bmeans(?: that)?\b"
     r"|\b(?:it is|it's|it may be) possible\b|\b(?:indicates|signals?) that\b"
     r"|\bpotential(?:ly)? (?:an? )?(?:oom|out[ -]of[ -]memory|kill\w*|terminat\w*)\b"
@@ -273,8 +297,9 @@ dataloader's workers are out of shared memory", "I've seen 137 referenced as a p
 termination"), a generic explanation ("exit code 137 typically means", "Error 53200 is ...
 signal that the ... budget has run out"), advice, a condition ("If you encounter CUDA out of
 memory, try ..."), a consequence foretold (petastorm's "This will lead to OOM exception while
-loading big datasets"), a question put ("detect whether a OOM happened") or a purpose ("This will
-help us to track OOM kills"): a mention, not a report."""
+loading big datasets"), an appearance (rspack's issue title "rspack appears to run out of
+memory and fail silently": the author's guess), a question put ("detect whether a OOM
+happened") or a purpose ("This will help us to track OOM kills"): a mention, not a report."""
 _INTRO = re.compile(
     r"^\W*(?:this is|here is|here's|below is|the following|i (?:get|got|see|saw|am getting"
     r"|keep getting|have|had)|we (?:get|got|see|saw))\b"
@@ -318,6 +343,31 @@ def _hedged(low: str, said: re.Match[str]) -> bool:
     )
 
 
+_KILL_ALTERNATIVE = re.compile(
+    r"[^.;]{0,40}?\bor\b[^.;]{0,60}?(?:\bkill\s+-(?:9|kill)\b|\bsigkill\b|\bsignal 9\b)"
+)
+"""A SIGKILL offered in the same sentence as the other cause of an end whose first cause is
+memory supposed (react-scripts' "The build failed because the process exited too early. This
+probably means the system ran out of memory or someone called `kill -9` on the process."): the
+process died of SIGKILL, which both causes share; that memory ran out is only supposed."""
+
+
+def _kill_supposed(low: str, said: re.Match[str]) -> LineSignal | None:
+    """A death by SIGKILL where memory is supposed as its cause and a kill as the other
+    (:data:`_KILL_ALTERNATIVE`): the kill is what both causes say."""
+    if _KILL_ALTERNATIVE.match(low, said.end()) and _hedged(low, said):
+        return LineSignal("terminated_externally", {"parts": True, "memory_supposed": True})
+    return None
+
+
+_KIND_ITEM = re.compile(
+    r"^\s*(?:\d{1,2}[.)]|[-*\u2022])\s+(?:an? |the )?(?:[\w-]+ ){1,4}"
+    r"(?:errors?|issues?|problems?|crash(?:es)?|failures?)\s*$"
+)
+"""An item of a list that names a kind of problem and says nothing of it (Lighthouse's issue: "I've
+come across two types of issues ...:", then "1) Out of memory error", "2) Segfault"): a heading
+of what the author will describe, not a program's report, which says where or how much."""
+
 _SENTENCE_OR_CLAUSE = re.compile(r"[;.!?](?:\s|$)")
 
 
@@ -351,6 +401,30 @@ _GOT_NAMED = re.compile(
 """A person saying they got an error that only memory running out raises, by its name (DIAMOND's
 "I get a crash with a bad_alloc error -6 and core dump."): their report of it, where nothing
 else shows it."""
+
+
+_GOT_THE = re.compile(
+    r"\b(?:i|we|they) (?:get|got|hit|saw|see|are getting|keep getting|ran into|run into"
+    r"|receive[ds]?) (?:an? |the |this |that )?$"
+)
+"""A person's clause that ends where the words that say memory ran out begin (Typesense's issue:
+"All the memories was occupied by the typesense and we got the out of memory error from the
+server.")."""
+
+
+def _narrated(low: str, said: re.Match[str]) -> bool:
+    """Whether the words that say memory ran out are the object of a person's clause, in the
+    middle of their sentence as at its start (:data:`_GOT_THE`): their account, unless they
+    name an error only memory running out raises (:data:`_GOT_NAMED`) or give its code or a
+    figure ("we are getting OOM exit code 137 in the kubernetes"): what they saw, quoted."""
+    return (
+        _GOT_THE.search(low, max(0, said.start() - 40), said.start()) is not None
+        and not _GOT_NAMED.search(low)
+        and not _DIGIT.search(low, said.start())
+    )
+
+
+_DIGIT = re.compile(r"\d")
 
 
 _OOM_AGENT = (
@@ -445,11 +519,14 @@ _OWN_OOM = re.compile(r"\breason\W{1,3}(?:oom|out[ _-]of[ _-]memory)\b|\bprocess
 terminated unexpectedly (reason 'oom', ...)", "Renderer process oom"): its own allocator gave
 up, nothing killed it."""
 _LIMIT_KILL = re.compile(
-    r"cgroup|memcg|container|\bpod\b|\bjob\b|\bstep\b|\btask\b|\bdyno\b|memory (?:usage )?limit"
+    r"cgroup|memcg|container|\bpod\b|\bjob\b|\bstep\b|\bdyno\b|memory (?:usage )?limit"
     r"|memlimit|quota|request(?:ed)? memory|\blimit\b"
     # OpenVZ's container, its user beancounter ("Out of memory in UB 101")
     r"|\bin ub \d|beancounter"
 )
+"""What bounds a kill for memory to a limit: a cgroup, a container, a pod, a scheduler's job or
+step, a limit or quota named. Not a task: any tool's unit of work is one (Turborepo's "a task
+is OOM-killed", a Gradle or Celery task), and a scheduler's task that has a limit names it."""
 _BUDGET = re.compile(
     r"\ballowed\b|max(?:imum)? allowed|\bbudget\b|\bfraction\b|memory_fraction|mem_limit"
     r"|memory limit|limit of|\bquota\b|per[- ]process|utilization"
@@ -687,8 +764,9 @@ def parse_oom_parts(
         or _AVOIDED.search(low[max(0, said.start() - 60) : said.start()])
         or _CONDITION.search(low[max(0, said.start() - 80) : said.start()])
         or _TREATED.search(low, 0, said.start()) or _NONE_COUNTED.search(low)
+        or _KIND_ITEM.match(low) or _narrated(low, said)
     ):  # fmt: skip
-        return LineSignal("memory_noted", fields)
+        return _kill_supposed(low, said) or LineSignal("memory_noted", fields)
     message = _quoted_reading(line, said, fields) or _reason_reading(line, low, said)
     if message is not None:
         return message
@@ -714,7 +792,8 @@ def parse_oom_parts(
             # kernel report cut before its scope is.
             return LineSignal("node_oom_kill", {**fields, "ecosystem": "the kernel's OOM killer"})
         return LineSignal("oom_kill", fields)
-    ended = _ENDED.search(low) is not None
+    # (a container out of memory is ended by its platform: Amplify's "Build container ran out")
+    ended = _ENDED.search(low) is not None or _CONTAINER_RAN_OUT.search(low) is not None
     if (ended or "crashed" in low) and not accelerator and _NODE.search(low):
         # A process or session ended after using all the machine's memory (Colab's "Your
         # session crashed after using all available RAM"): the node's memory.
@@ -732,7 +811,10 @@ def parse_oom_parts(
         and not _DEVICE_WORD.search(low)
         and not _WOULD.search(low)
     ):  # a limit crossed, in words or in numbers ("used: 2613Mb; limit: 2560Mb")
-        if _WORK_REFUSED.search(low) or _RAISED.search(line) or _OWN_ERROR.match(line):
+        if (
+            _WORK_REFUSED.search(low) or _RAISED.search(line) or _OWN_ERROR.match(line)
+            or _PANICKED.search(low)
+        ):  # fmt: skip
             return LineSignal("host_alloc_failed", {**fields, "memory_named": True})
         return LineSignal("limit_oom_kill", fields)  # a memory limit is enforced by a kill
     if _QUOTA_CROSSED.search(low) and not _DEVICE_WORD.search(low):
@@ -886,10 +968,12 @@ out of memory"), an explanation, a test that expects it (``pytest.raises(MemoryE
 would fail with 'Cannot allocate memory'"): the error is the subject, not an event."""
 _NONE_COUNTED = re.compile(
     r"\b(?:oom[ _-]?kill(?:ed|s)?|oomkilled|oom_kill|under_oom)[\"']?\s*[:=]?\s*[\"']?(?:false|0)\b"
-    r"(?![.\d])"
+    r"(?![.\d])|\bkill(?:ed)?[\"']?\s*[:=]\s*[\"']?(?:false|no)\b"
 )
 """An OOM state counted none or false (docker's ``"OOMKilled": false``, cgroup v2's
-``oom_kill 0``): a field of a healthy state, no event."""
+``oom_kill 0``): a field of a healthy state, no event; or a limit's report whose own field says
+it killed nothing (Erlang's max_heap_size report: "maximum heap size reached, Max Heap Size:
+8388608, Total Heap Size: 35478866, Kill: false, Error Logger: true": it only logged)."""
 _BLANK_OR_TICKS = re.compile(r"^[\s`~>+]*$")
 
 
@@ -1063,6 +1147,12 @@ _OWN_ERROR = re.compile(
 sanitizer runtime's ``==PID== ERROR:`` (libFuzzer's "==58528== ERROR: libFuzzer: out-of-memory
 (used: 2613Mb; limit: 2560Mb)"): the program stopped its own work at its limit and lived to say
 so."""
+
+_PANICKED = re.compile(r"(?<!kernel )\bpanic(?:ked|king)?\b|\bbacktrace\b")
+"""A limit crossed that the program reports in its own panic, with its backtrace (Databend's
+alloc-error hook: "memory usage 15.0 GB(15041424373) exceeds limit 15.0 GB(15032385536)
+backtrace= panic.file=..."): the program's own memory tracker refused and it aborted; a process
+killed for its limit writes no backtrace (the kernel's panic is not the program's)."""
 
 _QUOTE = re.compile(r"`([^`]{12,})`|\"([^\"]{12,})\"|\*\*([^*]{12,})\*\*")
 """A span quoted in backticks, in double quotes or in Markdown's bold (a pasted message set off

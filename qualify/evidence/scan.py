@@ -147,6 +147,10 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"by the external",  # "terminated by the external system" (Nextflow)
         b"by an external",
         b"by external",
+        # a time limit by its length: "max duration reached for the worker. terminating the
+        # worker." (Supabase's edge runtime)
+        b"max duration",
+        b"maximum duration",
     ),
     b"w": (
         b"node down",
