@@ -1624,3 +1624,179 @@ def test_a_list_item_that_names_a_kind_of_problem_reports_nothing(
 def test_an_oom_as_the_object_of_a_persons_clause_is_their_account(line: str, kind: str) -> None:
     found = parse_oom_parts(line)
     assert found is not None and found.kind == kind, found
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # kicad-tools' CI report: pytest-timeout's own wording, quoted in the report's prose
+        ("Both are `Failed: Timeout (>60.0s) from pytest-timeout`. The two tests have\n",
+         TriageClass.TIMEOUT),
+        ("E   Failed: Timeout (>10.0s) from pytest-timeout.\n", TriageClass.TIMEOUT),
+        # counter-cases: the wording as an assertion's pattern, a test's failure of its own
+        ("E   AssertionError: expected 'Failed: Timeout (>5.0s) from pytest-timeout'\n"
+         "FAILED tests/test_x.py::test_a - AssertionError\n", TriageClass.TEST_FAILURE),
+        ("FAILED tests/test_x.py::test_a - Failed: DID NOT RAISE\n", TriageClass.TEST_FAILURE),
+    ],
+    ids=["kicad-prose", "pytest-e-line", "quoted-pattern", "did-not-raise"],
+)  # fmt: skip
+def test_pytest_timeouts_parenthesised_limit_is_a_timeout(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    result = _triaged(tmp_path / "x.log", text)
+    assert result.triage_class is expected, result.summary
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # cocotb's regression manager: the test and what ended it, named together
+        (" 15000.00ns ERROR    cocotb.regression                         regression.py:399  in "
+         "_score_test                     Test Failed: test_dff_simple (result was "
+         "AssertionError)\n", TriageClass.TEST_FAILURE),
+        # counter-cases: a failed test ended by memory, prose about a failing test
+        ("ERROR cocotb.regression Test Failed: test_big (result was MemoryError)\n"
+         "MemoryError: Unable to allocate 30.2 GiB for an array\n", TriageClass.HOST_ALLOC_FAILED),
+        ("Naturally, the test failed on my machine.\n", TriageClass.UNKNOWN),
+    ],
+    ids=["cocotb", "memory-ends-it", "prose"],
+)  # fmt: skip
+def test_a_test_named_with_what_ended_it_is_a_failed_test(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    result = _triaged(tmp_path / "x.log", text)
+    assert result.triage_class is expected, result.summary
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Yosys' issue: a run wrapper names the signal between the kill and its memory cause
+        ("**<<<<< Terminated by signal 9 (SIGKILL) due to explosive use of memory. >>>>>**",
+         "oom_kill"),
+        ("Killed by signal 9 (SIGKILL) due to the container memory limit", "limit_oom_kill"),
+        # counter-cases: the signal alone, a cause that is not memory
+        ("Terminated by signal 9 (SIGKILL).", None),
+        ("Terminated by signal 15 (SIGTERM) due to a user request.", None),
+    ],
+    ids=["yosys-wrapper", "limit-named", "signal-alone", "user-request"],
+)  # fmt: skip
+def test_a_signal_between_a_kill_and_its_memory_cause_is_read(line: str, kind: str | None) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Av1an's issue: a stream's label pastes the source filter's own words into the sentence
+        ("Since I used latest pre-build av1an at this time, I got the error source pipe stderr:  "
+         "Failed to allocate memory for plane. Out of memory.", "host_alloc_failed"),
+        ("I got the error source pipe stderr:  Failed to allocate memory for plane. Out of "
+         "memory.", "host_alloc_failed"),
+        # counter-cases: no label (the person's account), a paste not seen, a case supposed
+        ("Since I used the latest build, I got an out of memory error from the source pipe.",
+         "memory_noted"),
+        ("I never saw stderr: Failed to allocate memory in older versions.", "memory_noted"),
+        ("If stderr: shows Failed to allocate memory, add swap.", "memory_noted"),
+    ],
+    ids=["av1an", "av1an-intro", "no-label", "never-saw", "supposed"],
+)  # fmt: skip
+def test_a_streams_label_pastes_the_programs_words_into_a_sentence(line: str, kind: str) -> None:
+    found = parse_oom_parts(line)
+    assert found is not None and found.kind == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # megalodon's issue: guppy's limit line for a request of nothing, 64 bytes in use
+        ("2022-02-17 14:30:06.553515 [guppy/info] CUDA device 0 reached memory limit while trying "
+         "to allocate 0 bytes, currently at 64/11551440896", "memory_noted"),
+        ("Allocation of 0 bytes failed: out of memory", "memory_noted"),
+        # counter-cases: a request of something, nothing free (not nothing asked)
+        ("CUDA device 0 reached memory limit while trying to allocate 284079744 bytes, currently "
+         "at 11000000000/11551440896", "gpu_oom"),
+        ("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 2.00 GiB total "
+         "capacity; 1.60 GiB already allocated; 0 bytes free; 1.70 GiB reserved in total by "
+         "PyTorch)", "gpu_oom"),
+    ],
+    ids=["guppy-zero", "zero-host", "guppy-sized", "zero-free"],
+)  # fmt: skip
+def test_a_request_of_zero_bytes_is_no_shortage(line: str, kind: str) -> None:
+    found = parse_oom_parts(line)
+    assert found is not None and found.kind == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # PDAL's issue: the shell's word for a killed command, quoted as the output one got
+        ("I have attempted this in both the conda version as well as the Docker version of PDAL "
+         'and am getting the output "Killed" in my terminal window.  My pipeline is as follows:',
+         "shell_killed"),
+        ("The build prints `Killed` and stops.", "shell_killed"),
+        # counter-cases: supposed, a label that is not output
+        ('If you get "Killed" in the terminal, add swap.', None),
+        ('Label the state "Killed" in the UI.', None),
+    ],
+    ids=["pdal", "backticks", "supposed", "label"],
+)  # fmt: skip
+def test_the_shells_killed_quoted_as_output_is_a_kill(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # xarray-spatial's bug report: an OOM as one of two outcomes foretold, not one seen
+        ("A 20000x20000 raster (400M pixels) tries to grab ~15 GB and either OOM-kills or "
+         "thrashes swap.", "memory_noted"),
+        ("The job either runs out of memory or times out, depending on the input.",
+         "memory_noted"),
+        # counter-cases: "either" that offers no OOM as an outcome
+        ("The worker was OOM-killed; either the batch or the model is too large.", "oom_kill"),
+        ("Either way, the worker was OOM-killed by the kernel.", "oom_kill"),
+    ],
+    ids=["xarray-spatial", "runs-out-or", "either-cause", "either-way"],
+)  # fmt: skip
+def test_an_oom_offered_as_one_of_either_outcome_is_foretold(line: str, kind: str) -> None:
+    found = parse_oom_parts(line)
+    assert found is not None and found.kind == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        # Verilator's driver: its child's death by a signal, in its own words
+        ("%Error: Verilator threw signal 9. Suggest trying --debug --gdbbt", -9),
+        ("%Error: Verilator threw signal 11. Suggest trying --debug --gdbbt", -11),
+        # counter-cases: an exception thrown, a count of errors
+        ("%Error: Verilator threw an exception. Suggest trying --debug", None),
+        ("The parser threw SignalError 9 times", None),
+    ],
+    ids=["verilator-9", "verilator-11", "exception", "count"],
+)  # fmt: skip
+def test_a_program_that_threw_a_signal_died_of_it(line: str, code: int | None) -> None:
+    found = parse_line(line)
+    assert (found.fields.get("code") if found else None) == code, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # readfish's issue: guppy's server refuses to start, the GPU's capacity named as exceeded
+        ("[guppy/error] run_server: Maximum GPU capacity exceeded. Try decreasing "
+         "max(front_window_size, rear_window_size).. Error initialising basecall server using "
+         "port: ipc://5555. Aborting.", "gpu_oom"),
+        # counter-cases: another capacity, a GPU's count of something else
+        ("Disk capacity exceeded on /dev/sda1", None),
+        ("Maximum CPU capacity exceeded", None),
+        ("GPU capacity exceeded: too many streams", None),
+    ],
+    ids=["guppy", "disk", "cpu", "streams"],
+)  # fmt: skip
+def test_a_gpus_capacity_exceeded_is_its_memory(line: str, kind: str | None) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found else None) == kind, found

@@ -98,6 +98,7 @@ _SIGNAL_EXIT = re.compile(
     r" (?:by|due to|with|of|on|from)? ?(?:the )?'?signal)\W{0,2}(?:SIG)?"
     r"(\d+|KILL|TERM|(?i:killed|terminated|bus error|segmentation fault|aborted))\b"
     r"|[Ss]ignal (\d+) \(SIG\w+\) received"  # torch.distributed.elastic's failure record
+    r"|\bthrew signal (\d+)\b"  # Verilator's driver: "%Error: Verilator threw signal 9."
     # a return code given as the signal's name (Airflow: "return code Negsignal.SIGKILL")
     r"|(?i:(?:return code|exit code|exit status|exited with|code)\W{1,3}(?:neg)?signal\.sig"
     r"([a-z]+))\b"
@@ -159,6 +160,14 @@ _HEDGED = re.compile(
 """A condition, a possibility or an explanation just before a kill's words ("if the process is
 killed by the system", RQ's "Signal 4 is SIGILL, that means your job was terminated by the
 OS."): not a kill that happened."""
+_QUOTED_KILLED = re.compile(
+    r"\b(?:get|gets|got|getting|output|outputs|print|prints|printed|printing|show|shows|showed"
+    r"|return|returns|returned|say|says|said)\b[^.\"`]{0,20}[\"`\u201c]Killed\.?[\"`\u201d]"
+)
+"""The shell's word for a command killed by a signal, quoted as the output a person got (PDAL's
+"am getting the output \"Killed\" in my terminal window")."""
+_SUPPOSED_KILL = re.compile(r"\b(?:if|whether|unless|never|not|instead of)\b|n't\b")
+"""A quoted "Killed" supposed or denied: no kill shown."""
 _SHELL_KILLED = re.compile(
     r"(?:^|\s|Z\s|[.\d])Killed(?:\s{2,}(\S.*)|\s*)$"
     r"|\bline \d+:\s+(\d+) Killed(?:\s+(\S.*)|\s*)$"
@@ -203,7 +212,8 @@ _E_LOCATION = re.compile(r"^\S+\.py:\d+: (\w+(?:Error|Exception))$")
 _SLURM_CANCEL = re.compile(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+.* \*\*\*")
 """Slurm's own cancel line (``slurmstepd-<host>: error: *** JOB 5 ON n1 CANCELLED AT ... ***``)."""
 _TIMEOUT = re.compile(
-    r"\+{3,} Timeout \+{3,}|(?<![*'\"])Failed: Timeout >[\d.]+s|~{3,} Stack of .+? \(\d+\) ~{3,}"
+    r"\+{3,} Timeout \+{3,}|~{3,} Stack of .+? \(\d+\) ~{3,}"
+    r"|(?<![*'\"])Failed: Timeout (?:>[\d.]+s|\(>[\d.]+s\) from pytest-timeout)"
     r"|has exceeded the maximum execution time|execution took longer than|DUE TO TIME LIMIT"
     # a run's time said to reach its maximum (AppVeyor's "Build execution time has reached the
     # maximum allowed time for your plan (60 minutes)")
@@ -505,6 +515,8 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
             return LineSignal("shell_killed", {"command": line.rsplit("program", 1)[-1].strip()})
         if "compiler error" in low and (match := _GCC_KILLED.search(line)):
             return LineSignal("shell_killed", {"command": match[1]})
+        if _QUOTED_KILLED.search(line) and not _SUPPOSED_KILL.search(low):
+            return LineSignal("shell_killed", {})  # the shell's word, quoted as what one got
         if match := _SHELL_KILLED.search(line):
             pid = match[2] or match[4]
             fields = {"pid": int(pid) if pid else None, "command": match[1] or match[3] or match[5]}
@@ -612,10 +624,12 @@ _OTHER_RUNNER_FAILED = re.compile(
     r"|^test (\S+) \.\.\. FAILED\b"  # cargo test
     r"|\bTest +#\d+: (\S+) \.+\*+Failed\b"  # CTest
     r"|^\s*(\d+\) (?:[\w.]+\.)?Assertion(?:Failed)?Error)(?: \[\w+\])?: "  # mocha, TestCafe
+    r"|\bTest Failed: (\w+) \(result was \w+"  # cocotb's regression manager
 )
 """Other test runners' line for one failed test; an assertion's error as an item of a numbered
 failure list (TestCafe's and mocha's reporters: " 1) AssertionError: expected false to be
-truthy"), which a program's own uncaught assertion never is."""
+truthy"), which a program's own uncaught assertion never is; cocotb's "Test Failed: test_dff
+(result was AssertionError)", the test and what ended it named together."""
 
 
 def _by_memory(message: str, nodeid: str | None) -> LineSignal | None:

@@ -52,32 +52,35 @@ _REFUSED = (
     r"|\bfail\w*\W+(?:\w+\W+){0,2}to allocate\b"
     r"|\b\w*alloc\w*(?:\(\))?(?: (?:memory|mem|buffer))? fail(?:ed|s)?\b"
     r"|\bmemory pool\b[^.]{0,40}\b(?:exhausted|depleted|full|in use)\b"
-    r"|\b(?:killed|terminated|stopped|evicted)\b.{0,20}\b(?:due to|because of|for)\b.{0,20}"
+    r"|\b(?:killed|terminated|stopped|evicted)\b(?: by signal \d+(?: \(sig\w+\))?)?.{0,20}"
+    r"\b(?:due to|because of|for)\b.{0,20}"
     r"\bmemory\b|^\W*vm: killing process\b"
     r"|\bcapacity exceeded\b[^.]{0,40}\bmemory\b"
+    r"|\b(?:gpu|vram) capacity exceeded\b(?!\W{0,3}too many)"
     r"|\balloc\w* size\b.{0,80}?\b(?:is )?(?:more|greater|larger|bigger) than (?:the )?total "
     r"(?:\w+ )?mem(?:ory)?\b"
 )
-"""Memory refused by any verb that gets it (map, reserve, commit, enlarge, grow: Postgres'
-"could not map anonymous shared memory", Emscripten's "Cannot enlarge memory arrays"), more of
-it needed than there is (Ollama's "model requires more system memory ... than is available"),
+"""Memory refused by any verb that gets it (map, reserve, commit, enlarge, grow: Postgres' "could
+not map anonymous shared memory", Emscripten's "Cannot enlarge memory arrays"), more of it
+needed than there is (Ollama's "model requires more system memory ... than is available"),
 memory the subject of "exhausted" (PHP's "Allowed memory size of N bytes exhausted"), a request
 refused because it would pass a limit (ClickHouse's "would use 18.75 GiB ..., maximum: 18.63
-GiB", a circuit breaker's "would be larger than limit of"), ENOMEM by its number, an
-allocation failure named as such (OpenCL's ``CL_MEM_OBJECT_ALLOCATION_FAILURE``, an
-error code whose parts say so: Suricata's ``SC_ERR_MEM_ALLOC``, Windows'
-``ERROR_NOT_ENOUGH_MEMORY``) and work
-refused for an OOM (Redis' "OOM command not allowed when used memory > 'maxmemory'"), an
-allocation that failed in other words (kraken2's "Failed attempt to allocate", MECAT2's "calloc
-fail", OceanBase's object between, "allocate memory fail(attr=..., nbyte=2088960)"), a
-memory pool used up (Godot's "All memory pool allocations are in use"), and a process
-ended because of memory (Xcode's "Terminated due to memory issue"), ENOMEM as Rust words it ("os
-error 12", "Error(12)"), ImageMagick's resource limit ("cache resources exhausted"), Linux
-2.4's OOM killer ("VM: killing process"), a failure whose reason is "no memory" (Kong's "could
-not write to lua_shared_dict: no memory"), work that cannot be done in the memory it is given
-(BigQuery's "The query could not be executed in the allotted memory"), a pool's capacity (TeX's
-"TeX capacity exceeded, sorry [main memory size=5000000]") and a request past the total
-(MindSpore's "... plus alloc size : 301990400 is more than total mem size : 29464985600.")."""
+GiB", a circuit breaker's "would be larger than limit of"), ENOMEM by its number, an allocation
+failure named as such (OpenCL's ``CL_MEM_OBJECT_ALLOCATION_FAILURE``, an error code whose parts
+say so: Suricata's ``SC_ERR_MEM_ALLOC``, Windows' ``ERROR_NOT_ENOUGH_MEMORY``) and work refused
+for an OOM (Redis' "OOM command not allowed when used memory > 'maxmemory'"), an allocation that
+failed in other words (kraken2's "Failed attempt to allocate", MECAT2's "calloc fail",
+OceanBase's object between, "allocate memory fail(attr=..., nbyte=2088960)"), a memory pool used
+up (Godot's "All memory pool allocations are in use"), and a process ended because of memory
+(Xcode's "Terminated due to memory issue", a run wrapper's "Terminated by signal 9 (SIGKILL) due
+to explosive use of memory": the signal between), ENOMEM as Rust words it ("os error 12",
+"Error(12)"), ImageMagick's resource limit ("cache resources exhausted"), Linux 2.4's OOM killer
+("VM: killing process"), a failure whose reason is "no memory" (Kong's "could not write to
+lua_shared_dict: no memory"), work that cannot be done in the memory it is given (BigQuery's
+"The query could not be executed in the allotted memory"), a pool's capacity (TeX's "TeX
+capacity exceeded, sorry [main memory size=5000000]", guppy's "Maximum GPU capacity exceeded")
+and a request past the total (MindSpore's "... plus alloc size : 301990400 is more than total
+mem size : 29464985600.")."""
 _CLAUSE = r"\b(?:enough|insufficient|out of) (?:[a-z0-9_-]{1,12} ){1,2}memory\b"
 """A shortage, a word or two, then memory, whatever the words between ("Not enough GPU memory to
 compute a single tile.", MySQL's "Out of sort memory, consider increasing server sort buffer
@@ -286,6 +289,7 @@ _HEDGE = re.compile(
     r"|\b(?:appears?|appeared|seems?|seemed) (?:\w+ )?to (?:be |have )?"
     r"(?:run|ran|running|hit|go|gone)\b"
     r"|\bmeans(?: that)?\b"
+    r"|\beither\b[^.;]{0,30}\b(?:oom|out[ -]of[ -]memory)[\w-]*[^.;]{0,30}\bor\b"
     r"|\b(?:it is|it's|it may be) possible\b|\b(?:indicates|signals?) that\b"
     r"|\bpotential(?:ly)? (?:an? )?(?:oom|out[ -]of[ -]memory|kill\w*|terminat\w*)\b"
     r"|\bto (?:track|monitor|detect|catch|debug|investigate|reproduce|simulate|test|handle)"
@@ -750,12 +754,8 @@ def parse_oom_parts(
         # SQLite words its code 14 (SQLITE_CANTOPEN) "out of memory" when the database was
         # never opened: a file that cannot be opened, not memory.
         return LineSignal("memory_noted", {**fields, "ecosystem": "SQLite"})
-    if _INTRO.search(low) and ":" in low[: said.start()]:
-        # A person introducing a paste on the same line, quoted after the colon ("I get the
-        # following error: **cannot create image (OpenGL error: out of memory)**"): the quote is
-        # read; unquoted, the sentence is the person's.
-        quoted = _quoted_reading(line, said, fields)
-        return quoted if quoted is not None else LineSignal("memory_noted", fields)
+    if (pasted := _pasted_reading(line, low, said, fields)) is not None:
+        return pasted
     if (
         _INTRO.search(low) or _hedged(low, said) or _PLACEHOLDER.search(low) or _described(low)
         or _TITLE_FIELD.match(low)  # a document's title or label as a field
@@ -765,6 +765,7 @@ def parse_oom_parts(
         or _CONDITION.search(low[max(0, said.start() - 80) : said.start()])
         or _TREATED.search(low, 0, said.start()) or _NONE_COUNTED.search(low)
         or _KIND_ITEM.match(low) or _narrated(low, said)
+        or numbers.get("requested_bytes") == 0  # nothing asked: a wrong size, not a shortage
     ):  # fmt: skip
         return _kill_supposed(low, said) or LineSignal("memory_noted", fields)
     message = _quoted_reading(line, said, fields) or _reason_reading(line, low, said)
@@ -1205,6 +1206,45 @@ def _reason_reading(line: str, low: str, said: re.Match[str]) -> LineSignal | No
         return None
     reason = parse_oom_parts(line[ended_for.end() :], reported=True)
     return reason if reason is not None and reason.kind in _REFUSAL_KINDS else None
+
+
+_STREAM_LABEL = re.compile(r"\b(?:stderr|stdout)\s*:\s+")
+"""A stream's label in a sentence (Av1an's "I got the error source pipe stderr:  Failed to
+allocate memory for plane. Out of memory."): what follows is the program's output, pasted."""
+
+
+_UNSEEN = re.compile(r"\b(?:not|never|no longer|if|whether)\b|n't\b")
+"""Words before the label that make the paste what was not seen, or a case supposed."""
+
+
+def _pasted_reading(
+    line: str, low: str, said: re.Match[str], fields: dict[str, Any]
+) -> LineSignal | None:
+    """A program's words pasted into a person's sentence: after a stream's label
+    (:func:`_stream_reading`), or after a person's introduction and a colon ("I get the
+    following error: **cannot create image (OpenGL error: out of memory)**"): the quote is
+    read; unquoted, the sentence is the person's. None: no paste."""
+    if (streamed := _stream_reading(line, low, said)) is not None:
+        return streamed
+    if _INTRO.search(low) and ":" in low[: said.start()]:
+        quoted = _quoted_reading(line, said, fields)
+        return quoted if quoted is not None else LineSignal("memory_noted", fields)
+    return None
+
+
+def _stream_reading(line: str, low: str, said: re.Match[str]) -> LineSignal | None:
+    """The reading of the program's output a stream's label pastes into a sentence, when the
+    words that say memory ran out follow the label: a refused allocation is the program's,
+    whatever the person's words around it say; anything else is left to the whole line."""
+    labels = list(_STREAM_LABEL.finditer(low, 0, said.start()))
+    label = labels[-1] if labels else None
+    if (
+        label is None or low[label.end() : said.start()].count(".") > 1
+        or _UNSEEN.search(low, 0, label.start())
+    ):  # fmt: skip
+        return None
+    message = parse_oom_parts(line[label.end() :], reported=True)
+    return message if message is not None and message.kind in _REFUSAL_KINDS else None
 
 
 def _quoted_reading(line: str, said: re.Match[str], fields: dict[str, Any]) -> LineSignal | None:
