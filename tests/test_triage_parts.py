@@ -13,6 +13,7 @@ import pytest
 
 from qualify.evidence.lines import parse_line
 from qualify.evidence.oom_parts import parse_oom_parts
+from qualify.evidence.pod import memory_used_up
 from qualify.triage import Sources, Triage, TriageClass, triage
 from tests.test_triage_corpus import CORPUS
 
@@ -1798,5 +1799,85 @@ def test_a_program_that_threw_a_signal_died_of_it(line: str, code: int | None) -
     ids=["guppy", "disk", "cpu", "streams"],
 )  # fmt: skip
 def test_a_gpus_capacity_exceeded_is_its_memory(line: str, kind: str | None) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Semgrep's canned message: the kill given as the reason the user sees an error
+        ("                    You are seeing this because the engine was killed.",
+         "terminated_externally"),
+        ("The build failed because the worker was killed.", "terminated_externally"),
+        # counter-cases: a kill with a cause of its own after it, a kill for another resource
+        ("job killed: ncpus 9.3 exceeded limit 8", None),
+        ("The pod was killed because of a CPU limit", None),
+        ("The task was killed due to preemption", None),
+    ],
+    ids=["semgrep", "worker", "pbs-ncpus", "cpu", "preemption"],
+)  # fmt: skip
+def test_a_kill_given_as_the_reason_of_an_error_is_a_kill(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Read the Docs: the platform's kill, for one of two causes it does not tell apart
+        ("Command killed due to timeout or excessive memory consumption", "terminated_externally"),
+        ("Command killed due to excessive memory consumption or timeout", "terminated_externally"),
+        # counter-cases: one cause said, memory or time; another resource as the alternative
+        ("Command killed due to excessive memory consumption", "oom_kill"),
+        ("Command killed due to timeout", "timeout"),
+        ("It might be killed due to timeout or excessive memory consumption", None),
+    ],
+    ids=["rtd-time-first", "rtd-memory-first", "memory", "time", "supposed"],
+)  # fmt: skip
+def test_a_kill_for_time_or_memory_is_a_kill(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+    used_up = memory_used_up(line + "\n", "log")
+    assert (used_up is None) == (kind != "oom_kill"), used_up
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # TypeScript-Sublime-Plugin's issue: the person's guess at why tsserver's heap ran out
+        ("Is there anything I can do about that? I am working on a relatively large project and "
+         "it seems like some recent commits caused the tsserver to exceed its memory limit when "
+         "building.", "memory_noted"),
+        # MkDocs' feature request: what a large build can come to
+        ("When building a site with a lot of documents, the memory usage skyrockets. This is an "
+         "issue as when using automation this can involve OOM process killing.", "memory_noted"),
+        # counter-cases: the limit and the kill reported, a "like" that compares
+        ("The tsserver exceeded its memory limit when building.", "limit_oom_kill"),
+        ("The build was OOM killed like the one before.", "oom_kill"),
+    ],
+    ids=["tsserver-seems-like", "mkdocs-can-involve", "limit", "like"],
+)  # fmt: skip
+def test_a_cause_that_seems_or_can_be_is_supposed(line: str, kind: str) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Semgrep's issue: a paste introduced by the moment it was taken, the pod's OOM kill
+        ("I believe I'm running into the same error while running as a container in Kubernetes. "
+         "Here's the log output from the container after it died with an OOMKilled status",
+         "limit_oom_kill"),
+        ("Here's the log output from the container after it was OOMKilled", "limit_oom_kill"),
+        # counter-cases: a paste of a kind of run, a kill avoided, a paste with no occasion
+        ("Here is the log of a run that was OOMKilled", "memory_noted"),
+        ("I set the limit so that it is not OOMKilled", "memory_noted"),
+        ("Here's the log output from the OOMKilled container", "memory_noted"),
+    ],
+    ids=["semgrep", "after-it-was", "kind-of-run", "avoided", "no-occasion"],
+)  # fmt: skip
+def test_a_paste_introduced_by_its_occasion_reports_the_end(line: str, kind: str) -> None:
     found = parse_oom_parts(line)
     assert (found.kind if found else None) == kind, found

@@ -201,6 +201,21 @@ about."""
 _OTHER_CAUSE = re.compile(r"\bexceed\w*\b|\bover (?:the |its )?limit\b|\bdue to\b|\bbecause\b")
 """A kill that says why: a cause other than time or memory (those are read first), such as PBS'
 "job killed: ncpus 9.3 exceeded limit 8"."""
+_REASON_FOR = frozenset({"because", "due to"})
+
+
+def _other_cause(low: str) -> bool:
+    """Whether a kill on ``low`` is said to have a cause of its own (:data:`_OTHER_CAUSE`). A
+    "because" before the kill gives the kill as the reason of something else (Semgrep's "You are
+    seeing this because the engine was killed."): the kill is what is reported, not caused."""
+    killed = _KILL.search(low)
+    for cause in _OTHER_CAUSE.finditer(low):
+        if killed is not None and cause.end() <= killed.start() and cause[0] in _REASON_FOR:
+            continue
+        return True
+    return False
+
+
 _FAILED_FOR = re.compile(
     r"\b(?:fail\w*|due to|because of)\b|\b(?:status|state|result|reason)\W{1,4}(?:time|dead)"
 )
@@ -250,7 +265,7 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
     evicted = _EVICTED.search(low)
     if evicted is not None and not _supposed(low, evicted):
         return LineSignal("terminated_externally", {"parts": True, "evicted": True})
-    if _OTHER_CAUSE.search(low):
+    if _other_cause(low):
         return None  # killed for another resource (a CPU limit): not ours to call
     if _KILL_TO_FREE.search(low):
         return LineSignal("node_oom_kill", {"parts": True})

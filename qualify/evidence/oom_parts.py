@@ -284,8 +284,10 @@ _HEDGE = re.compile(
     r"|(?:common|typical|usual|frequent|likely) (?:causes?|reasons?)"
     r"|(?:will|would|may|might|could|can) (?:\w+ )?(?:lead to|result in)"
     r"|(?:may|might|could|can) (?:\w+ )?(?:indicate|mean|suggest|point to|be due to|be caused by"
-    r"|be related to)|(?:likely|probably|possibly) (?:to be )?(?:due to|caused by))\b"
+    r"|be related to|involve|entail)"
+    r"|(?:likely|probably|possibly) (?:to be )?(?:due to|caused by))\b"
     r"|^\W*(?:if|in case)\b|\b(?:perhaps|maybe|probably|whether)\b|\btells you\b"
+    r"|\b(?:seems?|seemed) like\b"
     r"|\b(?:appears?|appeared|seems?|seemed) (?:\w+ )?to (?:be |have )?"
     r"(?:run|ran|running|hit|go|gone)\b"
     r"|\bmeans(?: that)?\b"
@@ -356,6 +358,18 @@ probably means the system ran out of memory or someone called `kill -9` on the p
 process died of SIGKILL, which both causes share; that memory ran out is only supposed."""
 
 
+_TIME_CAUSE = r"(?:time ?outs?|timing out|time ?limits?|deadlines?|running too long)"
+_MEMORY_CAUSE = r"(?:(?:excessive |too much |high )?(?:memory|ram)(?: \w+)?|oom|out of memory)"
+_KILL_EITHER = re.compile(
+    r"\b(?:killed|terminated|stopped|cancel+ed|aborted)\b(?: \w+){0,2}? (?:due to|because of"
+    rf"|for) (?:an? |the )?(?:{_TIME_CAUSE} or (?:an? |the )?{_MEMORY_CAUSE}"
+    rf"|{_MEMORY_CAUSE} or (?:an? |the )?{_TIME_CAUSE})\b"
+)
+"""A kill whose cause is given as one of two the platform does not tell apart, its time or its
+memory (Read the Docs' "Command killed due to timeout or excessive memory consumption"): a
+kill, whose memory is only supposed."""
+
+
 def _kill_supposed(low: str, said: re.Match[str]) -> LineSignal | None:
     """A death by SIGKILL where memory is supposed as its cause and a kill as the other
     (:data:`_KILL_ALTERNATIVE`): the kill is what both causes say."""
@@ -385,6 +399,23 @@ _SENTENCE_END = re.compile(r"[.!]\s+(?=[a-z])")
 """The end of a sentence before the next one (PETSc's "Out of memory. This could be due to
 allocating too large an object ...": the statement is made, then its causes are supposed; a
 kill's or a limit's cause supposed after it still hedges it: ``_ENDING``)."""
+
+
+_OCCASION = re.compile(
+    r"\b(?:after|when|once) (?:it|they|the \w+) (?:\w+ly )?(?:died|was|were|got|had been"
+    r"|crashed|exited|ended) (?:with |from |by )?(?:an? |the )?[^.;:,]*$"
+)
+"""A paste introduced by the moment it was taken (Semgrep's issue: "Here's the log output from
+the container after it died with an OOMKilled status"): the end is reported as the paste's
+occasion, not described."""
+
+
+def _introduced(low: str, said: re.Match[str]) -> bool:
+    """Whether ``low`` introduces a paste or describes in a person's words, unless it names the
+    end as the paste's occasion (:data:`_OCCASION`)."""
+    if _OCCASION.search(low[max(0, said.start() - 60) : said.start()]):
+        return False
+    return bool(_INTRO.search(low)) or _described(low)
 
 
 def _described(low: str) -> bool:
@@ -727,6 +758,8 @@ def parse_oom_parts(
     no event of its own ("Insufficient memory for GC_all_nils").
     """
     low = line.lower() if low is None else low
+    if "kill" in low and _KILL_EITHER.search(low) and not _HEDGE.search(low):
+        return LineSignal("terminated_externally", {"parts": True, "memory_supposed": True})
     if "-" in low and ("oom" in low or "outofmemory" in low):
         low = _OPTION.sub(lambda option: " " * len(option[0]), low)
     said = _SAID.search(low)
@@ -757,7 +790,7 @@ def parse_oom_parts(
     if (pasted := _pasted_reading(line, low, said, fields)) is not None:
         return pasted
     if (
-        _INTRO.search(low) or _hedged(low, said) or _PLACEHOLDER.search(low) or _described(low)
+        _introduced(low, said) or _hedged(low, said) or _PLACEHOLDER.search(low)
         or _TITLE_FIELD.match(low)  # a document's title or label as a field
         or _CHANGE_INTRO.search(low)  # a message being changed or proposed, described
         or _DENIED.search(low) or _OTHER_ERROR.search(low, said.end()) or _LOCKING.search(low)

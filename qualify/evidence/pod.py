@@ -104,12 +104,16 @@ _SUPPOSING = re.compile(
     r"\b(?:if|whether|unless|may|might|could|would|should|will|can|to avoid"
     r"|to prevent|avoid\w*|prevent\w*|without|not|never|no longer|doesn't|don't|didn't|isn't"
     r"|wasn't|won't|usually|often|typically|indicates?|means|possibl[ey]|probably|likely|perhaps"
-    r"|maybe)\b|\?",
+    r"|maybe)\b|\?"
+    r"|\b(?:time ?outs?|time ?limits?|deadlines?) or\b|\bor (?:an? |the )?(?:time ?outs?"
+    r"|time ?limits?|deadlines?)\b",
     re.IGNORECASE,
 )
 """What makes such a sentence a supposition, a question or a denial ("so that it does not use
 all the memory", "may use all the RAM", Dagster's "This usually indicates that the process was
-killed by the operating system due to running out of memory"): not a report."""
+killed by the operating system due to running out of memory"), or offers a time limit as the
+other cause (Read the Docs' "Command killed due to timeout or excessive memory consumption"):
+not a report that memory was used up."""
 _SENTENCE = re.compile(r"[.!?;,](?:\s|$)|\n")
 
 
