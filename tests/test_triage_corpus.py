@@ -569,6 +569,32 @@ KNOWN_MISSES = {
         "names none, so 'Command killed due to excessive memory consumption' stays the machine's "
         "OOM kill, as the build half reads a kill for memory with no limit or platform (Gleam)"
     ),
+    "neg-zephyr-twister-ld-region-iram0-1-seg-overflowed-zephyrproject-rtos-zephyr-83813.txt": (
+        "a linker's region overflowed by 10072 bytes is a build that does not fit the target's "
+        "memory map, nothing allocated at run time; the reader takes the prose 'need more memory "
+        "than the target provides' (line 2) for a refused allocation"
+    ),
+    "neg-esp-idf-failed-alloc-callback-heap-caps-malloc-332-bytes-espressif-esp-idf-18099.txt": (
+        "the label says a question about a failed-allocation hook's log; the line itself does say "
+        "heap_caps_malloc failed to allocate 332 bytes (arguably HOST_ALLOC_FAILED), but nothing "
+        "ended: the hook logs and the program goes on, which the reader does not read"
+    ),
+    "host-esp-idf-assert-failed-block-locate-free-heap-tlsf-espressif-esp-idf-9087.txt": (
+        "the allocator's own assert ('assert failed: block_locate_free heap_tlsf.c:447 "
+        "(block_size(block) >= size)') names no memory word; the reader knows no allocator's "
+        "assert on a block too small as a refused allocation"
+    ),
+    "pytest-px4-mavsdk-tests-require-failed-success-timeout-px4-px4-autopilot-16745.txt": (
+        "Catch2's 'FAILED:' under a '[mavsdk_tests]' prefix, then SIGABRT: the reader does not "
+        "take a Catch2 report behind a process prefix for a failed test"
+    ),
+    "pytest-zephyr-twister-timed-out-monitoring-serial-output-run-status-timeout-"
+    "zephyrproject-rtos-zephyr-41982.txt": (
+        "the class is right (line 3's record, 'Timed out while monitoring serial output', read "
+        "after its logger's prefix); the label's line 4, 'run status: <test> timeout', holds no "
+        "needle of the scan, and ' timeout' at a line's end as one would make most lines with "
+        "the word candidates"
+    ),
 }
 """Rows of the build half the rules get wrong, each with why. They stay listed: a miss put right
 fails the test as a new miss does, so the list only shrinks by a change that fixes it."""

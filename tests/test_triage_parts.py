@@ -1881,3 +1881,75 @@ def test_a_cause_that_seems_or_can_be_is_supposed(line: str, kind: str) -> None:
 def test_a_paste_introduced_by_its_occasion_reports_the_end(line: str, kind: str) -> None:
     found = parse_oom_parts(line)
     assert (found.kind if found else None) == kind, found
+
+
+_THRUST = "terminate called after throwing an instance of 'thrust::system::detail::bad_alloc'\n"
+
+
+@pytest.mark.parametrize(
+    ("what", "expected"),
+    [
+        # Autoware's CenterPoint: thrust's bad_alloc carries the CUDA error it met, a crash
+        ("  what():  std::bad_alloc: cudaErrorIllegalAddress: an illegal memory access was "
+         "encountered", TriageClass.UNKNOWN),
+        ("  what():  std::bad_alloc: cudaErrorLaunchFailure: unspecified launch failure",
+         TriageClass.UNKNOWN),
+        # counter-cases: memory's own codes, a message that names no code, the words spelled
+        ("  what():  std::bad_alloc: cudaErrorMemoryAllocation: out of memory",
+         TriageClass.CUDA_OOM_CAPACITY),
+        ("  what():  std::bad_alloc: CUDA_ERROR_OUT_OF_MEMORY", TriageClass.CUDA_OOM_CAPACITY),
+        ("  what():  std::bad_alloc", TriageClass.HOST_ALLOC_FAILED),
+        ("  what():  std::bad_alloc: cuda error in cudaMalloc: out of memory",
+         TriageClass.CUDA_OOM_CAPACITY),
+    ],
+    ids=["autoware-illegal-address", "launch-failure", "memory-allocation", "out-of-memory",
+         "no-code", "cuda-error-in"],
+)  # fmt: skip
+def test_an_allocation_exception_carrying_another_error_is_not_memory(
+    tmp_path: Path, what: str, expected: TriageClass
+) -> None:
+    log = tmp_path / "node.log"
+    log.write_text(f"{_THRUST}{what}\n*** SIGABRT received by PID 138\n")
+    assert triage(Sources(paths=(log,))).triage_class is expected
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # OctoPrint's maintainer: the error's name spoken of as a kind, what it is
+        ("A `MemoryError` is sadly something outside of the control of OctoPrint. It might be "
+         "caused by a plugin you have installed, but as you said, it's probably not trivial to "
+         "reproduce.", "memory_noted"),
+        ("An OutOfMemoryError means the heap is too small.", "memory_noted"),
+        # counter-cases: the error raised, reported in the passive, got, named by the program
+        ("A MemoryError is raised when I load the file.", "host_alloc_failed"),
+        ("The MemoryError was raised in the loader", "host_alloc_failed"),
+        ("Got a MemoryError in worker 3", "host_alloc_failed"),
+        ("MemoryError", "host_alloc_failed"),
+    ],
+    ids=["octoprint", "means", "is-raised", "the-was-raised", "got-a", "bare"],
+)  # fmt: skip
+def test_an_errors_name_spoken_of_as_a_kind_is_a_mention(line: str, kind: str) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Zephyr's twister: a log record's prefix, then the time limit's words as its message
+        ("2022-01-18 20:29:53,541 - twister - DEBUG - Timed out while monitoring serial output "
+         "on nucleo_l073rz", "timeout"),
+        ("2022-01-18 20:29:53,541 - runner - INFO - Timed out while running the test suite",
+         "timeout"),
+        # counter-cases: a network's time, a setting, a supposition, after the same prefix
+        ("2022-01-18 20:29:53,541 - app - INFO - connection timed out", None),
+        ("2022-01-18 20:29:53,541 - app - INFO - set timeout to 30 s", None),
+        ("2022-01-18 20:29:53,541 - twister - DEBUG - timeout may be raised if the board hangs",
+         None),
+    ],
+    ids=["twister", "info", "connection", "setting", "supposed"],
+)  # fmt: skip
+def test_a_log_records_prefix_leaves_its_message_first(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found

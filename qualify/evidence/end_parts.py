@@ -228,6 +228,14 @@ _STATE_COLUMN = re.compile(
 """A time limit as a result's state in a test runner's columns, its duration next (Meson's
 ``1/5 Boost linktest      TIMEOUT        30.16s`` and ``1/1 Test exe      TIMEOUT 30.02 s``)."""
 
+_RECORD_LEAD = re.compile(
+    r"\[?\d{4}-\d\d-\d\d[t ][\d:.,]+\]?(?:\s*[-|]\s*[\w.]+)*\s*[-|]\s*"
+    r"(?:debug|info|notice|warn\w*|error|critical|fatal)$"
+)
+"""A log record's prefix before the words, its time, its logger and its level (twister's
+"2022-01-18 20:29:53,541 - twister - DEBUG - Timed out while monitoring serial output on
+nucleo_l073rz"): the record's message starts after it, as a line of its own would."""
+
 
 def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
     """The end a line reports, read by its parts: ``timeout`` (a unit of work's time limit
@@ -243,6 +251,7 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
         return None
     if timed is not None and not _networked(low, timed):
         lead = low[: timed.start()].strip(" \t:*>#-[]")
+        lead = "" if _RECORD_LEAD.match(lead) else lead  # a log record's prefix, its message next
         led = lead in _ERROR_LEADS or _LEAD.search(lead) is not None
         start, stop = _clause(low, timed)
         following = _BOUNDARY.search(low, stop + 1)

@@ -462,6 +462,24 @@ def _narrated(low: str, said: re.Match[str]) -> bool:
 _DIGIT = re.compile(r"\d")
 
 
+_AN_ERROR_BEFORE = re.compile(r"(?:^|\s)an?\s+[`\"'*]*(?:[\w.]+(?:::|\.))?$")
+_IS_SAID_OF = re.compile(
+    r"\w*[`\"'*]*\s+(?:is|are|means|can|could|may|might|usually|often|generally|tends)\b"
+    r"(?!\s+(?:raised|thrown|reported|printed|shown|triggered|happening|occurring)\b)"
+)
+
+
+def _spoken_of(low: str, said: re.Match[str]) -> bool:
+    """Whether the words are an error's name spoken of as a kind, the subject of what it is or
+    may be (OctoPrint's maintainer: "A `MemoryError` is sadly something outside of the control
+    of OctoPrint"): an indefinite article before the name, a verb of being after it. A program
+    prints the error it raised, never "a MemoryError is"; "a MemoryError is raised" reports."""
+    return (
+        _AN_ERROR_BEFORE.search(low, max(0, said.start() - 40), said.start()) is not None
+        and _IS_SAID_OF.match(low, said.end()) is not None
+    )
+
+
 _OOM_AGENT = (
     r"\boom[ _-]?(?:controller|manager|monitor)\b.{0,40}\b(?:trigger\w*|kill\w*|error|sigkill)\b"
 )
@@ -794,10 +812,11 @@ def parse_oom_parts(
         or _TITLE_FIELD.match(low)  # a document's title or label as a field
         or _CHANGE_INTRO.search(low)  # a message being changed or proposed, described
         or _DENIED.search(low) or _OTHER_ERROR.search(low, said.end()) or _LOCKING.search(low)
+        or _OTHER_CODE.search(low, said.end())
         or _AVOIDED.search(low[max(0, said.start() - 60) : said.start()])
         or _CONDITION.search(low[max(0, said.start() - 80) : said.start()])
         or _TREATED.search(low, 0, said.start()) or _NONE_COUNTED.search(low)
-        or _KIND_ITEM.match(low) or _narrated(low, said)
+        or _KIND_ITEM.match(low) or _narrated(low, said) or _spoken_of(low, said)
         or numbers.get("requested_bytes") == 0  # nothing asked: a wrong size, not a shortage
     ):  # fmt: skip
         return _kill_supposed(low, said) or LineSignal("memory_noted", fields)
@@ -1063,6 +1082,8 @@ def in_context(
         if reread.kind in CONTEXT_KINDS:
             return in_context(reread, line, before, after)
         return reread, 0, line
+    if kind == "host_alloc_failed" and _what_names_other_error(after):
+        return LineSignal("memory_noted", {**fields, "other_error": True}), 0, line
     if kind == "host_alloc_failed" and fields.get("code_only"):
         # An error code on its own line, its system message on the next (Windows prints 1455,
         # then "The paging file is too small ..."): the message is the report.
@@ -1104,6 +1125,18 @@ def in_context(
                 return LineSignal(killed, fields), 0, line
         return LineSignal("memory_noted", fields), 0, line
     return found, 0, line
+
+
+def _what_names_other_error(after: str) -> bool:
+    """Whether the exception's message on the next line (C++'s ``what():`` after "terminate
+    called after throwing an instance of 'thrust::system::detail::bad_alloc'") names another
+    accelerator error (``cudaErrorIllegalAddress``): the allocation exception carries a crash."""
+    following = after.split("\n", 1)[0].lower()
+    if "what():" not in following:
+        return False
+    said = _SAID.search(following)
+    start = said.end() if said is not None else following.index("what():")
+    return _OTHER_CODE.search(following, start) is not None
 
 
 _ON_HOST = re.compile(
@@ -1167,6 +1200,15 @@ _OTHER_ERROR = re.compile(
 """An error of its own after the words (containerd's "notify OOM events error=open
 .../memory.oom_control: no such file or directory"): the memory words name what was being done,
 another errno says why it failed."""
+
+_OTHER_CODE = re.compile(
+    r"\b(?:cuda|hip)[_ ]?error[_ ]?(?!(?:memory[_ ]?allocation|out[_ ]?of[_ ]?(?:device[_ ]?|host"
+    r"[_ ]?)?memory|in|at|on|of|while|when|during|code|was|has|is|the|an?|and|or)\b)[a-z][a-z_]*\b"
+)
+"""An accelerator API's error code after the words that names another error (thrust's
+"std::bad_alloc: cudaErrorIllegalAddress: an illegal memory access was encountered"): the
+allocation exception carries the error the runtime met, here a crash, not memory used up.
+(``cudaErrorMemoryAllocation`` and ``CUDA_ERROR_OUT_OF_MEMORY`` are memory's own codes.)"""
 
 _RAISED = re.compile(r"\b[A-Z][A-Za-z0-9]*[a-z0-9](?:Exception|Error)\b:")
 """An exception class raised with the limit in its message (QuestDB's "CairoException: [-1]
