@@ -70,6 +70,7 @@ def main() -> int:
         f"{statistics.median(times['frozen_record']) * args.classes:.1f} ms"
     )
     per_call(args.rounds)
+    init_tiers(args.rounds)
     return 0
 
 
@@ -94,6 +95,44 @@ def per_call(rounds: int) -> None:
             cost[way] = statistics.median(runs) / 100_000 * 1e9
         print(f"{what:>4} of a 3-field record: dataclass {cost['dataclass']:.0f} ns, "
               f"frozen_record {cost['frozen_record']:.0f} ns")  # fmt: skip
+
+
+def init_tiers(rounds: int) -> None:
+    """What ``_COMPILE_AFTER`` weighs: compiling one ``__init__`` (a shape of 8 fields, names
+    of its own) against an instance made by the generic ``__init__`` and by the compiled one
+    (3 arguments given, 5 defaults); the break-even is the first over the difference."""
+    import timeit
+
+    sys.path.insert(0, str(ROOT))
+    from qualify import records
+
+    def shape(number: int) -> type:
+        names = {f"f{j}_{number}": int | None for j in range(8)}
+        made = type(f"R{number}", (), {"__annotations__": names, **dict.fromkeys(names)})
+        return records.frozen_record(made)
+
+    compile_us, generic_us, compiled_us = [], [], []
+    for number in range(rounds):
+        fresh = [shape(number * 100 + i) for i in range(50)]
+        started = timeit.default_timer()
+        for cls in fresh:
+            records._init(cls, cls.__record_fields__, True)  # type: ignore[attr-defined]
+        compile_us.append((timeit.default_timer() - started) / 50 * 1e6)
+        cls = shape(10_000 + number)
+        generic = cls.__dict__["__init__"]
+        generic.made = -(10**9)  # (kept generic for the timing)
+        generic_us.append(timeit.timeit(lambda cls=cls: cls(1, 2, 3), number=20_000) / 20e3 * 1e6)
+        cls.__init__  # noqa: B018 - read off the class: compiled
+        compiled_us.append(timeit.timeit(lambda cls=cls: cls(1, 2, 3), number=20_000) / 20e3 * 1e6)
+    cost, generic_cost, compiled_cost = (
+        statistics.median(values) for values in (compile_us, generic_us, compiled_us)
+    )
+    print(
+        f"a record's __init__ ({rounds} rounds, medians): compiling one {cost:.1f} us; an "
+        f"instance by the generic one {generic_cost:.2f} us, by the compiled one "
+        f"{compiled_cost:.2f} us; break-even {cost / (generic_cost - compiled_cost):.0f} "
+        f"instances (_COMPILE_AFTER = {records._COMPILE_AFTER})"
+    )
 
 
 if __name__ == "__main__":

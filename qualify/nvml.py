@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -231,6 +232,26 @@ def device_totals(nvml: Any = None) -> tuple[list[int], str]:
     return totals, ""
 
 
+class NVMLError_LibraryNotFound(Exception):
+    """What ``pynvml.nvmlInit()`` raises on a host without ``libnvidia-ml.so.1``, raised here
+    before ``pynvml`` is imported: the reason recorded is the one ``pynvml`` gives."""
+
+
+_NVML_LIBRARY = "libnvidia-ml.so.1"
+
+
 def _import_pynvml() -> Any:
-    # nvidia-ml-py: pure Python, ctypes over libnvidia-ml.so.1 (which needs the NVIDIA driver).
+    """``pynvml`` (nvidia-ml-py: pure Python, ctypes over ``libnvidia-ml.so.1``, which comes
+    with the NVIDIA driver). Importing it defines some two hundred ctypes structures, as many
+    instructions as the rest of a run's start; a Linux host where the library does not load
+    (no driver: every CPU runner) is told so by one ``dlopen`` instead, in ``pynvml``'s words."""
+    if "pynvml" not in sys.modules and sys.platform.startswith("linux"):
+        import ctypes
+        from importlib.util import find_spec
+
+        if find_spec("pynvml") is not None:
+            try:
+                ctypes.CDLL(_NVML_LIBRARY)
+            except OSError:
+                raise NVMLError_LibraryNotFound("NVML Shared Library Not Found") from None
     return importlib.import_module("pynvml")

@@ -12,8 +12,9 @@ about a hundred of qualify's records; that was tens of milliseconds of CPU at ev
 those of its record bases, each with the default or the ``field(...)`` it is given (``field``
 takes the arguments of ``dataclasses.field``; a ``dataclasses.field(...)`` is read too). Each
 class gets the ``__init__`` dataclasses writes (each field set, a default factory called when its
-argument is not given, then ``__post_init__``), made in the one ``exec`` a class needs and
-cached by the shape of its parameters, and shares ``__eq__``, ``__hash__`` and ``__repr__``,
+argument is not given, then ``__post_init__``): bound by hand for its first instances, compiled
+(one ``exec``, cached by the shape of its parameters) once the class has made enough of them to
+repay the compiling (``_COMPILE_AFTER``), and shares ``__eq__``, ``__hash__`` and ``__repr__``,
 which read the fields through an ``operator.attrgetter`` made once per class. Equality, hashing,
 the printed form, frozenness and the ``__init__``'s parameters are those of dataclasses
 (``compare=False`` fields left out of both, ``hash=`` honoured, ``repr=False`` hidden; a mutable
@@ -236,22 +237,102 @@ def _check_order(fields: tuple[Field, ...]) -> None:
         seen_default = seen_default or has_default
 
 
-class _LazyInit:
-    """A record's ``__init__`` until it is first looked up (the class called, or its
-    ``__init__`` read): then written (``_init``) and set on the class in its place. A run
-    defines about a hundred record classes and makes instances of fewer than half of them;
-    the others never pay for compiling theirs."""
+_COMPILE_AFTER = 128
+"""Instances a record class makes through ``_generic`` before its ``__init__`` is compiled.
+Compiling one costs about as much as a hundred-odd calls of the generic one cost more than
+calls of the compiled one (``benchmarks/bench_records.py`` prints the three figures): a class
+that makes fewer instances never pays for compiling; one that makes many pays at most about
+twice what compiling at once would have (the ski-rental bound)."""
 
-    __slots__ = ("cls", "fields", "frozen")
+
+def _generic(
+    cls: type, fields: tuple[Field, ...], frozen: bool, compiled: Callable[[], Any]
+) -> Callable[..., None]:
+    """An ``__init__`` for ``fields`` without compiling one: the parameters bound by hand for a
+    call that binds (the fields set in order, each factory called when its argument is not
+    given, then ``__post_init__``), as the compiled one does; any other call (an unknown or a
+    repeated argument, too many, a required one missing) is handed to the compiled one, so that
+    it refuses it in the words Python uses."""
+    positional = tuple(f.name for f in fields if f.init and not f.kw_only)
+    accepted = frozenset(f.name for f in fields if f.init)
+    required = frozenset(
+        f.name for f in fields if f.init and f.default is MISSING and f.default_factory is MISSING
+    )
+    steps = tuple(
+        (f.name, positional.index(f.name) if f.name in positional else len(fields), f.init,
+         f.default, f.default_factory)
+        for f in fields
+        if f.init or f.default_factory is not MISSING
+    )  # fmt: skip
+    given_first = {name: index for index, name in enumerate(positional)}
+    post_init = hasattr(cls, "__post_init__")
+    setter: Callable[[Any, str, Any], None] = object.__setattr__ if frozen else setattr
+
+    def binds(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        count = len(args)
+        if count > len(positional):
+            return False
+        if kwargs and (
+            not accepted.issuperset(kwargs)
+            or any(given_first.get(name, count) < count for name in kwargs)
+        ):
+            return False
+        return all(name in kwargs or given_first.get(name, count) < count for name in required)
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if not binds(args, kwargs):
+            compiled()(self, *args, **kwargs)  # (it refuses the call)
+            return
+        count = len(args)
+        for name, index, init, default, factory in steps:
+            if not init:
+                value = factory()
+            elif index < count:
+                value = args[index]
+            elif name in kwargs:
+                value = kwargs[name]
+            elif factory is not MISSING:
+                value = factory()
+            else:
+                value = default
+            setter(self, name, value)
+        if post_init:
+            self.__post_init__()
+
+    return __init__
+
+
+class _LazyInit:
+    """A record's ``__init__`` until it is compiled (``_init``) and set on the class in its
+    place: at the first lookup on the class (``inspect.signature``, a subclass's
+    ``super().__init__`` read off the class), or when the class has made ``_COMPILE_AFTER``
+    instances; until then each instance is made by ``_generic``. A run defines about a hundred
+    record classes and makes instances of fewer than half of them, most a handful each: none
+    of those pays for compiling."""
+
+    __slots__ = ("cls", "fields", "frozen", "generic", "made")
 
     def __init__(self, cls: type, fields: tuple[Field, ...], frozen: bool) -> None:
         self.cls, self.fields, self.frozen = cls, fields, frozen
+        self.made = 0
+        self.generic: Callable[..., None] | None = None
 
-    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+    def compiled(self) -> Any:
+        """The compiled ``__init__``, written and set on the class at the first call."""
         init = self.cls.__dict__["__init__"]
         if init is self:  # (a lookup from another thread may have written it first)
             init = _init(self.cls, self.fields, self.frozen)
             type.__setattr__(self.cls, "__init__", init)
+        return init
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is not None and self.made < _COMPILE_AFTER:
+            self.made += 1  # (a count lost to a race only compiles a call later)
+            generic = self.generic
+            if generic is None:
+                generic = self.generic = _generic(self.cls, self.fields, self.frozen, self.compiled)
+            return types.MethodType(generic, instance)
+        init = self.compiled()
         return init if instance is None else init.__get__(instance, owner)
 
 

@@ -122,3 +122,17 @@ def test_package_versions_are_those_importlib_metadata_gives(tmp_path: Path) -> 
     for name, version in (("demo-pkg", "1.0"), ("old-egg", "0.3")):  # importlib's own answer
         found = list(importlib.metadata.distributions(name=name, path=path))
         assert found[0].version == version
+
+
+def test_the_fingerprints_host_fields_are_platforms() -> None:
+    """The fingerprint reads the host without importing ``platform`` (its import and patterns
+    cost more than the rest of it): the answers must be ``platform``'s."""
+    import platform
+
+    from qualify.plan.fingerprint import fingerprint
+
+    found = fingerprint(2, "cgroup-v2")
+    assert [found[k] for k in ("python", "python_implementation", "kernel", "os", "machine")] == [
+        platform.python_version(), platform.python_implementation(), platform.release(),
+        platform.system(), platform.machine(),
+    ]  # fmt: skip

@@ -316,6 +316,34 @@ def test_nvml_absent_on_this_host_is_recorded_not_raised(tmp_path: Path) -> None
     assert RunDir(tmp_path).gpu_summary() == {"available": False, "reason": expected}
 
 
+def test_a_host_without_the_nvml_library_is_told_without_importing_pynvml() -> None:
+    """Where ``libnvidia-ml.so.1`` does not load, the sampler records pynvml's own reason
+    without importing pynvml (its two hundred ctypes structures cost as much as a run's
+    start); where it loads, pynvml is imported as before."""
+    require("pynvml")
+    code = (
+        "import ctypes, sys\n"
+        "from qualify.nvml import NvmlSampler\n"
+        "try:\n"
+        "    ctypes.CDLL('libnvidia-ml.so.1')\n"
+        "    loads = True\n"
+        "except OSError:\n"
+        "    loads = False\n"
+        "sampler = NvmlSampler()\n"
+        "print(loads, sampler.available, 'pynvml' in sys.modules, sampler.absent()['reason'])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_PROCESS_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    loads, available, imported, reason = done.stdout.strip().split(" ", 3)
+    if loads == "True":
+        assert imported == "True"
+    else:
+        assert (available, imported) == ("False", "False")
+        assert reason == "NVMLError_LibraryNotFound: NVML Shared Library Not Found"
+
+
 def test_nvml_missing_module_is_recorded() -> None:
     def missing() -> Any:
         raise ModuleNotFoundError("No module named 'pynvml'")

@@ -208,10 +208,12 @@ def test_a_default_before_a_required_field_is_refused_as_the_stdlib_refuses() ->
                 b: int
 
 
-def test_init_is_written_when_first_looked_up_and_inherited() -> None:
-    """A record's ``__init__`` is compiled at its first lookup, not when the class is made
-    (most of a run's record classes never make an instance); a subclass that is no record
-    calls its base's, and a record made from another record has one of its own."""
+def test_init_is_compiled_late_and_inherited(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record's ``__init__`` is compiled at the first lookup on the class or at its
+    ``_COMPILE_AFTER``-th instance, not when the class is made (most of a run's record classes
+    make a handful of instances or none); a subclass that is no record calls its base's, and a
+    record made from another record has one of its own."""
+    monkeypatch.setattr(records, "_COMPILE_AFTER", 3)
 
     @frozen_record
     class Base:
@@ -225,13 +227,69 @@ def test_init_is_written_when_first_looked_up_and_inherited() -> None:
     class Child(Base):
         c: int = 3
 
-    assert not callable(Base.__dict__["__init__"])  # not written yet
-    made = Plain(1)  # through the subclass: the base's is written, on the base
-    assert callable(Base.__dict__["__init__"]) and "__init__" not in Plain.__dict__
+    made = Plain(1)  # through the subclass, by the base's generic one
     assert (made.a, made.b, type(made)) == (1, [], Plain)
-    assert Base(2) == Base(2, []) and Base(2).b is not Base(2).b
+    assert Base(2) == Base(2, [])  # three instances: still not compiled
+    assert not callable(Base.__dict__["__init__"]) and "__init__" not in Plain.__dict__
+    assert Base(2).b is not Base(3).b  # the fourth and fifth: compiled, on the base
+    assert callable(Base.__dict__["__init__"]) and "__init__" not in Plain.__dict__
     assert Child(1, [2], 4) == Child(a=1, b=[2], c=4) and Child(1).c == 3
-    assert Base.__init__.__qualname__ == f"{Base.__qualname__}.__init__"
+    assert not callable(Child.__dict__["__init__"])
+    assert Child.__init__.__qualname__ == f"{Child.__qualname__}.__init__"  # read off the class
+    assert callable(Child.__dict__["__init__"])
+
+
+CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    ((), {}), ((1,), {}), ((1, "y"), {}), ((1, "y", [5]), {}), ((1,), {"b": "z"}),
+    ((), {"a": 1}), ((), {"a": 1, "b": 2, "c": [3]}), ((1,), {"a": 2}), ((1, 2, 3, 4, 5), {}),
+    ((), {"nope": 1}), ((1,), {"nope": 1}), ((1,), {"fixed": 2}), ((1,), {"made": [1]}),
+    ((-1,), {}), ((), {"a": -1}), ((1, 2), {"b": 3}), ((), {"b": 2}), ((1,), {"seen": [9]}),
+]  # fmt: skip
+"""Calls that bind and calls that do not (too many, unknown, repeated, missing, a field
+outside ``__init__``), made to each shape of ``_init_shapes``."""
+
+
+def _outcome(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    try:
+        made = cls(*args, **kwargs)
+    except Exception as exc:  # the refusal is the outcome compared
+        return type(exc).__name__, str(exc).replace("__record_make__.<locals>.", "")
+    return {f.name: getattr(made, f.name) for f in dataclasses.fields(made)}
+
+
+@pytest.mark.parametrize("decorate", [frozen_record, record], ids=["frozen", "mutable"])
+def test_the_generic_init_is_the_compiled_one(
+    decorate: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before it is compiled, a record's ``__init__`` binds by hand what binds and hands every
+    other call to the compiled one: the same fields, factories, ``__post_init__`` and the same
+    refusals, word for word, as the compiled one and (by kind) as dataclasses'."""
+    stdlib = dataclasses.dataclass(frozen=decorate is frozen_record)
+    for args, kwargs in CALLS:
+        outcomes = []
+        for compile_after in (10**9, 0):  # never compiled by count, then compiled at once
+            monkeypatch.setattr(records, "_COMPILE_AFTER", compile_after)
+            outcomes.append([_outcome(c, args, kwargs) for c in _init_shapes(decorate)])
+        theirs = [_outcome(c, args, kwargs) for c in _init_shapes(stdlib)]
+        assert outcomes[0] == outcomes[1], (args, kwargs)
+        for ours, expected in zip(outcomes[0], theirs, strict=True):
+            assert type(ours) is type(expected), (args, kwargs, ours, expected)
+            assert ours == expected if isinstance(ours, dict) else ours[0] == expected[0]
+
+
+def test_a_mutable_records_generic_init_goes_through_its_setattr() -> None:
+    seen: list[str] = []
+
+    @record
+    class Watched:
+        a: int
+        b: int = 2
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            seen.append(name)
+            object.__setattr__(self, name, value)
+
+    assert (Watched(1).b, seen) == (2, ["a", "b"])
 
 
 def test_a_mutable_record_is_the_stdlibs_dataclass() -> None:

@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import sys
-import traceback
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -82,6 +81,8 @@ def write_report(run_dir: RunDir, findings: dict[str, Any] | None = None) -> Pat
             findings = failed_run_triage(run_dir)
         return write_html_report(run_dir, findings, read.audit)
     except Exception as exc:
+        import traceback  # (only here: with linecache and tokenize it is costly to import)
+
         with contextlib.suppress(OSError):
             run_dir.write_debug(traceback.format_exc())
         record_problem(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import platform
 import re
 import sys
 from collections.abc import Sequence
@@ -83,15 +82,24 @@ def _version_of(metadata: str) -> str | None:
     return None
 
 
+_IMPLEMENTATIONS = {"cpython": "CPython", "pypy": "PyPy", "ironpython": "IronPython"}
+"""``platform.python_implementation()``'s names (importing ``platform`` for them costs more than
+the rest of the fingerprint)."""
+
+
 def fingerprint(cgroup_version: int | None, backend: str) -> dict[str, Any]:
-    """The environment of the host that ran qualify."""
+    """The environment of the host that ran qualify (``os.uname()``: what ``platform.system``,
+    ``release`` and ``machine`` read)."""
+    uname = os.uname()
     return {
         "qualify": qualify.__version__,
-        "python": platform.python_version(),
-        "python_implementation": platform.python_implementation(),
-        "kernel": platform.release(),
-        "os": platform.system(),
-        "machine": platform.machine(),
+        "python": sys.version.split()[0],  # platform.python_version(), without platform
+        "python_implementation": _IMPLEMENTATIONS.get(
+            sys.implementation.name, sys.implementation.name
+        ),
+        "kernel": uname.release,
+        "os": uname.sysname,
+        "machine": uname.machine,
         "cpus": os.cpu_count(),
         "memory_total_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
         "cgroup_version": cgroup_version,
