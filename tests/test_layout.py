@@ -340,6 +340,52 @@ def test_prepared_hints_cover_every_dataclass_an_audit_is_read_with(
     assert read.problems == ()
 
 
+def test_hints_are_read_as_typing_reads_them() -> None:
+    """``typed_json`` reads annotation strings of its grammar itself (``typing`` compiles each):
+    on every record class of qualify, what it reads is ``typing.get_type_hints``' answer, in
+    the same order, or it declines (LookupError) and ``typing`` reads them; every class an
+    audit holds is of the grammar (none left to ``typing`` at a run's end)."""
+    import importlib
+    import pkgutil
+    import typing
+
+    import qualify
+    from qualify import records
+    from qualify.rundir import typed_json
+
+    read = declined = 0
+    for module in pkgutil.walk_packages(qualify.__path__, "qualify."):
+        if module.name.endswith("__main__"):
+            continue
+        loaded = importlib.import_module(module.name)
+        for value in vars(loaded).values():
+            if not (isinstance(value, type) and records.is_record(value)):
+                continue
+            try:
+                ours = typed_json._read_hints(value)
+            except LookupError:
+                declined += 1
+                continue
+            theirs = typing.get_type_hints(value)
+            assert list(ours.items()) == list(theirs.items()), value
+            read += 1
+    assert read > 100 and declined > 0
+    typed_json.prepare(Audit)
+    for cls in list(typed_json._HINTS):
+        typed_json._read_hints(cls)  # (raises LookupError for a class typing would read)
+
+    class Odd:
+        a: list[int] | None
+        b: dict[str, tuple[int, str]]
+        c: tuple[int, ...]
+
+    assert typed_json._read_hints(type("Two", (), {"__annotations__": {"a": "list[int] | None"}}))
+    for hint in ("tuple[int, ...]", "Callable[[int], str]", "int |", "list[int", "T", "nope"):
+        with pytest.raises(LookupError):
+            typed_json._read_hints(type("One", (), {"__annotations__": {"a": hint}}))
+    assert typed_json._hints(Odd) == typing.get_type_hints(Odd)  # (c: typing reads it)
+
+
 @pytest.mark.parametrize(
     ("document", "problem"),
     [

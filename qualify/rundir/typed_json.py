@@ -12,8 +12,12 @@ named. A run directory written by another version, cut short or edited by hand i
 
 from __future__ import annotations
 
+import builtins
+import re
+import sys
 import types
 import typing
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from qualify import records
@@ -38,14 +42,89 @@ _HINTS: dict[Any, dict[str, Any]] = {}
 
 
 def _hints(cls: Any) -> dict[str, Any]:
-    if cls not in _HINTS:
-        _HINTS[cls] = typing.get_type_hints(cls)
-    return _HINTS[cls]
+    """``typing.get_type_hints(cls)``, read by ``_read_hints`` where every hint is of the
+    supported grammar (``typing`` compiles each annotation string and ``eval``s it: some two
+    hundred compilations for the audit's classes, at every run)."""
+    found = _HINTS.get(cls)
+    if found is None:
+        try:
+            found = _read_hints(cls)
+        except LookupError:
+            found = typing.get_type_hints(cls)
+        _HINTS[cls] = found
+    return found
+
+
+_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z_0-9.]*)|(.))")
+
+
+def _read_hints(cls: Any) -> dict[str, Any]:
+    """The hints of ``cls`` and its bases, as ``typing.get_type_hints`` gives them (each string
+    looked up in its class's module, then the class, then the builtins), for strings of the
+    grammar ``hint := name ["[" hint ("," hint)* "]"] ("|" hint)*``; LookupError for any
+    other (``typing`` reads those)."""
+    hints: dict[str, Any] = {}
+    for base in reversed(cls.__mro__):
+        annotations = base.__dict__.get("__annotations__", {})  # noqa: RUF063 - no inspect
+        if not annotations:
+            continue
+        module = sys.modules.get(base.__module__)
+        scopes = (getattr(module, "__dict__", {}), base.__dict__, builtins.__dict__)
+        for name, given in annotations.items():
+            value = type(None) if given is None else given
+            if isinstance(given, str):
+                tokens = [m.group(1) or m.group(2) for m in _TOKEN.finditer(given.strip())]
+                value, rest = _union(tokens, scopes)
+                if rest:
+                    raise LookupError(given)
+            hints[name] = value
+    return hints
+
+
+def _union(tokens: list[str], scopes: tuple[Mapping[str, Any], ...]) -> tuple[Any, list[str]]:
+    value, tokens = _term(tokens, scopes)
+    while tokens[:1] == ["|"]:
+        other, tokens = _term(tokens[1:], scopes)
+        value = value | other
+    return value, tokens
+
+
+def _term(tokens: list[str], scopes: tuple[Mapping[str, Any], ...]) -> tuple[Any, list[str]]:
+    if not tokens or not (tokens[0][0].isalpha() or tokens[0][0] == "_"):
+        raise LookupError(tokens[:1])
+    name, tokens = tokens[0], tokens[1:]
+    found = _lookup(name, scopes)
+    if tokens[:1] != ["["]:
+        return found, tokens
+    if found not in (list, dict, tuple):
+        raise LookupError(name)
+    arguments = []
+    while True:
+        argument, tokens = _union(tokens[1:], scopes)
+        arguments.append(argument)
+        if tokens[:1] == ["]"]:
+            return found[tuple(arguments) if len(arguments) > 1 else arguments[0]], tokens[1:]
+        if tokens[:1] != [","]:
+            raise LookupError(name)
+
+
+def _lookup(name: str, scopes: tuple[Mapping[str, Any], ...]) -> Any:
+    if name == "None":
+        return type(None)
+    if name == "Any":  # (as typing names it, wherever it was imported from)
+        return Any
+    for scope in scopes:
+        if name in scope:
+            value = scope[name]
+            if value is Any or isinstance(value, type):
+                return value
+            raise LookupError(name)  # an alias, a TypeVar, a module: typing reads it
+    raise LookupError(name)
 
 
 def prepare(cls: type[Any]) -> None:
     """Resolve the type hints of ``cls`` and of every dataclass in them, ahead of the first
-    reading (``qualify run`` does it while the E2E runs: a few milliseconds of evaluating
+    reading (``qualify run`` does it while the E2E runs: about a millisecond of reading
     annotation strings off the end of the run)."""
     pending, seen = [cls], set()
     while pending:
