@@ -1953,3 +1953,207 @@ def test_an_errors_name_spoken_of_as_a_kind_is_a_mention(line: str, kind: str) -
 def test_a_log_records_prefix_leaves_its_message_first(line: str, kind: str | None) -> None:
     found = parse_line(line)
     assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # dune: a rule's command "(got signal KILL)", the signal by its short name
+        ("> js_of_ocaml .js/uucp/uucp.cma.js (got signal KILL)", "exit_code"),
+        ("worker 3 got signal 9", "exit_code"),
+        # counter-cases: a word that ends in "got", a handler, no signal named
+        ("it forgot signal KILL", None),
+        ("got signal handler installed", None),
+        ("got a signal from the parent", None),
+    ],
+    ids=["dune", "number", "forgot", "handler", "unnamed"],
+)  # fmt: skip
+def test_a_process_that_got_a_killing_signal_ended_by_it(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # sccache: the server gone, the work carried on another way in the same sentence
+        ("sccache: warning: The server looks like it shut down unexpectedly, compiling locally "
+         "instead", None),
+        ("the daemon stopped unexpectedly, falling back to in-process builds", None),
+        # counter-cases: no fallback, or one in the next sentence (the end is still told)
+        ("sccache: warning: The server looks like it shut down unexpectedly",
+         "terminated_externally"),
+        ("The server shut down unexpectedly. Compiling locally instead", "terminated_externally"),
+    ],
+    ids=["sccache", "falling-back", "no-fallback", "next-sentence"],
+)  # fmt: skip
+def test_an_end_the_work_went_on_past_is_a_fallback(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # solc's user: the kill told first (after their own circumstance), their reading of it
+        # as memory after
+        ("I'm just starting with thirdweb contracts, but when I try to run forge build, solc "
+         "crashes saying SIGKILL 9, which I take means it runs out of memory.",
+         "terminated_externally"),
+        ("the linker was killed, which I think means it ran out of RAM", "terminated_externally"),
+        # counter-cases: the kill after the memory words (Jupyter's UX idea), a kill supposed
+        # (MLServer's), anyone else's "when", a signal only named
+        ("I think currently, the UX of using JupyterLab, and having a kernel run out of memory, "
+         "making the kernel process killed - the user won't understand much", "memory_noted"),
+        ("Sometimes it is possible an inference worker gets killed independently of the parent "
+         "worker - say some prediction causes a memory spike and OOM killer sends a SIGKILL.",
+         "memory_noted"),
+        ("when the limit is reached, the job is killed, which means memory ran out",
+         "memory_noted"),
+        ("the docs say SIGKILL, which means out of memory", "memory_noted"),
+    ],
+    ids=["solc", "linker", "jupyter", "mlserver", "their-when", "docs"],
+)  # fmt: skip
+def test_a_kill_told_before_its_reading_as_memory_is_the_kill(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+_COCOAPODS = "活动监视器显示 ruby 进程所占用的内存持续飙升 11 ~ 19.95 GB\uff0c直到被系统杀死\u3002"
+"""CocoaPods' user (the fullwidth comma and stop escaped): ruby's memory kept soaring, 11 to
+19.95 GB, until the system killed it."""
+
+
+@pytest.mark.parametrize(
+    ("text", "used_up"),
+    [
+        # typst: the machine's whole memory by its size and owner, filled
+        ("The problem is that it quickly fills my 32GB of RAM and then gets killed by the "
+         "kernel.", True),
+        # whisperX: memory said to blow up
+        ("at the end of the process system memory blows up and the process is killed.", True),
+        # dune's maintainer: a dash ends the clause before the advice after it
+        ("This happens because it ran out of memory - fortunately simply running it again "
+         "typically works.", True),
+        # CocoaPods' user, in Chinese: ruby's memory kept soaring (持续飙升) until killed
+        (_COCOAPODS, True),
+        # counter-cases: an amount not owned as the whole, a supposition, a card, a change over
+        # time, the advice in the same clause
+        ("it uses 8GB of RAM", False),
+        ("it may fill my 32GB of RAM", False),
+        ("it uses my 16 GB memory card", False),
+        ("memory grew over time", False),
+        ("it typically runs out of memory", False),
+        ("内存占用正常", False),
+    ],
+    ids=["typst", "whisperx", "dune", "cocoapods", "amount", "may", "card", "over-time",
+         "typically", "chinese-normal"],
+)  # fmt: skip
+def test_memory_said_used_up_in_more_words(text: str, used_up: bool) -> None:
+    assert (memory_used_up(text, "issue.md") is not None) is used_up
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # typst: the machine's memory filled, then the kernel's kill
+        ("The problem is that it quickly fills my 32GB of RAM and then gets killed by the "
+         "kernel.\n", TriageClass.GLOBAL_OOM),
+        # CocoaPods' user: memory soaring until killed by the system (被系统杀死)
+        (f"{_COCOAPODS}\n", TriageClass.GLOBAL_OOM),
+        # dune: the signal, then the maintainer's cause
+        ("> js_of_ocaml .js/uucp/uucp.cma.js (got signal KILL)\n\nThis happens because it ran "
+         "out of memory - fortunately simply running it again typically works.\n",
+         TriageClass.GLOBAL_OOM),
+        # counter-cases: the kills alone, memory not said used up
+        ("it gets killed by the kernel.\n", TriageClass.EXTERNAL_KILL),
+        ("直到被系统杀死。\n", TriageClass.EXTERNAL_KILL),
+        ("> js_of_ocaml .js/uucp/uucp.cma.js (got signal KILL)\n", TriageClass.EXTERNAL_KILL),
+        ("进程被系统调度\n", TriageClass.UNKNOWN),
+    ],
+    ids=["typst", "cocoapods", "dune", "kernel-alone", "chinese-alone", "dune-alone",
+         "chinese-no-kill"],
+)  # fmt: skip
+def test_a_kill_after_memory_said_used_up_is_the_machines(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    issue = tmp_path / "issue.md"
+    issue.write_text(text)
+    assert triage(Sources(paths=(issue,))).triage_class is expected
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # typst's feature request: an OOM kill foretold as what caching "may cause"
+        ("When compiling a large document with barely no duplicated contents, most computation "
+         "results may not be reused, but they are cached in memory, which may cause a OOM kill "
+         "for some memory limited machines.", "memory_noted"),
+        ("Loading every shard at once could cause an out of memory error.", "memory_noted"),
+        # counter-case: the kill it did cause
+        ("the cache caused a OOM kill on the runner", "oom_kill"),
+    ],
+    ids=["typst", "could-cause", "caused"],
+)  # fmt: skip
+def test_an_oom_a_thing_may_cause_is_foretold(line: str, kind: str) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # vcpkg's CI: a run failed because it went past its time ("due over time")
+        ("osx ci is failed lately due over time after 2 days.", "timeout"),
+        ("the build failed due to overtime", "timeout"),
+        ("The job ran overtime and was cancelled", "timeout"),
+        # counter-cases: a change over time, V8's GC trace's walltime beside "allocation failure"
+        ("memory grew over time after 2 days", None),
+        ("it failed, memory grew over time", None),
+        ("(+ 0.2 ms in 3 steps since start of marking, biggest step 0.1 ms, walltime since start "
+         "of marking 825 ms) (average mu = 0.325, current mu = 0.249) allocation failure; GC in "
+         "old space requested", None),
+    ],
+    ids=["vcpkg", "overtime", "ran-overtime", "grew", "failed-grew", "v8-walltime"],
+)  # fmt: skip
+def test_work_failed_due_over_time_ran_out_of_time(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # PyInstaller under Wine: os.rename's error worded as memory, one path to another
+        ("OSError: [WinError 8] Not enough memory: 'Z:\\\\src\\\\dist\\\\test_mem.exe."
+         "notanexecutable' -> 'Z:\\\\src\\\\dist\\\\test_mem.exe'", "exception_line"),
+        ("OSError: [Errno 12] Cannot allocate memory: '/tmp/a' -> '/tmp/b'", "exception_line"),
+        # counter-cases: the same codes on one path (a shared-memory file), or on none
+        ("OSError: [Errno 12] Cannot allocate memory: '/dev/shm/torch_1234'",
+         "host_alloc_failed"),
+        ("OSError: [Errno 12] Cannot allocate memory", "host_alloc_failed"),
+        ("OSError: [WinError 8] Not enough memory resources are available to process this "
+         "command", "host_alloc_failed"),
+    ],
+    ids=["pyinstaller-wine", "errno-rename", "shm-path", "no-path", "winerror-8"],
+)  # fmt: skip
+def test_a_rename_said_out_of_memory_is_not_memory(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # vcpkg: the build restarted a cheaper way, the memory it ran short of handled
+        ("- Restarting Build without parallelism because memory exceeded", "oom_handled"),
+        ("Restarting with fewer workers after out of memory", "oom_handled"),
+        # counter-cases: a restart that names no cheaper way, a container's restart for its limit
+        ("Restarting build because memory exceeded", "host_alloc_failed"),
+        ("the container restarted because memory exceeded its limit", "limit_oom_kill"),
+    ],
+    ids=["vcpkg", "fewer-workers", "plain-restart", "container"],
+)  # fmt: skip
+def test_a_restart_a_cheaper_way_handles_the_shortage(line: str, kind: str) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found else None) == kind, found

@@ -41,6 +41,7 @@ _KILL = re.compile(
     + r")(?: \S+)? killed\b"
     r"|\b(?:by|with|received|got|due to|from|on)\W+(?:a |the )?(?:signal\W+)?(?:sigkill|9\b)"
     r"|\(sigkill\)|\bkill -9\b"
+    r"|\b(?:saying|says|said|reports?|reported|reporting)\W+(?:a |the )?sigkill\b"
     r"|\b(?:received|receive|see|saw|seeing|shows?|showed|printed|prints)\W+(?:an? |the |just )?"
     r"\W?killed\b"
 )
@@ -103,8 +104,10 @@ _TIME_LIMIT = re.compile(
     r"|\b(?:requested|allotted|allowed|allocated) (?:run ?time|wall ?time|time)\b"
     r"|\b(?:ran|running|took|taking|runs) (?:\w+ )?longer than\b|\btoo long\b"
     r"|\bno output\b|\binactivity\b|\bstalled\b"
+    r"|\b(?:due (?:to )?|ran |run |went |goes )over ?time\b"
 )
-"""Words that name a time limit or its crossing."""
+"""Words that name a time limit or its crossing; "over time" only as what a thing ran or failed
+due to (vcpkg's "osx ci is failed lately due over time after 2 days"), not a change "over time"."""
 _CROSSED = re.compile(
     r"\b(?:exceed\w*|reached|reaching|hit|expired|after|elapsed|timed ?out|longer than"
     r"|killed|cancel+ed|stopped|aborted|terminated|interrupted)\b"
@@ -138,6 +141,11 @@ _SUPPOSED = re.compile(
 after 1 second"), tells of a cleanup after another end
 ("processes killed (some possibly by mpiexec during cleanup)"), or guesses at what an end was
 ("the backup failed with what looks like a timeout")."""
+_TOLD_WHEN = re.compile(r"\bwhen (?:i|we) [^,]{1,80},")
+"""A person's own circumstance before what happened to them (solc's user: "but when I try to run
+forge build, solc crashes saying SIGKILL 9"): a time told, not a supposition; the clause after
+its comma reports. (A "when" of anyone else, "when the limit is reached, the job is killed",
+still supposes.)"""
 _EVICTED = re.compile(
     r"\b(?:was|were|been|is|are|being|got) evicted\b|^\W*(?:warning\s+)?evicted\s"
 )
@@ -165,6 +173,10 @@ def _supposed(low: str, match: re.Match[str]) -> bool:
     clause = low[start:stop].rstrip()
     if clause.endswith(("?", ":")) or (stop == len(low) and low.rstrip().endswith("?")):
         return True  # a question, or a sentence introducing what follows it ("... after 5 min:")
+    told = _TOLD_WHEN.search(low, start, match.start())
+    if told is not None:  # the person's own circumstance, told: the rest of the clause is read
+        before = _SUPPOSED.search(low, start, told.start())
+        return before is not None or _SUPPOSED.search(low, told.end(), stop) is not None
     return _SUPPOSED.search(low, start, stop) is not None
 
 
@@ -265,7 +277,8 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
         if timed_after or quiet or (crossed and (ended or unit or lead == "" or led or limit_of)):
             return LineSignal("timeout", {"parts": True})
         failed_for = _FAILED_FOR.search(low, start, stop) is not None
-        if failed_for and timed[0].startswith(("time", "dead")):
+        overtime = timed[0].endswith(("over time", "overtime"))  # "failed due over time"
+        if failed_for and (timed[0].startswith(("time", "dead")) or overtime):
             return LineSignal("timeout", {"parts": True})
         if _STATE_COLUMN.search(low, max(0, timed.start() - 2)):
             return LineSignal("timeout", {"parts": True})  # Meson's "1/5 linktest  TIMEOUT  30.16s"

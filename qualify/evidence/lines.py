@@ -51,7 +51,7 @@ from qualify.evidence.end_parts import parse_end_parts
 from qualify.evidence.evidence_line import LineSignal
 from qualify.evidence.gpu_lines import parse_engine_line
 from qualify.evidence.gpu_lines import parse_tensorrt_line as _parse_tensorrt
-from qualify.evidence.oom_parts import parse_oom_parts
+from qualify.evidence.oom_parts import parse_oom_parts, supposes
 from qualify.evidence.structure import names_memory, read_fields, spelled
 
 __all__ = ["KB", "LineSignal", "parse_line"]
@@ -94,7 +94,7 @@ _SIGNAL_NAMED = re.compile(r"\bsig(kill|term)\b")
 """A killing signal named on a line (lowercased)."""
 _SIGNAL_EXIT = re.compile(
     r"\(signal: (\d+),"  # Rust's ExitStatus: "(signal: 9, SIGKILL: kill)"
-    r"|(?i:(?:killed|terminated|died|exited|ended|stopped|received)(?: \w+){0,2}?"
+    r"|(?i:(?:killed|terminated|died|exited|ended|stopped|received|\bgot)(?: \w+){0,2}?"
     r" (?:by|due to|with|of|on|from)? ?(?:the )?'?signal)\W{0,2}(?:SIG)?"
     r"(\d+|KILL|TERM|(?i:killed|terminated|bus error|segmentation fault|aborted))\b"
     r"|[Ss]ignal (\d+) \(SIG\w+\) received"  # torch.distributed.elastic's failure record
@@ -144,6 +144,10 @@ _EXTERNALLY = re.compile(
     r"|(?:stopped|terminated|shut down|restarted) unexpectedly"
     r"|is disrupted|was disrupted|(?:was |been )?(?:preempted|interrupted)))\b"
     r"|(?i:\bsignaled to exit\b)"
+    # a person writing Chinese: killed (杀死, 杀掉, kill 掉, 干掉) or ended (终止) by the system,
+    # the operating system or the kernel ("直到被系统杀死": until killed by the system)
+    r"|\u88ab(?:\u7cfb\u7edf|\u64cd\u4f5c\u7cfb\u7edf|\u5185\u6838)(?:\u5f3a\u5236)?"
+    r"(?:\u6740\u6b7b|\u6740\u6389|kill\s?\u6389?|\u5e72\u6389|\u7ec8\u6b62)"
 )
 """A process said to be ended by something outside it, naming no reason (Nextflow's "Likely it
 has been terminated by the external system"), or said to be gone without one: Gradle's "build
@@ -154,6 +158,10 @@ line that also says the reason is read for it (``parse_line``). A process that "
 "exited" unexpectedly is not one: a crash says that too (Ray's "The worker died unexpectedly
 while executing this task"); nor is a thread interrupted (TorchServe's "Backend worker monitoring
 thread interrupted or backend worker process died.", a Java thread's shutdown)."""
+_CARRIED_ON = re.compile(r"[^.;]*?\b(?:instead|falling back|fell back|falls back)\b")
+"""The work said to go on another way in the same sentence as the end (sccache's "The server
+looks like it shut down unexpectedly, compiling locally instead"): a fallback the program took,
+a warning, not what ended the job."""
 _HEDGED = re.compile(
     r"\b(?:if|when|whether|unless|may|might|could|can|means?|meaning|indicates?)\b[^.]*$"
 )
@@ -488,6 +496,7 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
     if (
         (
             " by " in low
+            or "\u88ab" in low  # Chinese's passive "bei" (by): "被系统杀死", killed by the system
             or "unexpectedly" in low
             or "signaled" in low
             or "disrupted" in low
@@ -499,6 +508,7 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
         )
         and (match := _EXTERNALLY.search(line))
         and not _HEDGED.search(low[: match.start()])
+        and not _CARRIED_ON.match(low, match.end())
     ):
         return LineSignal("terminated_externally")
     if "the operation was canceled" in low:
@@ -711,6 +721,31 @@ def parse_line(line: str) -> LineSignal | None:
     return respelled or read_fields(words)
 
 
+_MEMORY_WORD = re.compile(r"\b(?:oom\w*|out[ -]of[ -]memory|memory|ram)\b")
+"""Where a line first speaks of memory."""
+_CLAUSE_CUT = re.compile(r"[,;]\s|\s[-\u2013\u2014]\s")
+"""Where a clause of a person's sentence ends (a comma, a semicolon, a dash)."""
+
+
+def _end_before_memory(line: str, low: str) -> LineSignal | None:
+    """A kill a line reports before it speaks of memory at all, supposing nothing (solc's user:
+    "solc crashes saying SIGKILL 9, which I take means it runs out of memory"): the kill is what
+    happened, the memory words after it are the person's reading of it (the file's story may
+    still say memory ran out). A kill after the memory words (Jupyter's "having a kernel run out
+    of memory, making the kernel process killed") or under a supposition ("it is possible a
+    worker gets killed") stays a mention."""
+    first = _MEMORY_WORD.search(low)
+    if first is None:
+        return None
+    cuts = [m.start() for m in _CLAUSE_CUT.finditer(low, 0, first.start())]
+    stop = cuts[-1] if cuts else first.start()  # the clause of the kill, before the reading
+    head = low[:stop]
+    ended = parse_end_parts(line[:stop], head)
+    if ended is None or ended.kind not in _BARE_ENDS or supposes(head):
+        return None
+    return ended
+
+
 def _first(line: str, low: str) -> LineSignal | None:
     for parser in PARSERS:
         if (found := parser(line, low)) is not None:
@@ -718,5 +753,7 @@ def _first(line: str, low: str) -> LineSignal | None:
                 cause = parse_oom_parts(line, low)
                 if cause is not None and cause.kind in _MEMORY_CAUSES:
                     return cause
+            elif found.kind == "memory_noted" and parser is parse_oom_parts:
+                return _end_before_memory(line, low) or found
             return found
     return None

@@ -268,6 +268,13 @@ _NEGATIVE_SIZE = re.compile(r"(?<![\w.])-\d+\s*(?:bytes|[kmgt]i?b)\b|\bmore than
 _SQLITE_CANTOPEN = re.compile(r"sqlite\w*\W.{0,40}?\bcode\W{0,2}14\b")
 """SQLite's code 14 (SQLITE_CANTOPEN), which its API words "out of memory" for a handle that
 never opened."""
+_PATH_TO_PATH = re.compile(
+    r"\[(?:win ?error|errno|error) \d+\][^'\"\n]*:\s*(['\"]).+?\1\s*->\s*['\"]"
+)
+"""An operating system's error on a call that moves or links one path to another (Python's
+``OSError: [WinError 8] Not enough memory: 'a.notanexecutable' -> 'a.exe'`` from ``os.rename``
+under Wine): a rename allocates no memory of the program's, the code is another failure
+worded as memory (a filesystem's, an emulation layer's)."""
 _TITLE_FIELD = re.compile(
     r"^[\s+>*-]*(?:[\w-]+[_-])?(?:title|description|label|summary|subject|heading)\s*[:=]\s"
 )
@@ -282,7 +289,7 @@ _HEDGE = re.compile(
     r"|might have|could be|can be caused|one of the following|if you see|to avoid|to prevent"
     r"|\w+ly (?:means|indicates)|(?:usually|often) (?:means|indicates|caused by)"
     r"|(?:common|typical|usual|frequent|likely) (?:causes?|reasons?)"
-    r"|(?:will|would|may|might|could|can) (?:\w+ )?(?:lead to|result in)"
+    r"|(?:will|would|may|might|could|can) (?:\w+ )?(?:lead to|result in|cause)"
     r"|(?:may|might|could|can) (?:\w+ )?(?:indicate|mean|suggest|point to|be due to|be caused by"
     r"|be related to|involve|entail)"
     r"|(?:likely|probably|possibly) (?:to be )?(?:due to|caused by))\b"
@@ -321,6 +328,12 @@ Killed"` ``)."""
 
 _ERROR_FORM = re.compile(r"\[errno \d+\]|\berrno\W|\b\w*(?:error|exception)\b\W{0,3}:|\benomem\b")
 """An error's own form (``[Errno 12] Cannot allocate memory``, ``MemoryError:``)."""
+
+
+def supposes(low: str) -> bool:
+    """Whether ``low`` (lowercased) offers a cause as a possibility, a condition or advice
+    (``_HEDGE``), rather than reporting one."""
+    return _HEDGE.search(low) is not None
 
 
 def _hedged(low: str, said: re.Match[str]) -> bool:
@@ -493,11 +506,14 @@ _HANDLED = re.compile(
     r"|attempting to free|freeing up|cache flush|\bretract|\bpreempt"
     r"|\breturning (?:an? )?(?:null|none|nil|nullptr|empty)\b"
     r"|[;,]\s*(?:switching|switched|reverting|degrading|dropping) (?:back )?to\b(?![^.;]*\bfail)"
+    r"|\brestart(?:s|ing|ed)?\b[^.;]{0,40}?"
+    r"\b(?:without|with (?:less|fewer|lower|reduced|a smaller))\b"
 )
 """An OOM handled: retried, fallen back from, recovered, or answered with an empty result (Qt's
 "QImage: out of memory, returning null image": the caller gets nothing and goes on), or met by
 switching to a cheaper way in the next clause ("Not enough memory to continue with
-full-resolution; switching to tiled mode")."""
+full-resolution; switching to tiled mode"), or restarted a cheaper way (vcpkg's "Restarting Build
+without parallelism because memory exceeded")."""
 _GAVE_UP = re.compile(r"\bretr(?:y|ies) (?:failed|exhausted)\b|\bafter \d+ (?:retries|attempts)\b")
 """A retry that failed in turn (MXNet's "cudaMalloc retry failed: out of memory"): the end, not a
 recovery."""
@@ -762,6 +778,17 @@ def _named(low: str, table: tuple[tuple[str, str], ...]) -> str | None:
 _TABLE_REGEXES = {id(table): _table_regex(table) for table in (_ECOSYSTEMS, _DEVICES)}
 
 
+def _worded_as_memory(low: str) -> dict[str, str] | None:
+    """Another failure a code words as memory, with the fields it names; None when not one."""
+    if _SQLITE_CANTOPEN.search(low):
+        # SQLite words its code 14 (SQLITE_CANTOPEN) "out of memory" when the database was
+        # never opened: a file that cannot be opened, not memory.
+        return {"ecosystem": "SQLite"}
+    if "->" in low and _PATH_TO_PATH.search(low):
+        return {}  # a rename's or a link's error, not memory
+    return None
+
+
 def parse_oom_parts(
     line: str, low: str | None = None, *, reported: bool = False
 ) -> LineSignal | None:
@@ -801,10 +828,8 @@ def parse_oom_parts(
         # request is an overflow (a bug) rather than memory running out (Unreal's "Ran out of
         # memory allocating 18446744068997660672 bytes"): said in the summary.
         fields["implausible"] = True
-    if _SQLITE_CANTOPEN.search(low):
-        # SQLite words its code 14 (SQLITE_CANTOPEN) "out of memory" when the database was
-        # never opened: a file that cannot be opened, not memory.
-        return LineSignal("memory_noted", {**fields, "ecosystem": "SQLite"})
+    if (other := _worded_as_memory(low)) is not None:
+        return LineSignal("memory_noted", {**fields, **other})
     if (pasted := _pasted_reading(line, low, said, fields)) is not None:
         return pasted
     if (

@@ -92,13 +92,23 @@ _USED_UP = re.compile(
     r"(?:used|filled|consumed|exhausted|eaten|taken|full)\b"
     r"|\b(?:excessive|huge|massive|enormous|extreme|runaway) (?:ram|memory)"
     r" (?:usage|use|consumption)\b"
-    r"|\b(?:ran|run|runs|running) out of (?:\w+ )?(?:ram|memory|mem)\b",
+    r"|\b(?:ran|run|runs|running) out of (?:\w+ )?(?:ram|memory|mem)\b"
+    r"|\b(?:ram|memory)(?: usage| use| consumption)? (?:blows? up|blew up|explodes?|exploded)\b"
+    # Chinese: memory (内存) soaring, exploding, exhausted, filled or used up (飙升, 暴涨, 耗尽,
+    # 占满, 爆满, 用完), perhaps "kept" (持续, 一直, 不断) so
+    r"|\u5185\u5b58(?:\u5360\u7528)?(?:\u6301\u7eed|\u4e00\u76f4|\u4e0d\u65ad)?"
+    r"(?:\u98d9\u5347|\u66b4\u6da8|\u8017\u5c3d|\u5360\u6ee1|\u7206\u6ee1|\u7528\u5b8c)"
+    r"|\b(?:fill\w*|exhaust\w*|max\w* out|us\w*|eat\w*|ate|consum\w*|takes?|took|taking)"
+    r" (?:up )?(?:all (?:of )?)?(?:my|our|the (?:whole|entire|machine'?s?|system'?s?|host'?s?))"
+    r" \d+(?:\.\d+)? ?[gmt]i?b?\b (?:of )?(?:ram|memory)\b(?! (?:card|stick|module))",
     re.IGNORECASE,
 )
 """A sentence saying the machine's memory was all used ("it uses all the memory on my server",
 "All available RAM is used", "all the ram is filled"), or its use said to be excessive (Gleam's
 "Excessive memory usage / killed when compiling"), or memory said to have run out (openMVS'
-maintainer's "you run out of mem"): with a kill that says nothing of its
+maintainer's "you run out of mem"), the machine's memory by its owner and size filled (typst's
+"it quickly fills my 32GB of RAM"), memory that "blows up" (whisperX's), or the same in Chinese
+(CocoaPods' user: "内存持续飙升", memory kept soaring): with a kill that says nothing of its
 cause, the reason an on-call engineer reads into the kill."""
 _SUPPOSING = re.compile(
     r"\b(?:if|whether|unless|may|might|could|would|should|will|can|to avoid"
@@ -114,7 +124,10 @@ all the memory", "may use all the RAM", Dagster's "This usually indicates that t
 killed by the operating system due to running out of memory"), or offers a time limit as the
 other cause (Read the Docs' "Command killed due to timeout or excessive memory consumption"):
 not a report that memory was used up."""
-_SENTENCE = re.compile(r"[.!?;,](?:\s|$)|\n")
+_SENTENCE = re.compile(r"[.!?;,](?:\s|$)|\n|\s[-\u2013\u2014]{1,2}\s")
+"""Where a clause ends: a sentence's end, a comma, a line's end, a dash between spaces (dune's
+maintainer: "it ran out of memory - fortunately simply running it again typically works": the
+advice after the dash supposes nothing of the cause before it)."""
 
 
 def _supposed(text: str, match: re.Match[str]) -> bool:

@@ -126,6 +126,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"_no_mem",
         b"allotted memory",  # "could not be executed in the allotted memory" (BigQuery)
         b"assigned memory",
+        b"memory exceeded",  # vcpkg's "Restarting Build without parallelism because memory ..."
     ),
     b"k": (b"kill", b"stack of", b"kv cache", b"kvcache", b"not ok "),  # TAP's failed test
     # "overhead limit exceeded": the JVM's "GC overhead limit exceeded" on a line without
@@ -199,6 +200,13 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"walltime",
         b"maximum runtime",  # "task exceeded its maximum runtime of 2h"
         b"max runtime",
+        b"due over time",  # vcpkg's CI: "osx ci is failed lately due over time after 2 days"
+        b"due to over time",
+        b"due to overtime",
+        b"ran overtime",
+        b"ran over time",
+        b"went overtime",
+        b"went over time",
     ),  # pytest-timeout banner, Slurm DUE TO TIME LIMIT, libcheck's and CTest's timeouts
     b" passed": (b" passed in", b" passed,", b" passed\x1b"),  # a pytest summary (coloured)
     b"e   ": (b"e   ",),  # pytest's "E   " lines
@@ -218,6 +226,8 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"errno 137",  # npm's "npm ERR! errno 137"
     ),
     b"cancel": (b"canceled", b"cancelled"),  # "The operation was canceled.", "cancelled after"
+    # Chinese's passive "bei" (by), UTF-8: a person's "直到被系统杀死" (until killed by the system)
+    "\u88ab".encode(): ("\u88ab".encode(),),
     # a death by a signal worded without "kill" (ninja's "job terminated due to signal 9")
     b"signal": (b"due to signal", b"on signal", b"from signal"),
     # an allocation refused in words no other needle holds ("classify: unable to allocate hash
