@@ -2157,3 +2157,125 @@ def test_a_rename_said_out_of_memory_is_not_memory(line: str, kind: str) -> None
 def test_a_restart_a_cheaper_way_handles_the_shortage(line: str, kind: str) -> None:
     found = parse_oom_parts(line)
     assert (found.kind if found else None) == kind, found
+
+
+GRAPHITE = (
+    "Fresh install of 0.9.10 on an minimal EL6 machine produces traceback when rendering a graph:\n"
+    "\n"
+    "``` python\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python2.6/site-packages/graphite/render/glyph.py", line 214, in getExtents\n'
+    "    F = self.ctx.font_extents()\n"
+    "MemoryError\n"
+    "```\n"
+)
+"""https://github.com/dcarley/graphite-rpms/issues/6: a traceback fenced as Python."""
+
+
+def test_a_traceback_in_a_language_fence_is_output(tmp_path: Path) -> None:
+    result = _triaged(tmp_path / "issue.txt", GRAPHITE)
+    assert result.triage_class is TriageClass.HOST_ALLOC_FAILED, result.summary
+    assert 7 in {e.line for e in result.decided_by}
+    # counter-cases: the same fence holding source that raises or catches it, or a comment
+    # naming the head above source
+    for source in (
+        '```python\nraise MemoryError("out of memory")\n```\n',
+        "```python\ntry:\n    f()\nexcept MemoryError:\n    raise MemoryError\n```\n",
+        '```python\n# Traceback (most recent call last):\nraise MemoryError("no memory")\n```\n',
+    ):
+        assert _triaged(tmp_path / "issue.txt", source).triage_class is TriageClass.UNKNOWN
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # syslog-ng: a person's sentence runs on to the OOM killer acting
+        ("We are using syslog-ng in our embedded ARM based device with max. memory of 250MB. We "
+         "found the memory usage of syslog-ng gradually increase when configured remote syslog "
+         "destination over UDP, until oom-killer kicks in and device reboots.", "oom_kill"),
+        ("We watched it grow and then the OOM killer killed the daemon.", "oom_kill"),
+        # counter-cases: a killer that never acts, a question, a condition, a modal, a setting
+        ("We found the memory grows, but the oom-killer never kicks in.", "memory_noted"),
+        ("I wonder when the oom-killer kills it.", "memory_noted"),
+        ("We saw it grow and if the oom-killer kills it we lose logs.", "memory_noted"),
+        ("We expect the memory to stay flat, until the oom-killer should kick in.",
+         "memory_noted"),
+        ("We tuned oom_score_adj so that the oom-killer kills the worker first.", "memory_noted"),
+    ],
+    ids=["syslog-ng", "and-then", "never", "question", "condition", "modal", "setting"],
+)  # fmt: skip
+def test_a_persons_sentence_running_on_to_the_killer_acting_reports_it(
+    line: str, kind: str
+) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found else None) == kind, found
+
+
+COLLECTD = (
+    "When resolver is unavailable collectd takes all memory:\n"
+    "```\n"
+    "[50535.924569] Free swap  = 0kB\n"
+    "[50535.924569] Total swap = 511996kB\n"
+    "[50535.924574] [ pid ]   uid  tgid total_vm      rss nr_ptes nr_pmds swapents oom_score_adj "
+    "name\n"
+    "[50535.924581] [ 1158]     0  1158     8587      474      18       3      296         -1000 "
+    "systemd-udevd\n"
+    "```\n"
+)
+"""https://github.com/collectd/collectd/issues/2616: a kernel OOM report cut after its task list,
+before its kill line."""
+
+
+def test_the_oom_killers_task_list_shows_it_ran(tmp_path: Path) -> None:
+    result = _triaged(tmp_path / "issue.txt", COLLECTD)
+    assert result.triage_class is TriageClass.GLOBAL_OOM, result.summary
+    assert {1, 5} <= {e.line for e in result.decided_by}  # the list's head, the person's words
+    newer = COLLECTD.replace("nr_ptes nr_pmds swapents", "pgtables_bytes swapents")
+    assert _triaged(tmp_path / "issue.txt", newer).triage_class is TriageClass.GLOBAL_OOM
+    # Under a limit the input sets: that limit's.
+    capped = "Running in a docker container with --memory=1g\n" + COLLECTD
+    assert _triaged(tmp_path / "issue.txt", capped).triage_class is TriageClass.CGROUP_OOM
+    # counter-cases: the memory figures alone, a ps listing's head, the words without the list
+    for text in (
+        COLLECTD.replace("oom_score_adj name", "name"),
+        "```\n  PID   UID  TGID    VSZ   RSS COMMAND\n 1158     0  1158  8587   474 systemd\n```\n",
+        "The oom_score_adj name column of the list is documented in proc(5).\n",
+    ):
+        assert _triaged(tmp_path / "issue.txt", text).triage_class is TriageClass.UNKNOWN, text
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # APISIX: the system's kill told in the active voice, of one process
+        ("Then the system kill this nginx worker, and the download was terminated.",
+         "terminated_externally"),
+        ("Then the OS killed the worker.", "terminated_externally"),
+        # counter-cases: a condition, a wish, a permission, a general account, a switch
+        ("If the kernel killed the worker we would see it in dmesg.", None),
+        ("I want the system to kill this worker.", None),
+        ("We let the system kill the worker.", None),
+        ("The kernel kills the process with the highest score.", None),
+        ("the system kill switch was pressed", None),
+    ],
+    ids=["apisix", "os-killed", "condition", "wish", "let", "general", "switch"],
+)  # fmt: skip
+def test_the_systems_kill_in_the_active_voice_is_a_kill(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+def test_a_use_a_hundredfold_its_normal_is_memory_blown_up() -> None:
+    # https://github.com/apache/apisix/issues/7173
+    line = (
+        "When downloading file through rest api, I see the worker process vsz use about 35G, "
+        "normal it only needs 200M, see picture as below"
+    )
+    assert memory_used_up(line, "issue.txt") is not None
+    # counter-cases: a few times its normal, a use supposed
+    for said in (
+        "the worker uses about 800M, normally it needs 200M",
+        "the worker uses 35G, normally 20G",
+        "it may use 35G, normally 200M",
+    ):
+        assert memory_used_up(said, "issue.txt") is None, said

@@ -76,6 +76,13 @@ _VICTIM_EXITING = re.compile(
 _REAPED = re.compile(r"\boom_reaper: reaped process (\d+) \((.*?)\)")
 """The kernel's OOM reaper freeing a victim's memory after the kill (``oom_reaper: reaped process
 22768 (cc1), now anon-rss:0kB, ...``): the kill, its scope said by the report around it."""
+_TASKS_HEAD = re.compile(
+    r"\[\s*pid\s*\]\s+uid\s+tgid\s+total_vm\s+rss\s+(?:\w+\s+){1,4}oom_score_adj\s+name\s*$"
+)
+"""The head of the task list the kernel prints as it picks an OOM victim (mm/oom_kill.c's
+``dump_tasks``: ``[ pid ]   uid  tgid total_vm      rss nr_ptes nr_pmds swapents oom_score_adj
+name``, ``pgtables_bytes`` since 4.15): printed only by the OOM killer, so a report pasted from it
+(collectd's issue, cut after the task list, before the kill line) shows the killer ran."""
 _MEMCG_USAGE = re.compile(r"\bmemory: usage (\d+)kB, limit (\d+)kB, failcnt (\d+)")
 _TASK_IN = re.compile(r"Task in (\S+) killed as a result of limit of (\S+)")
 _MEMCG_TRACE = ("mem_cgroup_out_of_memory", "mem_cgroup_oom", "try_charge_memcg", "charge_memcg")
@@ -144,6 +151,10 @@ _EXTERNALLY = re.compile(
     r"|(?:stopped|terminated|shut down|restarted) unexpectedly"
     r"|is disrupted|was disrupted|(?:was |been )?(?:preempted|interrupted)))\b"
     r"|(?i:\bsignaled to exit\b)"
+    # the same in the active voice, told of one process: "Then the system kill this nginx worker"
+    r"|(?i:(?<!\blet )(?<!\bmake )(?<!\bhave )(?<!\bto )\bthe (?:operating system|os|system"
+    r"|kernel) (?:(?:killed|terminated) (?:the|this|that|my|our|its|it|them)"
+    r"|kill (?:this|that))\b)"
     # a person writing Chinese: killed (杀死, 杀掉, kill 掉, 干掉) or ended (终止) by the system,
     # the operating system or the kernel ("直到被系统杀死": until killed by the system)
     r"|\u88ab(?:\u7cfb\u7edf|\u64cd\u4f5c\u7cfb\u7edf|\u5185\u6838)(?:\u5f3a\u5236)?"
@@ -377,6 +388,8 @@ def parse_kernel_line(line: str, low: str | None = None) -> LineSignal | None:
 
 
 def _kernel_oom(line: str, low: str) -> LineSignal | None:
+    if "oom_score_adj name" in low and _TASKS_HEAD.search(low):
+        return LineSignal("kernel_tasks", {"scope": "unknown"})
     if "invoked oom-killer" in low and (match := _INVOKED.search(line)):
         return LineSignal(
             "kernel_invoked",
@@ -496,6 +509,7 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
     if (
         (
             " by " in low
+            or ("the " in low and (" kill" in low or "terminated" in low))  # active voice
             or "\u88ab" in low  # Chinese's passive "bei" (by): "被系统杀死", killed by the system
             or "unexpectedly" in low
             or "signaled" in low

@@ -436,9 +436,24 @@ def _described(low: str) -> bool:
     and says of no error by its name that they got it."""
     if not _PERSON.search(low):
         return False
+    if _KILLER_ACTED.search(low):
+        return False  # "We found the memory usage ... increase ..., until oom-killer kicks in"
     if _GOT_NAMED.search(low) and not _HEDGE.search(low) and not low.rstrip().endswith((":", "?")):
         return False  # "I get a crash with a bad_alloc error -6 and core dump."
     return not any(_SAID.search(quote[0]) for quote in _QUOTED.finditer(low))
+
+
+_KILLER_ACTED = re.compile(
+    r"\b(?:until|till|then|and(?: then)?)(?: (?:finally|eventually|suddenly))? (?:the )?"
+    r"(?:kernel'?s? |linux'?s? )?"
+    r"oom[- _]?killer (?:(?:kicks|kicked|steps|stepped|comes|came|jumps|jumped) in"
+    r"|kills|killed|(?:is|was|gets|got) (?:invoked|triggered)|terminates|terminated)\b"
+)
+"""The kernel's OOM killer acting as the subject of a clause a person's sentence runs on to,
+framed in time (syslog-ng's issue: "We found the memory usage of syslog-ng gradually increase
+..., until oom-killer kicks in and device reboots"): the person narrates what the killer did, an
+event, not a description of memory. A killer that should, would or may act is no such clause
+(its verb is not in the present or past), nor one the person only names."""
 
 
 _GOT_NAMED = re.compile(
@@ -1010,11 +1025,20 @@ def in_source(before: str, line: str) -> bool:
     at = max(i for i, text in enumerate(lines) if _FENCE.match(text))
     if _SOURCE_FENCE.match(lines[at]) is None:
         return False
+    if any(_TRACEBACK_HEAD.match(text) for text in lines[at + 1 :]):
+        return False  # a traceback pasted in a fence marked for its language: what was printed
     # An interactive session (Python's ``>>>``, IPython's ``In [1]:``): the lines without a prompt
     # are what the session printed ("MemoryError: std::bad_alloc" after ``>>> haar_like(...)``).
     return (
         not any(_PROMPT.match(text) for text in lines[at + 1 :]) or _PROMPT.match(line) is not None
     )
+
+
+_TRACEBACK_HEAD = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
+"""The head a Python traceback is printed under. A fence opened for Python that holds one (the
+reporter's ```` ``` python ```` around Graphite's render traceback ending in a bare
+``MemoryError``) holds what the interpreter printed, highlighted as Python, not source: source
+never holds the head as a line of its own."""
 
 
 _PROMPT = re.compile(r"^\s*(?:>>>|\.\.\.|In \[\d+\]:)(?: |$)")

@@ -4,6 +4,7 @@ JSON: the limit an OOMKilled container was held to, for the remedy's numbers."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from qualify.evidence.evidence_line import Evidence
 
@@ -139,10 +140,35 @@ def _supposed(text: str, match: re.Match[str]) -> bool:
     return _SUPPOSING.search(text, start, stop) is not None
 
 
+_OVER_NORMAL = re.compile(
+    r"\b(?:uses?|using|used|reach\w*|grows? to|grew to|balloons? to|ballooned to)"
+    r" (?:about |around |almost |nearly |over |up to )?(\d+(?:\.\d+)?) ?([kmgt])i?b?\b"
+    r"[^.;\n]{0,24}?\bnormal(?:ly)?\b[^.;\n]{0,24}?\b(\d+(?:\.\d+)?) ?([kmgt])i?b?\b",
+    re.IGNORECASE,
+)
+"""A use stated against its normal, in the same sentence (APISIX's "I see the worker process vsz
+use about 35G, normal it only needs 200M"): a hundredfold and more is memory blown up, as
+"blows up" is; a few times its normal is a heavier load, an amount."""
+_KIB = {"k": 1, "m": 1 << 10, "g": 1 << 20, "t": 1 << 30}
+_BLOWN_UP = 100
+
+
+def _over_normal(text: str) -> Iterator[re.Match[str]]:
+    for match in _OVER_NORMAL.finditer(text):
+        used = float(match[1]) * _KIB[match[2].lower()]
+        normal = float(match[3]) * _KIB[match[4].lower()]
+        if normal > 0 and used >= _BLOWN_UP * normal:
+            yield match
+
+
 def memory_used_up(text: str, source: str) -> Evidence | None:
     """The first line of ``text`` (a file's head) that says, in a clause that supposes nothing,
-    that all of the machine's memory was used; None when none does."""
-    for match in _USED_UP.finditer(text):
+    that all of the machine's memory was used, or a use a hundredfold its normal; None when none
+    does."""
+    matches = sorted(
+        (*_USED_UP.finditer(text), *_over_normal(text)), key=lambda match: match.start()
+    )
+    for match in matches:
         if _supposed(text, match):
             continue
         line, body = _line_of(text, match)

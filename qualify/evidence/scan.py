@@ -229,7 +229,8 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     # Chinese's passive "bei" (by), UTF-8: a person's "直到被系统杀死" (until killed by the system)
     "\u88ab".encode(): ("\u88ab".encode(),),
     # a death by a signal worded without "kill" (ninja's "job terminated due to signal 9")
-    b"signal": (b"due to signal", b"on signal", b"from signal"),
+    # ... or one received (the Datadog agent's "received signal 15 (terminated)")
+    b"signal": (b"due to signal", b"on signal", b"from signal", b"received signal"),
     # an allocation refused in words no other needle holds ("classify: unable to allocate hash
     # table memory", kraken2)
     b"allocate": (b"to allocate", b"t allocate"),  # "Can't allocate 129499136 bytes on device 0"

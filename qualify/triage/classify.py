@@ -166,7 +166,10 @@ def _host_oom(bag: Bag) -> Decision | None:
             "the kernel's OOM killer ran; the report was cut before its scope and victim "
             "(no cgroup limit shown: taken as the host's memory)"
         )
-        return Decision(TriageClass.GLOBAL_OOM, summary, tuple(bag.oom_invoked[:8]), LOW)
+        # The input's own sentence that the machine's memory was all used (collectd's "takes
+        # all memory:" above the pasted report) is what the report shows: cited with it.
+        shown = (*bag.oom_invoked[:8], *([bag.used_up] if bag.used_up is not None else []))
+        return Decision(TriageClass.GLOBAL_OOM, summary, shown, LOW)
     if bag.oom_kills:
         # The line does not say whose limit was hit: a platform that runs work under a limit of
         # its own, named anywhere in the input (a pod, a container, a batch job), or qualify's

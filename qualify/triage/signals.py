@@ -156,7 +156,7 @@ def _kernel(scan: ScanResult, bag: Bag) -> None:
     "Killed process P" (the kill) are one event: the bare kill takes the scope of the selection
     before it, else memcg when the report shows a memcg (trace, "Task in", usage), else global."""
     memcg_marked = bool(scan.of_kind(*_MEMCG_MARKS))
-    invoked = bool(scan.of_kind("kernel_invoked"))
+    invoked = bool(scan.of_kind("kernel_invoked", "kernel_tasks"))
     selected: str | None = None
     for found in scan.signals:
         kind, fields, evidence = found.signal.kind, found.signal.fields, found.evidence
@@ -178,7 +178,7 @@ def _kernel(scan: ScanResult, bag: Bag) -> None:
             # A charge frame alone is any allocation's stack; with the OOM killer invoked, or
             # mem_cgroup_oom / mem_cgroup_out_of_memory, it is a memcg OOM.
             bag.memcg_partial.append(evidence)
-        elif kind == "kernel_invoked":
+        elif kind in ("kernel_invoked", "kernel_tasks"):  # the killer ran; no kill line yet
             bag.oom_invoked.append(evidence)
         elif kind == "oomd_kill":
             bag.oomd.append(evidence)
