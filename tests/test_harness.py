@@ -600,12 +600,37 @@ def test_a_crash_in_a_phase_pytest_does_not_name_is_worded_as_pytest_words_it() 
     )
 
 
+def test_the_plugin_pytest_loads_names_every_hook_and_fixture_of_its_module() -> None:
+    """pytest rewrites the module it loads as a plugin from source at every run (a run's
+    harness is a fresh copy, without pytest's cache): ``harness.pytest_plugin`` only names
+    the hooks and the fixture of ``harness._plugin``, which is imported from its bytecode;
+    a hook added there and not named here would silently not run."""
+    import ast
+
+    from harness import _plugin, pytest_plugin
+
+    defined = sorted(
+        name
+        for name, value in vars(_plugin).items()
+        if callable(value)
+        and not name.startswith("_")
+        and (name.startswith("pytest_") or type(value).__name__.startswith("Fixture"))
+    )
+    assert "record_testsuite_property" in defined and len(defined) > 5
+    assert sorted(pytest_plugin.__all__) == defined
+    assert all(getattr(pytest_plugin, name) is getattr(_plugin, name) for name in defined)
+    tree = ast.parse(Path(pytest_plugin.__file__).read_text())
+    assert [type(node).__name__ for node in tree.body] == [
+        "Expr", "ImportFrom", "ImportFrom", "Assign",
+    ]  # fmt: skip
+
+
 def test_plugin_ignores_reports_that_xdist_replays_in_its_controller(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Only the process that ran a test writes its lines: pytest-xdist's controller replays
     every worker's reports (marked with ``node``), which would end phases a second time."""
-    from harness import pytest_plugin
+    from harness import _plugin as pytest_plugin
 
     events = tmp_path / "events.jsonl"
     monkeypatch.setattr(pytest_plugin._stream, "path", str(events))

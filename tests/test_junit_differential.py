@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 from lxml import etree
 
-from harness.pytest_plugin import _MESSAGE_LIMIT
+from harness._plugin import _MESSAGE_LIMIT
 from qualify.evidence.junit import parse_pytest_junit
 from qualify.judge.judgement import last_attempts
 from qualify.judge.progress import progress_from_events

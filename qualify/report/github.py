@@ -64,7 +64,7 @@ def _locations(run_dir: RunDir) -> dict[tuple[str, str], tuple[str, int | None]]
         if event.get("event") != contract.TEST_PHASE:
             continue
         if isinstance(nodeid, str) and isinstance(file, str):
-            line = event.get("line")  # already 1-based (harness.pytest_plugin._location)
+            line = event.get("line")  # already 1-based (harness._plugin.pytest_runtest_setup)
             found[split_nodeid(nodeid)] = (file, line if isinstance(line, int) else None)
     return found
 
