@@ -302,6 +302,8 @@ def parse_cuda_oom(text: str, reporter_pid: int | None = None) -> CudaOom | None
 
     ``reporter_pid``: the pid the log line names, when the caller read it from the line's head.
     """
+    if "memory" not in text:  # (every message read here says "out of memory")
+        return None
     flat = _normalize(text)
     head = _HEAD.search(flat)
     if head is None:

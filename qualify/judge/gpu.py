@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import contract
-from qualify.evidence.cuda_oom import CudaOom, parse_cuda_oom
 from qualify.records import frozen_record
+
+if TYPE_CHECKING:
+    from qualify.evidence.cuda_oom import CudaOom
+
+
+def _parsed(text: str) -> CudaOom | None:
+    """``parse_cuda_oom(text)``, its module (a dozen patterns to compile) imported only for a
+    text that can hold a message it reads: each says "out of memory"."""
+    if "memory" not in text:
+        return None
+    from qualify.evidence.cuda_oom import parse_cuda_oom
+
+    return parse_cuda_oom(text)
 
 
 @frozen_record
@@ -39,7 +51,7 @@ class GpuEvidence:
         """The first raised OOM message, parsed (None: only the observer saw it, or none)."""
         for event in self.ooms:
             message = event.get("message")
-            if isinstance(message, str) and (parsed := parse_cuda_oom(message)):
+            if isinstance(message, str) and (parsed := _parsed(message)):
                 return parsed
         return self.logged
 
@@ -126,5 +138,5 @@ def gpu_evidence(events: Iterable[dict[str, Any]], log_tail: str = "") -> GpuEvi
             groups[group].append(event)
     logged = None
     if not groups["ooms"] and log_tail:
-        logged = parse_cuda_oom(log_tail)
+        logged = _parsed(log_tail)
     return GpuEvidence(**{name: tuple(items) for name, items in groups.items()}, logged=logged)
