@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from qualify.evidence.lines import parse_line
+from qualify.evidence.lines import parse_line, parse_orchestrator_line
 from qualify.evidence.oom_parts import parse_oom_parts
 from qualify.evidence.pod import memory_used_up
 from qualify.triage import Sources, Triage, TriageClass, triage
@@ -2279,3 +2279,136 @@ def test_a_use_a_hundredfold_its_normal_is_memory_blown_up() -> None:
         "it may use 35G, normally 200M",
     ):
         assert memory_used_up(said, "issue.txt") is None, said
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # OrbStack: macOS's Jetsam by its kernel name, killing for memory
+        ("memorystatus: killing largest compressed process OrbStack Helper [58077] 56616 MB",
+         "node_oom_kill"),
+        ("memorystatus: killing_idle_process pid 412 [mdworker] (vm-pageshortage 3)",
+         "node_oom_kill"),
+        # counter-cases: its figures, its level, a setting that keeps it from killing
+        ("memorystatus: 56616 MB compressed, 120 processes", None),
+        ("memorystatus_level: 12", None),
+        ("We tuned memorystatus so it never kills the helper.", "memory_noted"),
+    ],
+    ids=["orbstack", "idle", "figures", "level", "never"],
+)  # fmt: skip
+def test_macos_memorystatus_killing_is_the_machines_memory_killer(
+    line: str, kind: str | None
+) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+COLIMA = (
+    " => ERROR [build-stage 6/8] RUN npm install\n"
+    "------\n"
+    " > [build-stage 6/8] RUN npm install:\n"
+    "#0 2.558 terminate called after throwing an instance of 'std::bad_alloc'\n"
+    "#0 2.559   what():  std::bad_alloc\n"
+)
+"""https://github.com/abiosoft/colima/issues/721: a step's output under BuildKit's plain progress,
+each line led by its step number and seconds."""
+
+
+def test_buildkits_step_prefix_is_no_comment(tmp_path: Path) -> None:
+    result = _triaged(tmp_path / "build.log", COLIMA)
+    assert result.triage_class is TriageClass.HOST_ALLOC_FAILED, result.summary
+    assert 4 in {e.line for e in result.decided_by}
+    found = parse_line("#12 41.07 terminate called after throwing an instance of 'std::bad_alloc'")
+    assert found is not None and found.kind == "host_alloc_failed", found
+    # counter-cases: a comment, source under the prefix, a debugger's frame, a directive
+    for line, kind in (
+        ("# terminate called after throwing an instance of 'std::bad_alloc'", "shell_crash"),
+        ("#0 2.558 throw std::bad_alloc();", None),
+        ("#0  0x00007f1 in std::__throw_bad_alloc() () from libstdc++.so.6", None),
+        ("#define THROW_OOM throw std::bad_alloc()", None),
+    ):
+        found = parse_line(line)
+        assert (found.kind if found else None) == kind, (line, found)
+
+
+def test_available_memory_gone_to_zero_is_memory_used_up(tmp_path: Path) -> None:
+    # https://github.com/cloud-hypervisor/cloud-hypervisor/issues/3419
+    line = (
+        "@michael2012z : I have 3 GB of RAM on my device and when I assign the VM 2 GB of RAM, "
+        'the VM gets "Killed" after a few seconds. Before it gets killed I see a constant increase '
+        "of \"Shared\" memory in 'free -m' and my 'available' memory goes basically down to zero "
+        "which is when the CLH process gets killed."
+    )
+    assert memory_used_up(line, "issue.txt") is not None
+    result = _triaged(tmp_path / "issue.txt", line + "\n")
+    assert result.triage_class is TriageClass.GLOBAL_OOM, result.summary
+    assert memory_used_up("Available RAM reaches zero after a minute.", "issue.txt") is not None
+    # counter-cases: a condition, a negation, a fraction of a percent, a size left, a field
+    for said in (
+        "If the free memory drops to zero the kernel kills it.",
+        "The free memory never drops to zero.",
+        "free memory dropped to 0.5%",
+        "the free memory goes down to 2 GB",
+        "available memory: 0",
+    ):
+        assert memory_used_up(said, "issue.txt") is None, said
+
+
+SYSBOX = (
+    "On a Kubernetes/CRI-O node using cgroup v2 with the systemd cgroup manager, when a sysbox "
+    "container exceeds its memory limit the kernel OOM-kills it correctly, but Kubernetes reports "
+    "the container as terminated with `reason: Error` rather than `reason: OOMKilled`."
+)
+"""https://github.com/nestybox/sysbox/issues/1030: a question about how a kill is reported."""
+
+
+def test_a_rule_told_of_any_container_and_a_reason_not_given_report_nothing(
+    tmp_path: Path,
+) -> None:
+    result = _triaged(tmp_path / "issue.txt", SYSBOX + "\n")
+    assert result.triage_class is TriageClass.UNKNOWN, result.summary
+    found = parse_line(SYSBOX)
+    assert found is not None and found.kind == "memory_noted", found
+    not_given = "terminated with `reason: Error` rather than `reason: OOMKilled`"
+    assert parse_orchestrator_line(not_given) is None
+    # counter-cases: the reason given; one container, or the person's run, over its limit
+    for line, kind in (
+        ("Kubernetes reports the container as terminated with reason: OOMKilled", "k8s_oomkilled"),
+        ("    Reason:       OOMKilled", "k8s_oomkilled"),
+        ("when the container exceeds its memory limit the kernel OOM-kills it", "limit_oom_kill"),
+        ("When I run it the container exceeds its memory limit and the kernel OOM-kills it",
+         "limit_oom_kill"),
+    ):  # fmt: skip
+        found = parse_line(line)
+        assert (found.kind if found else None) == kind, (line, found)
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # uhyve: clap refusing an option's value, its reason worded as memory
+        ("error: invalid value '184KiB' for '--memory-size <MEMORY_SIZE>': Not enough guest "
+         "memory. Must be at least 16 MiB (is 0.18 MiB)", "memory_noted"),
+        ("error: argument -m/--memory: invalid size value: '1kb' (not enough memory for the "
+         "guest)", "memory_noted"),
+        # counter-cases: an invalid value of no option, the check's words alone, the emulator's
+        # refusal, an argument error that is an allocation's
+        ("error: invalid value for a pointer: out of memory", "host_alloc_failed"),
+        ("Not enough guest memory. Must be at least 16 MiB", "host_alloc_failed"),
+        ("qemu-system-x86_64: cannot set up guest memory 'pc.ram': Cannot allocate memory",
+         "host_alloc_failed"),
+        ("Invalid argument: cannot allocate 16 MiB for '--memory-size'", "host_alloc_failed"),
+    ],
+    ids=["uhyve", "argparse", "no-option", "check-alone", "qemu", "allocation"],
+)  # fmt: skip
+def test_an_options_value_refused_by_the_parser_is_no_shortage(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+def test_the_cxx_runtimes_what_line_is_read_in_any_case() -> None:
+    # mvisor's abort after "terminate called ... 'std::runtime_error'": the line holds a needle
+    for line in ("  what():  Panic", "  WHAT():  Panic"):
+        found = parse_line(line)
+        assert found is not None and found.kind == "exception_line", (line, found)
+    assert parse_line("what():") is None  # nothing after it

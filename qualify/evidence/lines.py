@@ -278,6 +278,19 @@ _K8S_OOMKILLED = re.compile(
     r"(?i)\breason[\"']?\s*[:=]\s*[\"']?OOM ?Killed\b|\s\d+/\d+\s+OOMKilled\s"
     r"|terminated with reason \"OOMKilled\""
 )
+_NOT_THE_REASON = re.compile(r"\b(?:rather than|instead of|not|never)\W{0,3}$", re.IGNORECASE)
+"""The reason named as the one not given ("reported as terminated with `reason: Error` rather
+than `reason: OOMKilled`")."""
+
+
+def _oomkilled_reason(line: str) -> bool:
+    """Whether ``line`` gives a container's reason as OOMKilled, not as the reason it was not."""
+    return any(
+        _NOT_THE_REASON.search(line, 0, match.start()) is None
+        for match in _K8S_OOMKILLED.finditer(line)
+    )
+
+
 _DOCKER_EVENT_OOM = re.compile(r"\bcontainer oom ([0-9a-f]{12,64})")
 _SLURM_EVENTS = re.compile(r"Detected (\d+) oom[-_]kill event")
 _SLURM_TASK = re.compile(r"task \d+: Out Of Memory")
@@ -421,7 +434,7 @@ def parse_orchestrator_line(line: str, low: str | None = None) -> LineSignal | N
     """A container or job killed for memory as Kubernetes, docker events or Slurm report it."""
     low = line.lower() if low is None else low
     if "oom" in low:
-        if ("oomkilled" in low or "oom killed" in low) and _K8S_OOMKILLED.search(line):
+        if ("oomkilled" in low or "oom killed" in low) and _oomkilled_reason(line):
             return LineSignal("k8s_oomkilled")
         if "container oom" in low and (match := _DOCKER_EVENT_OOM.search(line)):
             return LineSignal("docker_event_oom", {"container": match[1]})
@@ -555,7 +568,9 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
         }
         return LineSignal("shell_crash", {k: v for k, v in fields.items() if v})
     if "what():" in low:  # the C++ runtime's report of an exception, after "terminate called"
-        text = line.split("what():", 1)[1].strip()
+        # in any case ("WHAT():" lowers to it too)
+        parts = re.split(r"(?i)what\(\):", line, maxsplit=1)
+        text = parts[1].strip() if len(parts) > 1 else ""
         if text:
             return _by_memory(line.strip(), None) or LineSignal("exception_line", {"text": text})
     return None

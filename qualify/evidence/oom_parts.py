@@ -155,8 +155,9 @@ _SAID = re.compile(
     r"|alloc\w* <= (?:available|free)\w* failed"
     r"|\b(?:used|using|consumed|consuming|exhausted|exhausting|took|taking) (?:up )?all "
     r"(?:the |of the )?(?:available |free |system |its )?(?:ram|memory)\b"
-    # a memory killer acting (Android's "lowmemorykiller: Killing 'com.example' (12345)")
-    r"|(?:lowmemorykiller|\blmkd\b|jetsam)\W.{0,80}\bkill"
+    # a memory killer acting (Android's "lowmemorykiller: Killing 'com.example' (12345)"; macOS's
+    # Jetsam by its kernel name, "memorystatus: killing largest compressed process X [58077]")
+    r"|(?:lowmemorykiller|\blmkd\b|jetsam|memorystatus)\W.{0,80}\bkill"
     # a request over a maximum, its size stated (MATLAB's "Requested 100000x100000 (74.5GB)
     # array exceeds maximum array size preference")
     r"|\brequest\w*\b[^.;]{0,40}\d[\d.,]*\s?[kmgt]i?b\b[^.;]{0,40}\bexceed\w* (?:the )?max"
@@ -168,7 +169,9 @@ _SAID = re.compile(
 scanner's needles find; on a line of its own it is the message of a code, ``in_context``)."""
 _CODE = re.compile(
     r"^\s*(?:(?:if|elif|else|for|while|return|raise|throw|except|catch|case|def|class)\b"
-    r"|(?:#|//|/\*)(?!.*\w(?:Error|Exception): )(?!\s*(?:[Ff]atal|FATAL|[Ee]rror|ERROR)\b)"
+    # a comment; BuildKit's step prefix is none ("#0 2.558 terminate called after throwing ...")
+    r"|(?:#(?!\d+ \d+\.\d+ )|//|/\*)"
+    r"(?!.*\w(?:Error|Exception): )(?!\s*(?:[Ff]atal|FATAL|[Ee]rror|ERROR)\b)"
     r"(?!.*\b(?i:fatal error|java runtime environment|native memory allocation)\b))"
     # a stack frame: the kernel's "warn_alloc_failed+0x104/0x128", a backtrace's "0x101b0f440
     # v8::...::FatalProcessOutOfMemory(...) + 616", gdb's "#3 0x... in", lldb's "frame #3:"
@@ -275,6 +278,14 @@ _PATH_TO_PATH = re.compile(
 ``OSError: [WinError 8] Not enough memory: 'a.notanexecutable' -> 'a.exe'`` from ``os.rename``
 under Wine): a rename allocates no memory of the program's, the code is another failure
 worded as memory (a filesystem's, an emulation layer's)."""
+_ARGUMENT_REFUSED = re.compile(
+    r"\binvalid value\b[^:]{0,60}?\bfor\W{0,2}-{1,2}\w[\w-]*"
+    r"|\berror: argument -{1,2}\w[\w/-]*: invalid\b"
+)
+"""A command-line parser refusing an option's value (clap's "error: invalid value '184KiB' for
+'--memory-size <MEMORY_SIZE>': Not enough guest memory. Must be at least 16 MiB", argparse's
+"error: argument -m/--memory: invalid ..."): a size checked before anything ran, not memory
+running out."""
 _TITLE_FIELD = re.compile(
     r"^[\s+>*-]*(?:[\w-]+[_-])?(?:title|description|label|summary|subject|heading)\s*[:=]\s"
 )
@@ -295,6 +306,10 @@ _HEDGE = re.compile(
     r"|(?:likely|probably|possibly) (?:to be )?(?:due to|caused by))\b"
     r"|^\W*(?:if|in case)\b|\b(?:perhaps|maybe|probably|whether)\b|\btells you\b"
     r"|\b(?:seems?|seemed) like\b"
+    # a rule told of any one ("when a sysbox container exceeds its memory limit the kernel
+    # OOM-kills it"): an indefinite subject, a verb in the present
+    r"|\bwhen(?:ever)? (?:a|an|any) (?:[\w/-]+ ){0,2}(?:container|pod|process|job|task|worker"
+    r"|program|vm|guest|sandbox|service)s? (?:exceeds|hits|reaches|runs out|uses up|goes over)\b"
     r"|\b(?:appears?|appeared|seems?|seemed) (?:\w+ )?to (?:be |have )?"
     r"(?:run|ran|running|hit|go|gone)\b"
     r"|\bmeans(?: that)?\b"
@@ -541,7 +556,7 @@ _KILLED = re.compile(
     r"|sending sigterm|sending sigkill)\b"
 )
 _KILLER = re.compile(
-    r"earlyoom|nohang|lowmemorykiller|lmkd|jetsam|systemd-oomd|oom[- _]?killer"
+    r"earlyoom|nohang|lowmemorykiller|lmkd|jetsam|memorystatus|systemd-oomd|oom[- _]?killer"
     r"|" + _OOM_AGENT
 )
 """Programs and kernel parts whose work is killing for memory (a user-space OOM controller acting:
@@ -584,7 +599,8 @@ _NODE = re.compile(
     r"|\b(?:node|host|system|machine|instance)\b(?!\.\w).{0,40}\b(?:low on memory|running low"
     r"|memory pressure|out of memory|memory usage threshold|ran out|low on resource: memory)"
     r"|low on memory|memory ?pressure|low memory|all (?:the )?available (?:ram|memory)"
-    r"|running low on memory|earlyoom|nohang|lowmemorykiller|lmkd|jetsam|\boomd\b|usage threshold"
+    r"|running low on memory|earlyoom|nohang|lowmemorykiller|lmkd|jetsam|memorystatus|\boomd\b"
+    r"|usage threshold"
     r"|" + _OOM_AGENT
 )
 _REFUSAL = re.compile(
@@ -801,6 +817,8 @@ def _worded_as_memory(low: str) -> dict[str, str] | None:
         return {"ecosystem": "SQLite"}
     if "->" in low and _PATH_TO_PATH.search(low):
         return {}  # a rename's or a link's error, not memory
+    if "invalid" in low and _ARGUMENT_REFUSED.search(low):
+        return {}  # an option's value refused by the parser, not memory
     return None
 
 

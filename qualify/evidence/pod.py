@@ -101,7 +101,12 @@ _USED_UP = re.compile(
     r"(?:\u98d9\u5347|\u66b4\u6da8|\u8017\u5c3d|\u5360\u6ee1|\u7206\u6ee1|\u7528\u5b8c)"
     r"|\b(?:fill\w*|exhaust\w*|max\w* out|us\w*|eat\w*|ate|consum\w*|takes?|took|taking)"
     r" (?:up )?(?:all (?:of )?)?(?:my|our|the (?:whole|entire|machine'?s?|system'?s?|host'?s?))"
-    r" \d+(?:\.\d+)? ?[gmt]i?b?\b (?:of )?(?:ram|memory)\b(?! (?:card|stick|module))",
+    r" \d+(?:\.\d+)? ?[gmt]i?b?\b (?:of )?(?:ram|memory)\b(?! (?:card|stick|module))"
+    # the machine's available or free memory said to go to zero (Cloud Hypervisor's user: "my
+    # 'available' memory goes basically down to zero which is when the CLH process gets killed")
+    r"|\b(?:available|free)\W{1,3}(?:ram|memory|mem)\b(?: \w+){0,2}? (?:goes|go|went|gone"
+    r"|going|drops?|dropped|dropping|falls?|fell|falling|reach\w*|hits?|hitting|comes?|came)"
+    r"(?: \w+)? (?:down )?(?:to )?(?:zero|nothing|0(?![.,\d]))\b",
     re.IGNORECASE,
 )
 """A sentence saying the machine's memory was all used ("it uses all the memory on my server",

@@ -162,6 +162,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"lost communication with",  # Azure Pipelines: "The agent: X lost communication with"
         b"we stopped hearing",  # Azure Pipelines: "We stopped hearing from agent X"
         b"out of swap",  # FreeBSD: "was killed: out of swap space", "swap_pager: out of swap"
+        b"what():",  # the C++ runtime's exception after "terminate called" ("  what():  Panic")
     ),
     # the JVM's detail alone, as Gradle prints a failed task's cause ("> Java heap space")
     b"j": (b"java heap space",),
