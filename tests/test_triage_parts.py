@@ -2412,3 +2412,21 @@ def test_the_cxx_runtimes_what_line_is_read_in_any_case() -> None:
         found = parse_line(line)
         assert found is not None and found.kind == "exception_line", (line, found)
     assert parse_line("what():") is None  # nothing after it
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # delta-rs: Rust's Option around the signal's number ("signal: Some(9)")
+        ("DEBUG Command exited with signal: Some(9)", "terminated_externally"),
+        ("DEBUG Command exited with signal: 9", "exit_code"),
+        # counter-cases: another signal, no signal, a code in an Option
+        ("Command exited with signal: Some(15)", None),
+        ("Command exited with signal: None, code: Some(9)", None),
+        ("exit code: Some(9)", None),
+    ],
+    ids=["delta-rs", "bare", "sigterm", "none", "code"],
+)  # fmt: skip
+def test_a_signal_number_in_an_option_is_the_signal(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found

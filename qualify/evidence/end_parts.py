@@ -39,14 +39,16 @@ _KILL = re.compile(
     r"|^\W*(?:[\w.-]+: )?killed\b(?!\s+\d+\s+(?:\w+ ){0,2}\w+s\b)|\b(?:"
     + _UNIT
     + r")(?: \S+)? killed\b"
-    r"|\b(?:by|with|received|got|due to|from|on)\W+(?:a |the )?(?:signal\W+)?(?:sigkill|9\b)"
+    r"|\b(?:by|with|received|got|due to|from|on)\W+(?:a |the )?(?:signal\W+(?:some\()?)?"
+    r"(?:sigkill|9\b)"
     r"|\(sigkill\)|\bkill -9\b"
     r"|\b(?:saying|says|said|reports?|reported|reporting)\W+(?:a |the )?sigkill\b"
     r"|\b(?:received|receive|see|saw|seeing|shows?|showed|printed|prints)\W+(?:an? |the |just )?"
     r"\W?killed\b"
 )
 """A unit of work killed, in words or by SIGKILL said as what ended it ("received SIGKILL",
-"died with signal 9", "(SIGKILL)"; a setting that names the signal is not an end); the shell's
+"died with signal 9", "(SIGKILL)"; Rust's ``Option`` around the number, as delta-rs logs it:
+"Command exited with signal: Some(9)"; a setting that names the signal is not an end); the shell's
 status word after the shell's name (zsh's ``zsh: killed     python train.py``) or as what a person
 saw ("On my terminal i received a Killed at the end"); not a count of things a program killed
 ("Killed 3 idle connections"). (A program's
