@@ -52,6 +52,16 @@ def require(module: str) -> Any:
     return pytest.importorskip(module)
 
 
+def python_output(code: str) -> str:
+    """What ``code`` prints, run by this interpreter in a fresh process without a coverage
+    run's subprocess measurement (whose start-up imports modules of its own)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_PROCESS_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    return done.stdout.strip()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Privileged tests need a writable cgroup; under :func:`strict` they must run, never skip."""
     if any(item.get_closest_marker("privileged") for item in items) and not cgroup_writable():

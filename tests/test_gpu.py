@@ -22,7 +22,7 @@ from qualify.plan.spec import HARNESS_ROOT, HARNESS_SITE, gpu_env
 from qualify.report.audit_of_run import gpu_record
 from qualify.rundir import RunDir
 from qualify.verdict import Verdict
-from tests.conftest import require
+from tests.conftest import python_output, require
 
 ROOT = Path(__file__).resolve().parent.parent
 OOM_SAMPLES = ROOT / "tests" / "data" / "samples" / "cuda_oom"
@@ -332,11 +332,7 @@ def test_a_host_without_the_nvml_library_is_told_without_importing_pynvml() -> N
         "sampler = NvmlSampler()\n"
         "print(loads, sampler.available, 'pynvml' in sys.modules, sampler.absent()['reason'])\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_PROCESS_")}
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
-    )
-    loads, available, imported, reason = done.stdout.strip().split(" ", 3)
+    loads, available, imported, reason = python_output(code).split(" ", 3)
     if loads == "True":
         assert imported == "True"
     else:

@@ -14,6 +14,7 @@ import pytest
 import qualify
 from qualify import records
 from qualify.records import frozen_record, record
+from tests.conftest import python_output
 
 
 def _shapes(decorate: Any, field: Any = dataclasses.field) -> dict[str, Any]:
@@ -329,20 +330,17 @@ def test_replace_and_asdict_go_through_nested_records() -> None:
 
 def test_a_run_imports_neither_dataclasses_nor_inspect() -> None:
     """What a run imports before the E2E and what judging, reporting and publishing import
-    after it: records are made without ``dataclasses`` (and its ``inspect``)."""
-    import os
-    import subprocess
-    import sys
-
+    after it: records are made without ``dataclasses`` (and its ``inspect``); nor do they
+    import what a passing run has no use for (``docs/performance.md``): ``platform``,
+    ``traceback``, the parity comparison and its ``statistics``, the CUDA OOM parser."""
+    avoided = (
+        "dataclasses", "inspect", "platform", "traceback", "statistics", "fractions",
+        "decimal", "pynvml", "qualify.parity.case", "qualify.evidence.cuda_oom",
+    )  # fmt: skip
     code = (
         "import sys\n"
         "import qualify.commands.run, qualify.judge.judgement, qualify.commands.publish\n"
         "import qualify.report.terminal\n"
-        "print(sorted({'dataclasses', 'inspect'} & set(sys.modules)))\n"
+        f"print(sorted(set({avoided!r}) & set(sys.modules)))\n"
     )
-    # (without a coverage run's subprocess measurement, whose start-up imports both itself)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_PROCESS_")}
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
-    )
-    assert done.stdout.strip() == "[]"
+    assert python_output(code) == "[]"
