@@ -29,7 +29,6 @@ HELD_OUT_TABLES = {
     "n9": "ecosystems no other part names: CMS, e-commerce, ERP, LMS, wikis and forums",
     "n10": "ecosystems no other part names: network and security tools, proxies, VPNs, scanners",
     "n12": "ecosystems no other part names: classical ML, speech, AutoML, data frames, notebooks",
-    "n16": "ecosystems no other part names: vision, graph, RL, diffusion and 3D ML",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -43,10 +42,10 @@ part N7 (24 artifacts, 19 ecosystems), after parts N9 and N10 were measured, par
 artifacts, 15 ecosystems), after part N7 was read, part N5 (23 artifacts, 15 ecosystems),
 after part N8 was read, part N11 (22 artifacts, 16 ecosystems), after part N5 was read,
 part N13 (24 artifacts, 15 ecosystems), after part N11 was read, part N15 (21 artifacts,
-14 ecosystems), after part N13 was read, and part N14 (20 artifacts, 13 ecosystems), after
-part N15 was read.
+14 ecosystems), after part N13 was read, part N14 (20 artifacts, 13 ecosystems), after
+part N15 was read, and part N16 (20 artifacts, 19 ecosystems), after part N14 was read.
 Their held-out figures, taken before, are in the build table's notes."""
-UNLISTED = frozenset({"b", "c2", "d2", "n1", "n6", "n9", "n10", "n12", "n16"})
+UNLISTED = frozenset({"b", "c2", "d2", "n1", "n6", "n9", "n10", "n12"})
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose
 misses were read while rules were written is no longer held out."""
 HELD_OUT_ROWS = [row for part in HELD_OUT_TABLES for row in rows(HELD_OUT / f"SOURCES-{part}.md")]

@@ -2430,3 +2430,28 @@ def test_the_cxx_runtimes_what_line_is_read_in_any_case() -> None:
 def test_a_signal_number_in_an_option_is_the_signal(line: str, kind: str | None) -> None:
     found = parse_line(line)
     assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # MONAI's bug report, its expected behaviour: what the program should do on a condition
+        ("- When it is using GPU but unable to allocate memory, it can provide a warning to user "
+         "to change the analysis to CPU-mode.", "memory_noted"),
+        ("When the GPU is unable to allocate memory, it should show a warning", "memory_noted"),
+        # counter-cases: a condition told with what happened, not what should
+        ("When I run the training, it fails with RuntimeError: CUDA out of memory. Tried to "
+         "allocate 20.00 MiB", "!memory_noted"),
+        ("When it is using GPU, RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+         "!memory_noted"),
+    ],
+    ids=["monai", "should", "report", "no-wish"],
+)  # fmt: skip
+def test_a_wish_for_what_a_program_should_do_on_a_condition_is_no_report(
+    line: str, kind: str
+) -> None:
+    found = parse_oom_parts(line)
+    if kind.startswith("!"):
+        assert found is not None and found.kind != kind[1:], found
+    else:
+        assert found is not None and found.kind == kind, found

@@ -313,6 +313,11 @@ _HEDGE = re.compile(
     r"|\b(?:appears?|appeared|seems?|seemed) (?:\w+ )?to (?:be |have )?"
     r"(?:run|ran|running|hit|go|gone)\b"
     r"|\bmeans(?: that)?\b"
+    # a wish for what a program should do on a condition ("When it is using GPU but unable to
+    # allocate memory, it can provide a warning to user"): a proposal, not a report
+    r"|^\W*when(?:ever)?\b[^.;]*,\s*(?:it|we|you|they|this|the \w+) (?:should|could|can)"
+    r" (?:\w+ )?(?:provide|give|show|warn|raise|print|emit|log|suggest|switch|fall back"
+    r"|notify|tell|report)\b"
     r"|\beither\b[^.;]{0,30}\b(?:oom|out[ -]of[ -]memory)[\w-]*[^.;]{0,30}\bor\b"
     r"|\b(?:it is|it's|it may be) possible\b|\b(?:indicates|signals?) that\b"
     r"|\bpotential(?:ly)? (?:an? )?(?:oom|out[ -]of[ -]memory|kill\w*|terminat\w*)\b"
