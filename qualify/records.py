@@ -306,9 +306,9 @@ class _LazyInit:
     """A record's ``__init__`` until it is compiled (``_init``) and set on the class in its
     place: at the first lookup on the class itself (``Cls.__init__``, ``inspect.signature``), or
     when the class has made ``_COMPILE_AFTER`` instances; until then each instance is made by
-    ``_generic`` (through a subclass, or a subclass's ``super().__init__(...)``, too). A run defines about a hundred
-    record classes and makes instances of fewer than half of them, most a handful each: none
-    of those pays for compiling."""
+    ``_generic`` (through a subclass, or a subclass's ``super().__init__(...)``, too). A run
+    defines about a hundred record classes and makes instances of fewer than half of them, most
+    a handful each: none of those pays for compiling."""
 
     __slots__ = ("cls", "fields", "frozen", "generic", "made")
 
