@@ -55,15 +55,28 @@ HELD_OUT_ROWS = [row for part in HELD_OUT_TABLES for row in rows(HELD_OUT / f"SO
 
 
 def test_held_out_corpus_is_complete_and_sourced() -> None:
+    """A failure says how many, never which: a held-out file's name says what it holds."""
     files = {p.name for p in HELD_OUT.glob("*.txt")}
     listed = [name for name, _, _, _ in HELD_OUT_ROWS]
-    assert len(listed) == len(set(listed)) >= 40
-    assert set(listed) == files
-    assert not files & {p.name for p in CORPUS.glob("*.txt")}
-    for name, source, expected, line in HELD_OUT_ROWS:
-        assert source.startswith("https://"), name
-        assert expected in CLASSES, name
-        assert 1 <= line <= len((HELD_OUT / name).read_text(errors="replace").splitlines()), name
+    assert len(listed) >= 40
+    assert len(listed) == len(set(listed)), f"{len(listed) - len(set(listed))} rows listed twice"
+    unlisted, missing = len(files - set(listed)), len(set(listed) - files)
+    assert (unlisted, missing) == (0, 0), f"{unlisted} files unlisted, {missing} rows without one"
+    shared = len(files & {p.name for p in CORPUS.glob("*.txt")})
+    assert shared == 0, f"{shared} files also in the build half"
+    wrong = [
+        (source.startswith("https://"), expected in CLASSES, 1 <= line <= _lines(name))
+        for name, source, expected, line in HELD_OUT_ROWS
+    ]
+    assert all(all(checks) for checks in wrong), (
+        f"{sum(not all(checks) for checks in wrong)} rows with a source that is not https, "
+        "an unknown class or a deciding line outside their file"
+    )
+
+
+def _lines(name: str) -> int:
+    path = HELD_OUT / name
+    return len(path.read_text(errors="replace").splitlines()) if path.exists() else 0
 
 
 def _thread(source: str) -> str:
@@ -73,8 +86,8 @@ def _thread(source: str) -> str:
 def test_no_held_out_artifact_shares_a_thread_with_the_build_half() -> None:
     """An excerpt of a thread the rules were fitted to is not held out."""
     build = {_thread(source) for _, source, _, _ in ROWS}
-    shared = sorted(name for name, source, _, _ in HELD_OUT_ROWS if _thread(source) in build)
-    assert shared == []
+    shared = sum(_thread(source) in build for _, source, _, _ in HELD_OUT_ROWS)
+    assert shared == 0, f"{shared} held-out rows cite a thread the build half cites"
 
 
 def test_no_two_held_out_parts_share_a_thread() -> None:
@@ -82,11 +95,11 @@ def test_no_two_held_out_parts_share_a_thread() -> None:
     seen: dict[str, str] = {}
     shared = []
     for part in HELD_OUT_TABLES:
-        for name, source, _, _ in rows(HELD_OUT / f"SOURCES-{part}.md"):
+        for _, source, _, _ in rows(HELD_OUT / f"SOURCES-{part}.md"):
             thread = _thread(source)
             if seen.setdefault(thread, part) != part:
-                shared.append(name)
-    assert shared == []
+                shared.append(part)
+    assert shared == [], f"parts citing a thread an earlier part cites: {sorted(set(shared))}"
 
 
 def test_both_halves_are_measured(capsys: pytest.CaptureFixture[str]) -> None:
