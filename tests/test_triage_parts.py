@@ -2455,3 +2455,157 @@ def test_a_wish_for_what_a_program_should_do_on_a_condition_is_no_report(
         assert found is not None and found.kind != kind[1:], found
     else:
         assert found is not None and found.kind == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # faasd's PR, OpenFaaS' question, Trigger.dev's docs: what will, would or may happen
+        ("Memory limits now work and a function will be killed with OOM", "memory_noted"),
+        ("The image processing job will return memory not enough error.", "memory_noted"),
+        ('Sometimes you might see one of your runs fail with an "Out Of Memory" error.',
+         "memory_noted"),
+        # counter-cases: a negated modal is a refusal; a date is no modal; a retry after the
+        # words is handling; a line that states no event is left as it reads
+        ("could not allocate memory", "host_alloc_failed"),
+        ("May 22 08:36:54 host kernel: Out of memory: Killed process 123 (python)",
+         "node_oom_kill"),
+        ("Error: CUDA out of memory. Will retry with a smaller batch", "gpu_oom_handled"),
+        ("The job was killed because it ran out of memory and will be retried",
+         "limit_oom_kill"),
+        ("so this would just be getting OOM'd repeatedly if i was to roll it out.", None),
+    ],
+    ids=["faasd", "openfaas", "trigger-docs", "negated", "date", "retry", "after", "no-event"],
+)  # fmt: skip
+def test_a_modal_before_the_words_foretells_rather_than_reports(
+    line: str, kind: str | None
+) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Scalingo's docs request, Pipedream's feature request, Lithops' design comment: what
+        # happens each time, not what happened once
+        ('When this appear, the app is killed by the system because of OOM ("Out Of Memory").',
+         "memory_noted"),
+        ("When the workflow throws Out of Memory error, there's no further information about "
+         "the step that caused this error.", "memory_noted"),
+        ("@JosepSampe Cloud Function service kills the entire action when got out of memory, "
+         "but other actions of single map execution can be still alive", "memory_noted"),
+        ("When the pod is OOMKilled, the container is restarted", "memory_noted"),
+        # counter-cases: a person's own when (Demucs, Turborepo), a when told with its report
+        ("When running on long tracks, we are getting OOM exit code 137 in the kubernetes.",
+         "!memory_noted"),
+        ("Specifically, this happens when (a) some tasks do succeed, but (b) a task is killed "
+         "by a signal. We are encountering this when a task is OOM-killed.", "!memory_noted"),
+        ("When I run the training, the pod is OOMKilled", "limit_oom_kill"),
+    ],
+    ids=["scalingo", "pipedream", "lithops", "restart", "demucs", "turborepo", "person"],
+)  # fmt: skip
+def test_a_when_that_is_no_persons_tells_a_habit_not_an_event(line: str, kind: str) -> None:
+    found = parse_line(line)
+    if kind.startswith("!"):
+        assert found is not None and found.kind != kind[1:], found
+    else:
+        assert found is not None and found.kind == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Pipedream's feature request: what a program should show
+        ("Show the step that caused the Out of Memory error", "memory_noted"),
+        ("Please show which step ran out of memory", "memory_noted"),
+        # counter-case: the step named as what caused it
+        ("Step 3 caused the Out of Memory error", "host_alloc_failed"),
+    ],
+    ids=["pipedream", "please", "statement"],
+)  # fmt: skip
+def test_a_feature_asked_for_in_the_imperative_is_no_report(line: str, kind: str) -> None:
+    found = parse_oom_parts(line)
+    assert found is not None and found.kind == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Modal's risk analysis: estimates, then arrows to what they would lead to
+        ("- With `max_inputs=100`, even 3-4 concurrent search requests \u2248 200-400MB "
+         "\u2192 exceeds 256MB \u2192 **OOM kill**", "memory_noted"),
+        ("peak ~1.3 GB \u2192 over the 1 GB limit \u2192 OOM-killed", "memory_noted"),
+        # counter-case: an arrow with no estimate before it
+        ("build \u2192 OOM killed (exit 137)", "oom_kill"),
+    ],
+    ids=["modal", "tilde", "no-estimate"],
+)  # fmt: skip
+def test_a_reckoning_from_an_estimate_is_no_report(line: str, kind: str) -> None:
+    found = parse_oom_parts(line)
+    assert found is not None and found.kind == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Knative's PR, a paragraph hard-wrapped near 80 columns: the line ends in a comma
+        ("three `eventing-webhook` replicas get `OOMKilled` and enter `CrashLoopBackOff`,",
+         "oom_kill"),
+        # counter-cases: short lines ending in a comma, code's punctuation
+        ("I think it comes from a lack of memory,", None),
+        ("    OutOfMemory,", None),
+        ("        raise MemoryError(f'out of memory: {size}', size,", None),
+    ],
+    ids=["knative", "short", "enum", "code"],
+)  # fmt: skip
+def test_a_wrapped_line_of_prose_ending_in_a_comma_is_no_code(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Pipedream's execution message: a memory setting named by what it is, exceeded
+        ("you've exceeded the default memory for this workflow, see "
+         "https://pipedream.com/docs/troubleshooting/#out-of-memory", "limit_oom_kill"),
+        ("Function exceeded the allotted memory and was stopped", "limit_oom_kill"),
+        # counter-cases: the usage, not the setting; a condition
+        ("you've exceeded the default memory usage", None),
+        ("If you exceed the default memory for a workflow, it is stopped", "memory_noted"),
+    ],
+    ids=["pipedream", "allotted", "usage", "condition"],
+)  # fmt: skip
+def test_a_memory_setting_exceeded_is_a_limit_crossed(line: str, kind: str | None) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("intro", "quoted", "expected"),
+    [
+        # Trigger.dev's docs: the message quoted as what the reader may see
+        ('Sometimes you might see one of your runs fail with an "Out Of Memory" error.',
+         "> TASK_PROCESS_OOM_KILLED. Your task ran out of memory. Try increasing the machine "
+         "specs.", TriageClass.UNKNOWN),
+        # counter-cases: a paste introduced as what happened; the supposing sentence not last
+        ("Here is what our run printed:",
+         "> TASK_PROCESS_OOM_KILLED. Your task ran out of memory. Try increasing the machine "
+         "specs.", "!UNKNOWN"),
+        ("When attempting to upload large packages, you may run into an error. Upon inspecting "
+         "the ELMAH logs, you find this lovely gem:",
+         "> Exception of type 'System.OutOfMemoryException' was thrown.", "!UNKNOWN"),
+    ],
+    ids=["trigger-docs", "pasted", "chocolatey"],
+)  # fmt: skip
+def test_a_message_quoted_as_what_the_reader_may_see_is_an_example(
+    tmp_path: Path, intro: str, quoted: str, expected: TriageClass | str
+) -> None:
+    path = tmp_path / "artifact.txt"
+    path.write_text(f"{intro}\n\n{quoted}\n")
+    got = triage(Sources(paths=(path,))).triage_class
+    if isinstance(expected, str):
+        assert got.value != expected[1:], got
+    else:
+        assert got == expected, got

@@ -121,6 +121,12 @@ _USAGE_REACHED = (
 )
 """Memory's use said to reach a figure, then a limit in the same clause (V's "compiler memory
 usage reached 2568 MiB RSS during compilation (limit: 2560 MiB)")."""
+_SETTING_CROSSED = (
+    r"\bexceed(?:ed|s|ing)? (?:the |its |their |your |this )?(?:default|configured|allotted"
+    r"|allowed|assigned|maximum|max) (?:amount of )?memory\b(?! (?:usage|use|consumption))"
+)
+"""Memory's setting said to be exceeded, the setting named by what it is (Pipedream's "you've
+exceeded the default memory for this workflow"): a limit crossed, in other words."""
 _SAID = re.compile(
     _REFUSED
     + r"|"
@@ -143,7 +149,11 @@ _SAID = re.compile(
     r"[ _](?:was |has been |is )?(?:\w+ly )?(?:exceeded|reached|hit)"
     r"|\bmax(?:imum)?\.? memory (?:was |has been )?exceeded\b"
     r"|\bmemory\b[^;:]{0,80}?\bexceed\w* (?:the |its )?(?:hard |soft )?limit\b"
-    r"|" + _USAGE_REACHED + r"|gc overhead limit exceeded|\b(?:winerror|error)[ =]?1455\b"
+    r"|"
+    + _USAGE_REACHED
+    + r"|"
+    + _SETTING_CROSSED
+    + r"|gc overhead limit exceeded|\b(?:winerror|error)[ =]?1455\b"
     r"|(?:error\b.{0,200}?|exception \(0x[0-9a-f]{8}\): )the paging file is too small"
     r"|memlimit|low on memory|low memory|memory ?pressure|oom[- _]?kill|running low on memory"
     r"|low on resource: memory|failed to alloc\b|enough memory resources"
@@ -177,7 +187,12 @@ _CODE = re.compile(
     # v8::...::FatalProcessOutOfMemory(...) + 616", gdb's "#3 0x... in", lldb's "frame #3:"
     r"|\w\+0x[0-9a-f]+/0x[0-9a-f]+\b|0x[0-9a-f]{8,}\s.*\s\+ \d+\s*$"
     r"|^\s*#\d+\s+0x[0-9a-f]+ in |^\s*frame #\d+:"
-    r"|^\s*\*\s|^\s*[\"'].*[,({;+\\]\s*$|^(?!.*\w\. [A-Z]).*[,({+\\]\s*$"
+    r"|^\s*\*\s|^\s*[\"'].*[,({;+\\]\s*$|^(?!.*\w\. [A-Z]).*[({+\\]\s*$"
+    # ending in a comma: code when it holds code's punctuation or is short (an enum's
+    # ``OutOfMemory,``); a hard-wrapped paragraph's line, near the wrap column, is prose
+    # (Knative's PR: "three `eventing-webhook` replicas get `OOMKilled` and enter
+    # `CrashLoopBackOff`,")
+    r"|^(?!.*\w\. [A-Z])(?:(?=.*[=(){}\[\]<>;:])|(?=.{0,59}$)).*,\s*$"
     r"|^(?!.*\w\. [A-Z])(?=.*[=(){}]).*;\s*$|^\s+\"[^\"]+\"\s*$"
 )
 """Source code quoted in a log (a traceback's source line, a snippet): the report follows it.
@@ -642,7 +657,7 @@ _LIMIT_CROSSED = re.compile(
     r"|mem(?:ory)?[ _]limits?(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
     r"[ _](?:was |has been |is )?(?:exceeded|reached|hit)|memlimit"
     r"|\bmemory\b[^;:]{0,80}?\bexceed\w* (?:the |its )?(?:hard |soft )?limit\b"
-    r"|" + _USAGE_REACHED
+    r"|" + _USAGE_REACHED + r"|" + _SETTING_CROSSED
 )
 """A memory limit (or a worker's memory budget, as Dask's nanny enforces it) crossed, in any
 words that put memory before the crossing (StarRocks' "MEM_LIMIT_EXCEEDED Memory of process
@@ -878,6 +893,8 @@ def parse_oom_parts(
         or _OTHER_CODE.search(low, said.end())
         or _AVOIDED.search(low[max(0, said.start() - 60) : said.start()])
         or _CONDITION.search(low[max(0, said.start() - 80) : said.start()])
+        or (_WHEN.search(low[: said.start()]) and "kill" not in low[said.end() :])
+        or _foretold(low, said)
         or _TREATED.search(low, 0, said.start()) or _NONE_COUNTED.search(low)
         or _KIND_ITEM.match(low) or _narrated(low, said) or _spoken_of(low, said)
         or numbers.get("requested_bytes") == 0  # nothing asked: a wrong size, not a shortage
@@ -1074,6 +1091,17 @@ _EXAMPLE_INTRO = re.compile(
 example:" are not among them: before a pasted log they introduce one occurrence of a failure that
 happened, as agda-unimath's "the typecheck workflow fails due to reaching its designated max heap
 size. For instance:".)"""
+_YOU_MAY_SEE = re.compile(
+    r"\byou (?:might|may|will|could)(?: \w+)? (?:see|get|encounter|receive|hit"
+    r"|notice|run into)\b",
+    re.IGNORECASE,
+)
+"""A sentence telling the reader what they may come to see (Trigger.dev's docs: "Sometimes you
+might see one of your runs fail with an "Out Of Memory" error.", then the message quoted): what
+follows, quoted as a block (``>``), is the message as an example, not an occurrence. The
+introducing line's last sentence only: Chocolatey's "you may run into an error. Upon inspecting
+the ELMAH logs, you find this lovely gem:" introduces the log the author found; "as you can see"
+shows, it does not suppose."""
 _CHANGE_INTRO = re.compile(
     r"\b(?:message (?:is now|would be|will be|now reads)|instead of (?:only )?reporting|we now"
     r" (?:report|print|show|raise)|proposed (?:message|wording|text)|the new (?:error|message))\b",
@@ -1102,7 +1130,7 @@ it killed nothing (Erlang's max_heap_size report: "maximum heap size reached, Ma
 _BLANK_OR_TICKS = re.compile(r"^[\s`~>+]*$")
 
 
-def _an_example(before: str) -> bool:
+def _an_example(before: str, line: str = "") -> bool:
     """Whether the line after ``before`` is an example of a message rather than an occurrence:
     inside a fenced ``diff`` (a document's change), or after a sentence that introduces an
     example ("I believe the error message is now:", "something like:", "we now report ...:"),
@@ -1117,6 +1145,9 @@ def _an_example(before: str) -> bool:
     if not sentences:
         return False
     last = sentences[-1]
+    told = re.split(r"[.!?]\s+(?=\S)", last.strip())[-1]  # the line's last sentence
+    if line.lstrip().startswith(">") and _YOU_MAY_SEE.search(told):
+        return True  # a message quoted as what the reader may see
     return bool(_CHANGE_INTRO.search(last)) or (
         last.rstrip().endswith(":") and bool(_EXAMPLE_INTRO.search(last))
     )
@@ -1142,7 +1173,7 @@ def in_context(
     kind, fields = found.kind, found.fields
     if in_source(before, line):
         return LineSignal("memory_noted", {**fields, "source": True}), 0, line
-    if kind in ("host_alloc_failed", "gpu_oom") and _an_example(before):
+    if kind in ("host_alloc_failed", "gpu_oom") and _an_example(before, line):
         return LineSignal("memory_noted", {**fields, "example": True}), 0, line
     if kind == "memory_noted":
         if not fields.get("unreported") or _FIELD.match(line) or not _in_fence(before):
@@ -1265,6 +1296,67 @@ _CONDITION = re.compile(r"\b(?:if|whenever|in case|unless)\b[^.;:!?\"`'()\[\]]*$
 """A condition opened before the words in their clause (advice's "Increase the memory limit if
 your pods get OOMKilled frequently"): supposed, not reported. (At the line's start, ``_HEDGE``
 reads it; a quote or a bracket after it is what a report says.)"""
+_WHEN = re.compile(
+    r"(?:^|[.!?]\s+)(?:(?!\b(?:i|we|i'm|we're|i've|we've)\b)[^.!?])*"
+    r"\bwhen (?:got|gets?|getting|it|they|the|an?|this|that|there)\b[^.;:!?,\"`'()\[\]]*$"
+)
+"""A ``when`` whose clause holds the words and is no person's, in a sentence no person tells
+(Pipedream's feature request: "When the workflow throws Out of Memory error, there's no further
+information", Lithops': "Cloud Function service kills the entire action when got out of
+memory"): each time it happens, not once, as a condition is. Turborepo's "We are encountering
+this when a task is OOM-killed" is the person's account; a comma ends the clause (Demucs' "When
+running on long tracks, we are getting OOM exit code 137"), and a kill told after it makes the
+``when`` its occasion ("when the container exceeds its memory limit the kernel OOM-kills it")."""
+_FORETOLD = re.compile(
+    r"\b(?:will|would|might|may|could|should)\s+(?!not\b|never\b|only\b|\d)"
+    r"[^.;:!?`()\[\]]{0,60}$"
+)
+"""A modal verb governing the clause that holds the words, before them (faasd's PR: "Memory
+limits now work and a function will be killed with OOM", Trigger.dev's docs: "Sometimes you
+might see one of your runs fail with an "Out Of Memory" error", OpenFaaS' question: "The image
+processing job will return memory not enough error."): what will, would or may happen, foretold
+or supposed, not what happened. Not a negation ("could not allocate" is a refusal), not a date
+("May 22 08:36:54 host kernel: ..."; a colon ends the clause in any case)."""
+_HABITUAL = re.compile(
+    r"^\W*when(?:ever)?\s+(?!i\b|we\b|i'm\b|we're\b|my\b|our\b)[^.;:!?,]*,\s*"
+    r"(?!(?:i|we|i'm|we're|my|our)\b)[^.;:!?,]*\b(?:is|are|gets|get)\b[^.;:!?]*$"
+)
+"""What happens each time a condition holds, in the present (Scalingo's docs request: "When this
+appear, the app is killed by the system because of OOM"): a sentence opened by ``when`` whose
+main clause is in the present: how a platform behaves, not an end it reports. A person's own
+``when`` ("When running on long tracks, we are getting OOM exit code 137") is their account of
+a run, read elsewhere."""
+
+_WISHED = re.compile(
+    r"^\W*(?:please |it would be (?:nice|great|helpful) to )?(?:show|display|surface|expose"
+    r"|indicate|highlight|identify|tell|name) (?:the|which|what|where|more|some)\b[^:]*$"
+)
+"""A feature asked for in the imperative, the words its object (Pipedream's request: "Show the
+step that caused the Out of Memory error"): what a program should tell, not what it told."""
+
+_REASONED = re.compile(r"(?:\u2248|~ ?\d)[^\u2192]*\u2192[^\u2192]*(?:\u2192[^\u2192]*)*$")
+"""A chain of estimates that arrives at the words (Modal's risk analysis: "even 3-4 concurrent
+search requests \u2248 200-400MB \u2192 exceeds 256MB \u2192 **OOM kill**"): a figure estimated
+(``\u2248``, ``~``), then arrows to what it would lead to: a reckoning, not a report."""
+
+
+def _foretold(low: str, said: re.Match[str]) -> bool:
+    """Whether the words are foretold, supposed, told as a platform's habit, wished for or
+    reckoned (:data:`_FORETOLD`, :data:`_HABITUAL`, :data:`_WISHED`, :data:`_REASONED`), in a
+    line that would otherwise state an event (an allocation refused or a kill): a line that
+    states none is left as it reads (Istio's "this would just be getting OOM'd repeatedly if i
+    was to roll it out" names no event the reader takes)."""
+    return bool(
+        (
+            _FORETOLD.search(low, max(0, said.start() - 70), said.start())
+            or _HABITUAL.search(low, 0, said.start())
+            or _WISHED.search(low, 0, said.start())
+            or _REASONED.search(low, 0, said.start())
+        )
+        and (_ALLOCATING.search(low) or _KILLED.search(low) or _KILLER.search(low))
+    )
+
+
 _OTHER_ERROR = re.compile(
     r": (?:no such file or directory|no such file|permission denied|operation not permitted"
     r"|connection refused|file exists|is a directory|not a directory|invalid argument)\b"
