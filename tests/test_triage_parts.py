@@ -2609,3 +2609,86 @@ def test_a_message_quoted_as_what_the_reader_may_see_is_an_example(
         assert got.value != expected[1:], got
     else:
         assert got == expected, got
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Stata (synth_runner's issue): memory the system refuses to provide, by its verb
+        ("op. sys. refuses to provide memory", "host_alloc_failed"),
+        ("the allocator refused to grant more memory", "host_alloc_failed"),
+        # counter-cases: a refusal of something else; a refusal supposed
+        ("The server refuses to provide more information", None),
+        ("If the OS refuses to provide memory, Stata stops", "memory_noted"),
+    ],
+    ids=["stata", "grant", "information", "condition"],
+)  # fmt: skip
+def test_memory_refused_by_a_verb_of_giving_is_an_allocation_refused(
+    line: str, kind: str | None
+) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind", "size"),
+    [
+        # R in French (ggeffects' issue): the refusal and its size in octets
+        ("`Erreur : impossible d'allouer un vecteur de taille 26.8 Go`", "host_alloc_failed",
+         int(26.8 * (1 << 30))),
+        ("erreur : impossible d'allouer de la mémoire", "host_alloc_failed", None),
+        # counter-cases: French allocation of something that is no memory; a "go" that is no size
+        ("Il est impossible d'allouer un poste au projet", None, None),
+        ("We ran it in 1 go without any error", None, None),
+    ],
+    ids=["r-french", "memoire", "poste", "one-go"],
+)  # fmt: skip
+def test_a_refusal_in_french_is_read_with_its_octets(
+    line: str, kind: str | None, size: int | None
+) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found else None) == kind, found
+    if size is not None:
+        assert found is not None and found.fields.get("size_bytes") == size, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # glmmSeq's issue: the program's error in its own form in a person's sentence, its figure
+        ("I'm following the vignette. If I'm using the model ~disease+(1|condition)+covar1, R "
+         "will give me Error: cannot allocate vector of size 6223.5 Gb. It runs ok if I remove "
+         "1 fixed effect variable.", "host_alloc_failed"),
+        # counter-cases: no label before the words; a label but no figure the message states
+        ("I think R cannot allocate vector of size 6223.5 Gb here", "memory_noted"),
+        ("I keep seeing error: cannot allocate memory in my notebooks", "memory_noted"),
+    ],
+    ids=["glmmseq", "unlabelled", "no-figure"],
+)  # fmt: skip
+def test_an_error_quoted_in_its_own_form_with_its_figure_is_a_report(
+    line: str, kind: str | None
+) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # shinyapps.io (cytomarker's issue): a container's own status quoted, its verb left out
+        ("causes a memory kill error `oom- container out of memory` on shinyapps.io deployments.",
+         "limit_oom_kill"),
+        ("the app stops and the log shows `oom: container out of memory`", "limit_oom_kill"),
+        # counter-cases: a refusal quoted; the container only named elsewhere on the line; the
+        # same words alone, as a title, stay a mention
+        ("the container logs `Error: cannot allocate memory` at start", "host_alloc_failed"),
+        ("`out of memory` in the container", "host_alloc_failed"),
+        ("Build container out of memory", "memory_noted"),
+    ],
+    ids=["shinyapps", "verbless", "refusal", "container-after", "title"],
+)  # fmt: skip
+def test_a_container_said_out_of_memory_without_a_verb_is_its_limit(
+    line: str, kind: str | None
+) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found else None) == kind, found

@@ -59,6 +59,9 @@ _REFUSED = (
     r"|\b(?:gpu|vram) capacity exceeded\b(?!\W{0,3}too many)"
     r"|\balloc\w* size\b.{0,80}?\b(?:is )?(?:more|greater|larger|bigger) than (?:the )?total "
     r"(?:\w+ )?mem(?:ory)?\b"
+    r"|\bimpossible d'allouer\b(?=[^.;]{0,60}?(?:m[ée]moire|\d[\d.,]*\s?(?:[kmg]o|octets?)\b))"
+    r"|\b(?:refus\w*|declin\w*|den(?:y|ies|ied)) to (?:provide|give|grant|supply|allocate|lend)"
+    r" (?:\w+ ){0,2}(?:memory|ram)\b"
 )
 """Memory refused by any verb that gets it (map, reserve, commit, enlarge, grow: Postgres' "could
 not map anonymous shared memory", Emscripten's "Cannot enlarge memory arrays"), more of it
@@ -80,7 +83,9 @@ lua_shared_dict: no memory"), work that cannot be done in the memory it is given
 "The query could not be executed in the allotted memory"), a pool's capacity (TeX's "TeX
 capacity exceeded, sorry [main memory size=5000000]", guppy's "Maximum GPU capacity exceeded")
 and a request past the total (MindSpore's "... plus alloc size : 301990400 is more than total
-mem size : 29464985600.")."""
+mem size : 29464985600."), and memory a system refuses to provide (Stata's "op. sys. refuses to
+provide memory": the refusal said by its verb), and a refusal in French, as R and other programs
+translate it ("Erreur : impossible d'allouer un vecteur de taille 26.8 Go")."""
 _CLAUSE = r"\b(?:enough|insufficient|out of) (?:[a-z0-9_-]{1,12} ){1,2}memory\b"
 """A shortage, a word or two, then memory, whatever the words between ("Not enough GPU memory to
 compute a single tile.", MySQL's "Out of sort memory, consider increasing server sort buffer
@@ -231,8 +236,9 @@ name, not a report (pytest's own FAILED lines are read by the pytest parser)."""
 _EVENT = re.compile(
     r"error(?!s)|exception(?!s)|fatal|fail|kill|abort|panic|can't|cannot|can not|unable|terminat"
     r"|couldn't|could not"
-    r"|exceed|sigterm|sigkill|evict|refused|exhausted|crash|\boom\b|low memory|running low"
+    r"|exceed|sigterm|sigkill|evict|refused|refuses|exhausted|crash|\boom\b|low memory|running low"
     r"|would exceed|to continue|paging file is too small|\bwhat\(\):|bad alloc|\btried to alloc"
+    r"|impossible d'allouer"
     r"|\boom(?:s|ed|'d)\b"
     r"|^\W*\d{4}-\d\d-\d\d[t ][\d:.,]+\S*\s+(?:[ef]|fatal|error|crit\w*|severe|panic|emerg\w*)\b"
 )
@@ -258,11 +264,12 @@ memory"): a program's message, not a person's sentence
 (which starts with its speaker, "I ran out of memory")."""
 _CONTAINER_RAN_OUT = re.compile(
     r"^\W*(?:[\w.-]+: )?(?:[\w.-]+ ){0,2}(?:container|pod)\b[^.]{0,30}"
-    r"\b(?:ran|has run|is|was) out of memory\b"
+    r"\b(?:(?:ran|has run|is|was) )?out of memory\b"
 )
 """A container said, as the subject of the line, to have run out of memory (AWS Amplify's build
 status "Build container ran out of memory"): its memory is the container's limit, which the
-platform enforces by ending it, as a limit's kill."""
+platform enforces by ending it, as a limit's kill. The verb may be left out, as a status is worded
+(shinyapps.io's "oom- container out of memory")."""
 _LOG_SHAPED = re.compile(
     r"^\W{0,3}(?:\d{4}[-/.]\d\d[-/.]\d\d[t ]\d\d:\d\d"  # 2023-05-01 12:00:00, ISO 8601
     r"|\d\d:\d\d:\d\d[.,]\d+\b"  # 12:00:00.123
@@ -458,11 +465,21 @@ the container after it died with an OOMKilled status"): the end is reported as t
 occasion, not described."""
 
 
+_LABELLED = re.compile(r"(?:^|[\s(])(?:error|erreur|fehler)\s?:\s*$")
+"""A program's error label just before the words that say memory ran out, in a person's sentence
+without quote marks (glmmSeq's issue: "R will give me Error: cannot allocate vector of size 6223.5
+Gb."): with the figure the message states, the person quotes the program's report, unmarked."""
+
+
 def _introduced(low: str, said: re.Match[str]) -> bool:
     """Whether ``low`` introduces a paste or describes in a person's words, unless it names the
     end as the paste's occasion (:data:`_OCCASION`)."""
     if _OCCASION.search(low[max(0, said.start() - 60) : said.start()]):
         return False
+    if _LABELLED.search(low, max(0, said.start() - 20), said.start()) and _DIGIT.search(
+        low, said.end(), _clause_stop(low, said.end())
+    ):
+        return False  # the program's error in its own form, its figure with it: quoted
     return bool(_INTRO.search(low)) or _described(low)
 
 
@@ -700,7 +717,7 @@ _MESSAGE_1455 = re.compile(r"paging file|页面文件")
 _SIZE = re.compile(
     r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:[.,]\d+)?)\s*"
     r"(bytes|byte|b|kib|kb|k|mib|mb|m|gib|gb|g|tib|tb"
-    r"|kilobytes?|megabytes?|gigabytes?|terabytes?)\b"
+    r"|kilobytes?|megabytes?|gigabytes?|terabytes?|ko|mo|go|octets?)\b"
     r"|(?<![\w.,*#-])(\d{1,3}(?:,\d{3}){2,}|\d{4,})(?![\w%.]|\s*[\w%])"
 )
 """A size with its unit, or a bare count of bytes (``1,073,741,824`` with its thousands
@@ -716,6 +733,8 @@ _UNITS = {
     # spelled out (HTCondor's "memory limit of 2048 megabytes"), as their abbreviations
     "kilobyte": 1000, "kilobytes": 1000, "megabyte": 1000**2, "megabytes": 1000**2,
     "gigabyte": 1000**3, "gigabytes": 1000**3, "terabyte": 1000**4, "terabytes": 1000**4,
+    # French octets ("26.8 Go"), as R's translated messages give them
+    "octet": 1, "octets": 1, "ko": 1 << 10, "mo": 1 << 20, "go": 1 << 30,
 }  # fmt: skip
 _LABELS = (
     ("requested_bytes", re.compile(r"(?:allocat\w*|request\w*|size|needs?|needed|trying|tried|"
@@ -1492,11 +1511,16 @@ def _quoted_reading(line: str, said: re.Match[str], fields: dict[str, Any]) -> L
     "The test runner crashes with `FATAL ERROR: Reached heap limit Allocation failed -
     JavaScript heap out of memory` ... The worker process is killed": the message decides, not
     the kill the person's words add); a quote that reports nothing by itself is a mention. None:
-    the line is read whole (a quoted kill, whose words around may say whose memory it was)."""
+    the line is read whole (a quoted kill, whose words around may say whose memory it was),
+    unless the quote is a container's own status of running out (shinyapps.io's "causes a
+    memory kill error `oom- container out of memory`"): the container's limit, whatever the words
+    around."""
     quoted = _quote_holding(line, said.start())
     if quoted is None or _LOG_SHAPED.match(line):
         return None
     message = parse_oom_parts(quoted)
     if message is None or message.kind == "memory_noted":
         return LineSignal("memory_noted", fields)
+    if message.kind == "limit_oom_kill" and _CONTAINER_RAN_OUT.match(quoted):
+        return message  # a container's status quoted ("`oom- container out of memory`"): its limit
     return message if message.kind in _REFUSAL_KINDS else None

@@ -108,6 +108,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"mem limit",  # "exceeded mem limit: ActiveHard 24 MB" (iOS)
         b"memory budget",  # "Worker exceeded 95% memory budget" (Dask's nanny)
         b"memory usage limit",  # "it reached the memory usage limit" (Memgraph)
+        b"provide memory",  # memory refused by its verb: "op. sys. refuses to provide memory"
         b"too much memory",  # a reason: "using too much memory and was terminated"
         b"memory shortage",
         b"lack of memory",
@@ -234,6 +235,8 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     b"signal": (b"due to signal", b"on signal", b"from signal", b"received signal"),
     # an allocation refused in words no other needle holds ("classify: unable to allocate hash
     # table memory", kraken2)
+    # a refusal in French ("Erreur : impossible d'allouer un vecteur de taille 26.8 Go", R)
+    b"allouer": (b"d'allouer",),
     b"allocate": (b"to allocate", b"t allocate"),  # "Can't allocate 129499136 bytes on device 0"
     # clauses only (``CLAUSES``): a shortage, a word or two, then memory
     # RAM and VRAM said short ("out of RAM", "not enough VRAM"); Windows' ERROR_NOT_ENOUGH_MEMORY
