@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 
 from qualify.triage import Sources, triage
-from tests.test_triage_corpus import CORPUS, KNOWN_MISSES
+from tests.test_triage_corpus import CORPUS, KNOWN_MISSES, ROWS
 
-_CELL = re.compile(r"(?<!\\)\|")
 _REPOSITORY = re.compile(r"https://(?:github\.com|gitlab\.com)/([^/\s]+)/([^/\s]+)/")
 UNKNOWN_NAME = "Zorblax"
 
@@ -58,11 +57,7 @@ def named_rows() -> list[tuple[str, str, frozenset[str]]]:
     """(file, expected class, the names to replace) of every build row but the known misses and
     the pytest outputs (whose second word is a kind of failure, not an ecosystem)."""
     found = []
-    for line in (CORPUS / "SOURCES.md").read_text().splitlines():
-        cells = [c.strip() for c in _CELL.split(line.strip())[1:-1]]
-        if len(cells) != 7 or not cells[0].endswith(".txt"):
-            continue
-        name, source, expected = cells[0], cells[1], cells[3]
+    for name, source, expected, _ in ROWS:
         if name in KNOWN_MISSES or name.startswith("pytest-"):
             continue
         repository = _REPOSITORY.search(source)
