@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from qualify.evidence.lines import parse_line, parse_orchestrator_line
-from qualify.evidence.oom_parts import parse_oom_parts
+from qualify.evidence.oom_parts import in_source, parse_oom_parts
 from qualify.evidence.pod import memory_used_up
 from qualify.triage import Sources, Triage, TriageClass, triage
 from tests.test_triage_corpus import CORPUS
@@ -2691,4 +2691,158 @@ def test_a_container_said_out_of_memory_without_a_verb_is_its_limit(
     line: str, kind: str | None
 ) -> None:
     found = parse_oom_parts(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("before", "line", "source"),
+    [
+        # Armeria's PR: JUnit's exception pasted in a fence highlighted as Java
+        ("```java\nBraveServiceIntegrationTest > notFound FAILED\n",
+         "    org.junit.runners.model.TestTimedOutException: test timed out after 5 seconds",
+         False),
+        ("```java\n", "Caused by: java.lang.OutOfMemoryError: Java heap space", False),
+        # counter-cases: a throw, a catch and a raise of the same names stay source
+        ("```java\n", '    throw new java.util.concurrent.TimeoutException("timed out");', True),
+        ("```java\n", "} catch (java.lang.OutOfMemoryError e) {", True),
+        ("```python\n", "    raise concurrent.futures.TimeoutError('timed out')", True),
+    ],
+    ids=["armeria", "caused-by", "throw", "catch", "raise"],
+)  # fmt: skip
+def test_an_exception_first_on_its_line_in_a_language_fence_was_printed(
+    before: str, line: str, source: bool
+) -> None:
+    assert in_source(before, line) is source
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Jetty's flaky test: an assertion library's comparison, expected against found
+        ("org.opentest4j.AssertionFailedError: expected: <0> but was: <1>", "test_failed"),
+        ("junit.framework.AssertionFailedError: expected:<1> but was:<2>", "test_failed"),
+        # counter-cases: an assertion that compares nothing so (a program's own, uncaught), and
+        # another error that compares
+        ("AssertionError: assert 1 == 2", "exception_line"),
+        ("AssertionError: expected false to be truthy", "exception_line"),
+        ("ValueError: expected 3 values but got 2", "exception_line"),
+    ],
+    ids=["opentest4j", "junit3", "bare-assert", "chai", "value-error"],
+)  # fmt: skip
+def test_an_assertion_comparing_expected_and_found_is_a_failed_test(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Payara's PR: Jenkins' test result with its count of failures
+        ("Test Result (1 failure / +1)", "test_failed"),
+        # Open Liberty's FAT: a test method's name, then the exception that ended it
+        ("testTraceSourceForLibertyLogging:componenttest.exception.TopologyException: "
+         "2020-08-05-02:43:11:826 Timed out waiting for application [TestApp] to start.",
+         "test_failed"),
+        # counter-cases: no failures counted; the wait's words alone (a wait's time, no test's)
+        ("Test Result (no failures)", None),
+        ("Test Result (0 failures / -1)", None),
+        ("Timed out waiting for application [TestApp] to start.", None),
+    ],
+    ids=["jenkins", "liberty", "no-failures", "zero", "wait-alone"],
+)  # fmt: skip
+def test_a_test_result_count_and_a_test_named_with_its_exception_are_failed_tests(
+    line: str, kind: str | None
+) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Termux's terminal: the end's own signal in parentheses, quoted by its user
+        ("Termux work obnormaly and kill the termux process by **[Process completed (signal 9) - "
+         "press Enter]**.......", "terminated_externally"),
+        # Kivy's logcat: SIGKILL sent to a process by its number
+        ("05-19 16:46:36.381 19752 19752 I Process : Sending signal. PID: 19752 SIG: 9",
+         "terminated_externally"),
+        # counter-cases: an exit code in the parentheses; another signal sent or ended by; a
+        # signal to be sent only if
+        ("[Process completed (exit code 0) - press Enter]", "exit_code"),
+        ("05-19 16:46:36.381 19752 19752 I Process : Sending signal. PID: 19752 SIG: 3", None),
+        ("[Process completed (signal 15) - press Enter]", None),
+        ("Sending signal 9 to the process group if it does not exit", None),
+    ],
+    ids=["termux", "kivy", "exit-code", "sig-3", "signal-15", "if"],
+)  # fmt: skip
+def test_a_signal_9_in_parentheses_or_sent_by_number_is_a_kill(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Cordova's camera plugin: the WebView's kill, its cause one of two in parentheses
+        ("E/chromium: [ERROR:aw_browser_terminator.cc(89)] Render process (9006) kill (OOM or "
+         "update) wasn't handed by all associated webviews, killing application.",
+         "terminated_externally"),
+        ("W/cr_ChildProcessConn: onServiceDisconnected (crash or killed by oom): pid=9006 "
+         "bindings:W  S state:3 counts:0,0,0,1,", "terminated_externally"),
+        # counter-cases: memory the one cause in parentheses; an aside that names no cause;
+        # two causes neither of them memory
+        ("Process killed (OOM)", "oom_kill"),
+        ("The worker was killed by the OOM killer (or so it seems)", "node_oom_kill"),
+        ("Render process (9006) kill (crash or update) wasn't handed by all associated webviews",
+         None),
+    ],
+    ids=["webview", "service", "oom-alone", "aside", "no-memory"],
+)  # fmt: skip
+def test_a_kill_whose_cause_is_one_of_two_in_parentheses_supposes_memory(
+    line: str, kind: str | None
+) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # gomobile's iOS extension: the memory killer reporting the process's own hard limit
+        ("16:12:49.226  kernel: memorystatus: exceeded mem limit: ActiveHard 50 MB (fatal)",
+         "limit_oom_kill"),
+        # the same process's limit as a setting's name, described: no event
+        ("2. GOMEMLIMIT is a soft target; GC cannot respond inside a ~360 ms burst.", None),
+        # counter-cases: the killer acting for the machine; LSF's own word for its limit
+        ("memorystatus: killing largest compressed process OrbStack Helper [58077] 56616 MB",
+         "node_oom_kill"),
+        ("lowmemorykiller: Killing 'com.example' (12345), adj 900, to free 51234kB",
+         "node_oom_kill"),
+        ("TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.", "limit_oom_kill"),
+    ],
+    ids=["jetsam-limit", "gomemlimit", "jetsam-largest", "lmk", "lsf"],
+)  # fmt: skip
+def test_a_memory_killer_reporting_a_process_over_its_own_limit_is_that_limit(
+    line: str, kind: str | None
+) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # XHarness: the launch that failed to start in a stated duration, after its kills
+        ("[07:34:56] dbug: Test failed to start in 0.3 minutes", "timeout"),
+        # counter-cases: supposed; a connection's time; no duration stated
+        ("If the app failed to start in 5 minutes, it is killed", None),
+        ("Failed to connect in 30 seconds", None),
+        ("Service failed to start in time", None),
+    ],
+    ids=["xharness", "if", "connect", "no-duration"],
+)  # fmt: skip
+def test_work_that_failed_to_start_in_a_stated_duration_ran_out_of_time(
+    line: str, kind: str | None
+) -> None:
+    found = parse_line(line)
     assert (found.kind if found else None) == kind, found

@@ -42,6 +42,12 @@ _KILL = re.compile(
     r"|\b(?:by|with|received|got|due to|from|on)\W+(?:a |the )?(?:signal\W+(?:some\()?)?"
     r"(?:sigkill|9\b)"
     r"|\(sigkill\)|\bkill -9\b"
+    # an end with its signal in parentheses (a terminal emulator's "[Process completed (signal 9)
+    # - press Enter]"); a signal sent to a process by its number (Android's "Sending signal. PID:
+    # 19752 SIG: 9")
+    r"|\b(?:completed|exited|ended|finished|terminated|died)\s*\((?:with |by )?(?:signal\W*)?"
+    r"(?:9|sigkill)\)"
+    r"|\bsend(?:ing|s)? signal\b.{0,40}?\bsig(?:nal)?\W{1,3}(?:9|kill)\b"
     r"|\b(?:saying|says|said|reports?|reported|reporting)\W+(?:a |the )?sigkill\b"
     r"|\b(?:received|receive|see|saw|seeing|shows?|showed|printed|prints)\W+(?:an? |the |just )?"
     r"\W?killed\b"
@@ -96,6 +102,12 @@ _FAILED_TESTS = re.compile(
     r".*?\b(?!0\b)\d+ (?:tests? )?failed,\s*\d+ (?:tests? )?passed\b"
     r"|^[^\w\s]*\s*(?!0\b)\d+ (?:tests?|specs?|examples?|test cases?) failed\b"
     r"|^\s*test suites:\s+(?!0\b)\d+ failed\b"
+    # a CI's test result with its count of failures (Jenkins' "Test Result (1 failure / +1)")
+    r"|^\W*test results?\W{1,3}\(?(?!0\b)\d+ failures?\b"
+    # a test method's name, then the exception that ended it, joined by a colon, as a test
+    # report's failure list writes them ("testTraceSource:componenttest.exception.Topology
+    # Exception: ... Timed out waiting for application [TestApp] to start.")
+    r"|^\s*test\w*:(?:[a-z_][\w$]*\.)+[a-z_][\w$]*(?:exception|error)\b:"
 )
 """Other test runners' own words for failed tests, each with a count above zero where it has
 one."""
@@ -242,6 +254,13 @@ _STATE_COLUMN = re.compile(
 """A time limit as a result's state in a test runner's columns, its duration next (Meson's
 ``1/5 Boost linktest      TIMEOUT        30.16s`` and ``1/1 Test exe      TIMEOUT 30.02 s``)."""
 
+_FAILED_WITHIN = re.compile(
+    r"\b(?:failed|did not manage|was unable|could not) to (?:start|finish|complete|launch|boot)"
+    rf"\b(?: \w+)? (?:in|within) (?:the allotted |the allowed )?{_DURATION}"
+)
+"""Work that failed to start or finish in a stated duration (a test runner's "Test failed to start
+in 0.3 minutes", after it killed what it had launched): its time ran out. (A connection or a
+response that failed in a time is a network's, and names neither verb.)"""
 _RECORD_LEAD = re.compile(
     r"\[?\d{4}-\d\d-\d\d[t ][\d:.,]+\]?(?:\s*[-|]\s*[\w.]+)*\s*[-|]\s*"
     r"(?:debug|info|notice|warn\w*|error|critical|fatal)$"
@@ -286,6 +305,9 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
             return LineSignal("timeout", {"parts": True})  # Meson's "1/5 linktest  TIMEOUT  30.16s"
         if led and timed[0].startswith("time"):
             return LineSignal("timeout", {"parts": True})  # "Error: Timeout - Async callback ..."
+    within = _FAILED_WITHIN.search(low)
+    if within is not None and not _supposed(low, within):
+        return LineSignal("timeout", {"parts": True})
     evicted = _EVICTED.search(low)
     if evicted is not None and not _supposed(low, evicted):
         return LineSignal("terminated_externally", {"parts": True, "evicted": True})

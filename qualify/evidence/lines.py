@@ -644,6 +644,8 @@ def parse_pytest_line(line: str, low: str | None = None) -> LineSignal | None:
             return ended  # an exception reporting a death by a signal, a time limit
         if _NAMES_A_TEST.search(match[2]):  # raised about a test: a leak check, a harness
             return LineSignal("test_error_line", {"text": text})
+        if _ASSERTION.search(match[1]) and _COMPARED.search(match[2]):
+            return LineSignal("test_failed", {"nodeid": None, "assertion": text})
         return LineSignal("exception_line", {"text": text})
     if "error" in low and ".py:" in line and (match := _E_LOCATION.match(line.strip())):
         return LineSignal("test_error_line", {"text": match.group(1)})
@@ -652,6 +654,13 @@ def parse_pytest_line(line: str, low: str | None = None) -> LineSignal | None:
 
 _EXCEPTION = re.compile(r"(?:^|[\s:>\]])((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (\S.*)")
 """An exception as Python, Java and most runtimes print its last line."""
+_ASSERTION = re.compile(r"(?:^|\.)Assertion(?:Failed)?Error$|(?:^|\.)ComparisonFailure$")
+_COMPARED = re.compile(r"\bexpected\b\W{0,3}.{0,120}?\bbut (?:was|got|found)\b", re.IGNORECASE)
+"""An assertion's error whose message sets what was expected against what was found (JUnit's
+"org.opentest4j.AssertionFailedError: expected: <0> but was: <1>"): an assertion library's check
+of a test failing, in the words those libraries share; a program's own uncaught assertion
+("AssertionError: assert x == y", "AssertionError: expected false to be truthy") states no
+comparison so and stays an exception."""
 _NAMES_A_TEST = re.compile(r"(?<![/\\])\btest_\w+(?![\w/\\])|\bTest\w*\.test\w*")
 """A test named in an exception's message (not a directory named so: "C:/test_kohya/...")."""
 _MEMORY_CAUSES = frozenset(

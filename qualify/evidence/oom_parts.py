@@ -160,7 +160,8 @@ _SAID = re.compile(
     + _SETTING_CROSSED
     + r"|gc overhead limit exceeded|\b(?:winerror|error)[ =]?1455\b"
     r"|(?:error\b.{0,200}?|exception \(0x[0-9a-f]{8}\): )the paging file is too small"
-    r"|memlimit|low on memory|low memory|memory ?pressure|oom[- _]?kill|running low on memory"
+    r"|(?<![a-z])memlimit|low on memory|low memory|memory ?pressure|oom[- _]?kill"
+    r"|running low on memory"
     r"|low on resource: memory|failed to alloc\b|enough memory resources"
     # an allocation call and what it asked for, then failed ("malloc failed", x264's "malloc of
     # size 11453376 failed", "malloc(1024) failed", "calloc of 12 bytes failed")
@@ -425,6 +426,26 @@ memory (Read the Docs' "Command killed due to timeout or excessive memory consum
 kill, whose memory is only supposed."""
 
 
+_EITHER_IN_PARENS = re.compile(
+    r"\bkill\w*\W{0,3}\(([^()]{1,60}?\bor\b[^()]{1,60}?)\)"
+    r"|\(([^()]{0,40}?\bor (?:was |got |been )?kill\w*[^()]{1,40}?)\)"
+)
+"""A kill whose cause is put in parentheses as one of two, memory one of them (a browser's
+"Render process (9006) kill (OOM or update) wasn't handed by all associated webviews", its
+service "onServiceDisconnected (crash or killed by oom)"): the program does not know which, so the
+kill is what it reports, its memory only supposed."""
+_MEMORY_ALTERNATIVE = re.compile(r"\b(?:oom|out[ -]of[ -]memory|(?:low )?memory|ram)\b")
+
+
+def _kill_either_in_parens(low: str) -> bool:
+    """Whether ``low`` gives a kill's cause as one of two in parentheses, memory one of them
+    (:data:`_EITHER_IN_PARENS`)."""
+    return " or " in low and any(
+        _MEMORY_ALTERNATIVE.search(match[1] or match[2])
+        for match in _EITHER_IN_PARENS.finditer(low)
+    )
+
+
 def _kill_supposed(low: str, said: re.Match[str]) -> LineSignal | None:
     """A death by SIGKILL where memory is supposed as its cause and a kill as the other
     (:data:`_KILL_ALTERNATIVE`): the kill is what both causes say."""
@@ -664,6 +685,10 @@ _LIMIT_KILL = re.compile(
 """What bounds a kill for memory to a limit: a cgroup, a container, a pod, a scheduler's job or
 step, a limit or quota named. Not a task: any tool's unit of work is one (Turborepo's "a task
 is OOM-killed", a Gradle or Celery task), and a scheduler's task that has a limit names it."""
+_OWN_LIMIT_CROSSED = re.compile(
+    r"\bexceed(?:ed|s|ing)? (?:its |the |their )?(?:own |hard |per[- ]process )?mem(?:ory)? limit\b"
+)
+"""A process said to have exceeded its memory limit, in a memory killer's report: that limit."""
 _BUDGET = re.compile(
     r"\ballowed\b|max(?:imum)? allowed|\bbudget\b|\bfraction\b|memory_fraction|mem_limit"
     r"|memory limit|limit of|\bquota\b|per[- ]process|utilization"
@@ -672,7 +697,7 @@ _LIMIT_CROSSED = re.compile(
     r"(?:exceed\w*|over|above|reached|hit|hitting|beyond) (?:the |its |their |your )?"
     r"(?:[\w%-]+ ){0,2}mem(?:ory)? (?:usage )?(?:limit|budget)"
     r"|mem(?:ory)?[ _]limits?(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
-    r"[ _](?:was |has been |is )?(?:exceeded|reached|hit)|memlimit"
+    r"[ _](?:was |has been |is )?(?:exceeded|reached|hit)|(?<![a-z])memlimit"
     r"|\bmemory\b[^;:]{0,80}?\bexceed\w* (?:the |its )?(?:hard |soft )?limit\b"
     r"|" + _USAGE_REACHED + r"|" + _SETTING_CROSSED
 )
@@ -875,7 +900,9 @@ def parse_oom_parts(
     no event of its own ("Insufficient memory for GC_all_nils").
     """
     low = line.lower() if low is None else low
-    if "kill" in low and _KILL_EITHER.search(low) and not _HEDGE.search(low):
+    if "kill" in low and (
+        (_KILL_EITHER.search(low) and not _HEDGE.search(low)) or _kill_either_in_parens(low)
+    ):
         return LineSignal("terminated_externally", {"parts": True, "memory_supposed": True})
     if "-" in low and ("oom" in low or "outofmemory" in low):
         low = _OPTION.sub(lambda option: " " * len(option[0]), low)
@@ -934,7 +961,10 @@ def parse_oom_parts(
     if _SYSTEM_OOM.search(low):
         return LineSignal("node_oom_kill", fields)
     if _KILLED.search(low) or _KILLER.search(low) or _EVICTION.search(low):
-        if _NODE.search(low):
+        # (a memory killer reporting the process's own limit crossed, the iOS kernel's
+        # "memorystatus: exceeded mem limit: ActiveHard 50 MB (fatal)", is that limit's kill, not
+        # the machine running low)
+        if _NODE.search(low) and not _OWN_LIMIT_CROSSED.search(low):
             return LineSignal("node_oom_kill", fields)
         if _LIMIT_KILL.search(low):
             return LineSignal("limit_oom_kill", fields)
@@ -1076,7 +1106,7 @@ def in_source(before: str, line: str) -> bool:
     what the code printed."""
     if "```" not in before and "~~~" not in before:
         return False
-    if _COMMENT.search(line):
+    if _COMMENT.search(line) or _PRINTED_EXCEPTION.match(line):
         return False
     if not _in_fence(before):
         return False
@@ -1100,6 +1130,14 @@ reporter's ```` ``` python ```` around Graphite's render traceback ending in a b
 never holds the head as a line of its own."""
 
 
+_PRINTED_EXCEPTION = re.compile(
+    r"^\s*(?:caused by: )?[a-z_][\w$]*(?:\.[\w$]+)+\.[A-Z][\w$]*(?:exception|error)\b:? \S",
+    re.IGNORECASE,
+)
+"""An exception's qualified name first on its line, then its message (Armeria's "    org.junit.
+runners.model.TestTimedOutException: test timed out after 5 seconds" under ```` ```java ````):
+no language's statement starts so, it is what a runtime printed, pasted in a fence highlighted as
+its language (a ``raise``, ``throw`` or ``catch`` before the name stays source)."""
 _PROMPT = re.compile(r"^\s*(?:>>>|\.\.\.|In \[\d+\]:)(?: |$)")
 """An interactive interpreter's prompt (Python's, IPython's): the line is what was typed."""
 _EXAMPLE_INTRO = re.compile(

@@ -232,7 +232,17 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     "\u88ab".encode(): ("\u88ab".encode(),),
     # a death by a signal worded without "kill" (ninja's "job terminated due to signal 9")
     # ... or one received (the Datadog agent's "received signal 15 (terminated)")
-    b"signal": (b"due to signal", b"on signal", b"from signal", b"received signal"),
+    # ... or sent to a process by its number (Android's "Process : Sending signal. PID: 19752
+    # SIG: 9"), or the end's own signal in parentheses ("[Process completed (signal 9) - press
+    # Enter]", a terminal emulator's)
+    b"signal": (
+        b"due to signal",
+        b"on signal",
+        b"from signal",
+        b"received signal",
+        b"sending signal",
+        b"(signal ",
+    ),
     # an allocation refused in words no other needle holds ("classify: unable to allocate hash
     # table memory", kraken2)
     # a refusal in French ("Erreur : impossible d'allouer un vecteur de taille 26.8 Go", R)
