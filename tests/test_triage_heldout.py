@@ -34,6 +34,9 @@ HELD_OUT_TABLES = {
     "n21": "ecosystems no other part names: source hosting, code review and search, registries",
     "n22": "ecosystems no other part names: office suites, mail, notes, e-book and PDF tools",
     "n23": "ecosystems no other part names: LLM application and agent frameworks, chat front-ends",
+    "n26": "ecosystems no other part names: ML training, fine-tuning and model-zoo libraries",
+    "n27": "ecosystems no other part names: CI/CD systems, build farms, remote build execution",
+    "n28": "ecosystems no other part names: GPU compute libraries, LLM inference runtimes",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -68,6 +71,9 @@ UNLISTED = frozenset(
         "n21",
         "n22",
         "n23",
+        "n26",
+        "n27",
+        "n28",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose
