@@ -32,6 +32,7 @@ from qualify import records
 from qualify.evidence.cuda_oom import CudaOom, parse_cuda_oom
 from qualify.evidence.evidence_line import Evidence
 from qualify.evidence.gpu_lines import EXECUTOR_HIT, parse_trtllm_executor
+from qualify.evidence.headers import body, message, messages, plain
 from qualify.evidence.lines import LineSignal, parse_line
 from qualify.evidence.oom_parts import (
     CONTEXT_AFTER,
@@ -561,10 +562,10 @@ def _scan_range(fd: int, start: int, stop: int) -> _Part:
         if hit >= 0:
             before = 0 if hit <= 2 * CUDA_CONTEXT_BEFORE else hit - CUDA_CONTEXT_BEFORE
             context = os.pread(fd, CUDA_CONTEXT_BYTES, offset + before)
-            parsed = parse_cuda_oom(context.decode("utf-8", errors="replace"))
+            parsed = parse_cuda_oom(messages(context.decode("utf-8", errors="replace")))
             if parsed is not None:
                 part.cuda_hits += 1
-                part.cuda.append((part.cuda_hits - 1, line, text, parsed))
+                part.cuda.append((part.cuda_hits - 1, line, plain(text), parsed))
                 continue
             # Not PyTorch's message as its parser knows it (another allocator's words, a cut
             # copy): read by its parts, as any other line.
@@ -573,11 +574,20 @@ def _scan_range(fd: int, start: int, stop: int) -> _Part:
             context = os.pread(fd, 4 << 10, offset + hit)
             _keep(part, line, text, parse_trtllm_executor(context.decode("utf-8", "replace")))
             continue
-        found = parse_line(text)
+        # Read as what the program said (``qualify.evidence.headers``: no colour codes, no
+        # CI or syslog header; once more without its lead when that says nothing), cited as
+        # the line was written, less its colour codes.
+        said = message(text)
+        found, led = parse_line(said), False
+        if (found is None or found.kind == "memory_noted") and (lead := body(said)) is not None:
+            again = parse_line(lead)
+            if again is not None and (found is None or again.kind != "memory_noted"):
+                found, said, led = again, lead, True
+        text = plain(text)
         if found is not None and found.kind in CONTEXT_KINDS:
-            found, at, said = _in_context(fd, offset, raw, line, text, found)
-            _keep(part, at, said, found)
-        elif found is not None and not _in_source(fd, offset, text):
+            found, at, cited = _in_context(fd, offset, raw, line, said, found, led)
+            _keep(part, at, text if at == line else cited, found)
+        elif found is not None and not _in_source(fd, offset, said):
             _keep(part, line, text, found)
     return part
 
@@ -590,17 +600,19 @@ def _in_source(fd: int, offset: int, text: str) -> bool:
     before = os.pread(fd, offset - start, start)
     if b"```" not in before and b"~~~" not in before:
         return False
-    return in_source(before.decode("utf-8", errors="replace"), text)
+    return in_source(messages(before.decode("utf-8", errors="replace")), text)
 
 
 def _in_context(
-    fd: int, offset: int, raw: bytes, line: int, text: str, found: LineSignal
+    fd: int, offset: int, raw: bytes, line: int, text: str, found: LineSignal, led: bool
 ) -> tuple[LineSignal, int, str]:
     """``found`` read with the lines around it (``qualify.evidence.oom_parts.in_context``):
-    at most CONTEXT_BEFORE + CONTEXT_AFTER bytes, read only for such a line."""
+    at most CONTEXT_BEFORE + CONTEXT_AFTER bytes, read only for such a line; with ``led`` (the
+    line read without its lead), the lines around it without theirs."""
     start = max(0, offset - CONTEXT_BEFORE)
     before = os.pread(fd, offset - start, start).decode("utf-8", errors="replace")
     after = os.pread(fd, CONTEXT_AFTER, offset + len(raw) + 1).decode("utf-8", errors="replace")
+    before, after = messages(before, led), messages(after, led)
     found, delta, said = in_context(found, text, before, after)
     return found, line + delta, said
 

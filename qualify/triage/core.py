@@ -11,6 +11,7 @@ from harness import contract
 from qualify import records
 from qualify.evidence.detect import detect, head_text
 from qualify.evidence.docker_state import read_docker_state
+from qualify.evidence.headers import messages
 from qualify.evidence.pod import (
     memory_capped,
     memory_used_up,
@@ -171,7 +172,7 @@ def read_inputs(sources: Sources) -> Inputs:
     inputs.logs.extend(_scan(path, inputs, sources.label(path)) for path in sources.logs)
     for path in (*sources.logs, *sources.kernel):  # a kernel report pasted with its story
         with contextlib.suppress(OSError):
-            head = head_text(path)
+            head = messages(head_text(path))  # (read as its lines' messages: headers.py)
             limit = pod_memory_limit(head, sources.label(path))
             if limit is not None:
                 inputs.limits.append(limit)

@@ -1,0 +1,99 @@
+"""A log line's message without what its way to the reader added: colour codes and headers.
+
+The same words reach triage in many shapes: coloured by a terminal (``\\x1b[31m``), stamped by a
+CI runner (GitHub's ``2024-04-14T21:49:58.7397481Z``, GitLab's ``... 01O``, Buildkite's
+``[2024-...Z]``), by ``docker logs -t`` or ``kubectl logs --timestamps``, by a logging library
+(``2024-05-01 10:11:12,123``) or by journald and syslog (``May 01 10:11:12 host``, before the
+program's ``app[1234]:``).
+None of that is part of what the program said: a host named ``host`` is no statement about the
+host's memory, and a colour code before ``MemoryError`` does not move the start of its line. The
+line parsers read the message; the evidence cites the line as it was written.
+
+What is kept: a kernel line's header (``kernel:`` and dmesg's ``[  219.35]`` say who speaks:
+the kernel parsers read them), the program that speaks (``earlyoom[812]:``), a level
+(``WARNING`` and ``ERROR`` say whether anything happened) and a logger's name. A line that says
+nothing with them is read once more without that lead (:func:`body`), unless its level is one
+under an error's: a warning's words are no report of what happened.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]")
+"""ECMA-48 control sequences (colours, erasing, cursor moves) and character-set selections."""
+_HEADER = re.compile(
+    # An ISO-8601 date and time, bracketed or not (CI runners, docker and kubectl timestamps,
+    # logging libraries), then GitLab's stream and flags (``01O``, ``00E+``) where it writes them
+    r"(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d| ?UTC)?\]?"
+    r"(?: \d\d[OE]\+?)?"
+    # syslog and journald: a month, a day, a time and a host (the program after them stays:
+    # ``earlyoom[812]:`` says who speaks)
+    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? [\w.-]+(?= [\w./@-]+(?:\[\d+\])?: )"
+    # a time of day alone, bracketed (Jenkins' timestamper, many CLIs)
+    r"|\[\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\])"
+    r"(?: +|\t|$)"
+)
+"""One header at a line's start, with the spaces after it."""
+_MAY_HOLD = re.compile(r"[\d\[A-Z]")
+"""A header starts with a digit, a bracket or a month's capital."""
+
+
+def plain(line: str) -> str:
+    """``line`` without its colour codes and a Windows line end's carriage return (what a
+    terminal showed: what evidence cites)."""
+    line = line[:-1] if line.endswith("\r") else line
+    return _ANSI.sub("", line) if "\x1b" in line else line
+
+
+def message(line: str) -> str:
+    """``line`` without colour codes and without the headers before its message (at most three:
+    a CI timestamp before a program's own). A kernel line is returned as written, less its
+    colour codes; a line that is only a header is an empty one."""
+    line = plain(line)
+    if not line or not _MAY_HOLD.match(line) or "kernel:" in line[:120]:
+        return line
+    for _ in range(3):
+        header = _HEADER.match(line)
+        if header is None:
+            break
+        line = line[header.end() :]  # (a header alone: an empty line, a paragraph's end)
+    return line
+
+
+def messages(text: str, leads: bool = False) -> str:
+    """Every line of ``text`` as :func:`message` reads it, and with ``leads`` as :func:`body`
+    reads it where it has a lead (the lines around a line read without its lead: a logger's
+    traceback has the lead on every line). Line breaks are kept, so that the lines keep their
+    numbers."""
+    said = [message(line) for line in text.split("\n")]
+    if leads:
+        said = [body(line) or line for line in said]
+    return "\n".join(said)
+
+
+_LEVELS = r"error|err|fatal|critical|crit|severe|panic|emerg|alert"
+_LEAD = re.compile(
+    # a program and its pid, as syslog writes them ("python3[4512]: ")
+    r"[\w./@-]+\[\d+\]: +"
+    # or a level of an error, bracketed or not, then a logger's bracketed name or a thread's
+    # ("ERROR [worker-1] ", "[FATAL] ", "error: "; Android's "E/AndroidRuntime(4512): ", whose
+    # letter alone is no level: pytest's "E   " lines are its own)
+    rf"|(?:\[(?:{_LEVELS})\]|(?:{_LEVELS}|[efc](?=/))\b(?:/[\w.$-]+(?:\(\s*\d+\))?)?:?)"
+    r"(?: +\[[^\]]{1,60}\])?(?: +[-|:])? +"
+    # or a logger's name between dashes, then an error's level (Python's logging: "root -
+    # ERROR - ", "app.worker | CRITICAL | ")
+    rf"|(?:[-|] +)?[\w.$-]{{1,60}} +[-|] +(?:{_LEVELS}) +[-|:] +",
+    re.IGNORECASE,
+)
+"""The lead of a line: the program, or a level of an error with its logger or thread."""
+
+
+def body(line: str) -> str | None:
+    """``line`` (a :func:`message`) without its lead, the program that speaks or an error's
+    level with its logger (``python3[4512]: ``, ``ERROR [worker-1] ``, ``root - ERROR - ``);
+    None when it has none, or nothing after it."""
+    lead = _LEAD.match(line)
+    if lead is None or lead.end() == len(line):
+        return None
+    return line[lead.end() :]

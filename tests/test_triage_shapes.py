@@ -1,0 +1,98 @@
+"""The reader reads what a program said, whatever shape its way to the reader gave the line.
+
+Every real artifact of the build half (tests/data/triage/) is triaged as written and again
+re-shaped as logs reach people: stamped by a CI runner (GitHub's, with seven decimals), by
+``docker logs -t`` or ``kubectl logs --timestamps`` (nine), coloured by a terminal, with Windows
+line ends, or headed by syslog and journald (a time, a host and the program that speaks) or by a
+logging library (a time, an error's level, a logger's name). The same words must give the same
+class (``qualify.evidence.headers``). The shapes of a whole file are asserted for every line; a
+program's own lead (its name and pid, an error's level) is put on the deciding line's paragraph
+only, the lines a log pasted in a report would carry it on, and its count is bounded: a prose
+sentence behind ``ERROR [worker-1]`` is a logged error, not the person's account it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from qualify.triage import Sources, triage
+from tests.test_triage_corpus import CORPUS, ROWS
+
+Shape = Callable[[str], str]
+
+EVERY_LINE: dict[str, Shape] = {
+    "github-timestamp": lambda line: "2024-04-14T21:49:58.7397481Z " + line,
+    "docker-timestamp": lambda line: "2025-02-03T04:05:06.123456789Z " + line,
+    "buildkite-timestamp": lambda line: "[2025-02-03T04:05:06Z] " + line,
+    "colour": lambda line: "\x1b[1;31m" + line + "\x1b[0m" if line.strip() else line,
+    "colour-and-timestamp": lambda line: "2024-04-14T21:49:58.7397481Z \x1b[36;1m" + line
+    + "\x1b[0m",
+}  # fmt: skip
+PARAGRAPH: dict[str, tuple[Shape, int]] = {
+    # shape, the most rows whose class it may move (each re-read as a logged line: see above)
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 19),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 32),
+}
+
+
+@cache
+def _class(path: Path) -> str:
+    return triage(Sources(paths=(path,))).triage_class.value
+
+
+def _paragraph(lines: list[str], at: int) -> range:
+    """The lines of the paragraph around ``at``: no blank line, no fence between."""
+
+    def inside(text: str) -> bool:
+        return bool(text.strip()) and not text.lstrip().startswith(("```", "~~~"))
+
+    low = high = at
+    while low > 0 and inside(lines[low - 1]):
+        low -= 1
+    while high + 1 < len(lines) and inside(lines[high + 1]):
+        high += 1
+    return range(low, high + 1)
+
+
+def _moved(tmp_path: Path, shape: Shape, every_line: bool) -> list[str]:
+    moved = []
+    for name, _, _, deciding in ROWS:
+        lines = (CORPUS / name).read_text(errors="replace").splitlines()
+        shaped = range(len(lines)) if every_line else _paragraph(lines, deciding - 1)
+        path = tmp_path / name
+        text = "".join((shape(t) if i in shaped else t) + "\n" for i, t in enumerate(lines))
+        path.write_text(text)
+        before, after = _class(CORPUS / name), triage(Sources(paths=(path,))).triage_class.value
+        if after != before:
+            moved.append(f"{name}: {before} -> {after}")
+    return moved
+
+
+@pytest.mark.parametrize("shape", list(EVERY_LINE))
+def test_a_header_or_colour_on_every_line_moves_no_class(shape: str, tmp_path: Path) -> None:
+    assert _moved(tmp_path, EVERY_LINE[shape], every_line=True) == []
+
+
+def test_windows_line_ends_move_no_class(tmp_path: Path) -> None:
+    moved = []
+    for name, *_ in ROWS:
+        path = tmp_path / name
+        path.write_bytes((CORPUS / name).read_bytes().replace(b"\n", b"\r\n"))
+        if triage(Sources(paths=(path,))).triage_class.value != _class(CORPUS / name):
+            moved.append(name)
+    assert moved == []
+
+
+@pytest.mark.parametrize("shape", list(PARAGRAPH))
+def test_a_programs_lead_moves_few_classes(
+    shape: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    transform, most = PARAGRAPH[shape]
+    moved = _moved(tmp_path, transform, every_line=False)
+    with capsys.disabled():
+        print(f"\n{shape} lead on the deciding paragraph: {len(moved)}/{len(ROWS)} rows move")
+    assert len(moved) <= most, "\n".join(moved)
