@@ -36,6 +36,8 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # shape, the most rows whose class it may move (each re-read as a logged line: see above)
     "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 19),
     "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 32),
+    # a log quoted in a report (Markdown, mail): a quoted message may be an example
+    "quote": (lambda line: "> " + line, 8),
 }
 
 

@@ -83,7 +83,10 @@ _LEAD = re.compile(
     r"(?: +\[[^\]]{1,60}\])?(?: +[-|:])? +"
     # or a logger's name between dashes, then an error's level (Python's logging: "root -
     # ERROR - ", "app.worker | CRITICAL | ")
-    rf"|(?:[-|] +)?[\w.$-]{{1,60}} +[-|] +(?:{_LEVELS}) +[-|:] +",
+    rf"|(?:[-|] +)?[\w.$-]{{1,60}} +[-|] +(?:{_LEVELS}) +[-|:] +"
+    # or a thread, an error's level and a logger, as log4j and logback write them ("[main] ERROR
+    # c.e.Server:93 - ")
+    rf"|\[[^\]]{{1,60}}\] +(?:{_LEVELS}) +(?:[\w.$:-]{{1,80}} +)?[-|:] +",
     re.IGNORECASE,
 )
 """The lead of a line: the program, or a level of an error with its logger or thread."""
@@ -97,3 +100,17 @@ def body(line: str) -> str | None:
     if lead is None or lead.end() == len(line):
         return None
     return line[lead.end() :]
+
+
+_QUOTE = re.compile(r"(?:> ?(?=[^ >]|$)|> (?=>))+")
+"""A quote's marks before a line (Markdown's and mail's ``> ``, nested ``> > ``); not Python's
+``>>>`` prompt, and not pytest's ``>       `` before the source line that failed."""
+
+
+def unquoted(line: str) -> str:
+    """``line`` without the marks of a quote before it: a log pasted as a quote in a report says
+    what it says (whether the quote is an example is read from the lines around it)."""
+    if not line.startswith(">") or line.startswith(">>>"):
+        return line
+    quote = _QUOTE.match(line)
+    return line if quote is None else line[quote.end() :]

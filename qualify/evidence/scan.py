@@ -32,7 +32,7 @@ from qualify import records
 from qualify.evidence.cuda_oom import CudaOom, parse_cuda_oom
 from qualify.evidence.evidence_line import Evidence
 from qualify.evidence.gpu_lines import EXECUTOR_HIT, parse_trtllm_executor
-from qualify.evidence.headers import body, message, messages, plain
+from qualify.evidence.headers import body, message, messages, plain, unquoted
 from qualify.evidence.lines import LineSignal, parse_line
 from qualify.evidence.oom_parts import (
     CONTEXT_AFTER,
@@ -578,7 +578,7 @@ def _scan_range(fd: int, start: int, stop: int) -> _Part:
         # CI or syslog header; once more without its lead when that says nothing), cited as
         # the line was written, less its colour codes.
         said = message(text)
-        found, led = parse_line(said), False
+        found, led = parse_line(unquoted(said)), False
         if (found is None or found.kind == "memory_noted") and (lead := body(said)) is not None:
             again = parse_line(lead)
             if again is not None and (found is None or again.kind != "memory_noted"):
