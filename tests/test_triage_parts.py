@@ -2846,3 +2846,151 @@ def test_work_that_failed_to_start_in_a_stated_duration_ran_out_of_time(
 ) -> None:
     found = parse_line(line)
     assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # a build farm's compiler: the statement, then perror's errno after its colon alone
+        ("virtual memory exhausted: Operation not permitted", "host_alloc_failed"),
+        ("virtual memory exhausted: Cannot allocate memory", "host_alloc_failed"),
+        # counter-case: words between them make the memory words what was being done
+        ("ERRO[57289] containerd: notify OOM events                 error=open /sys/fs/cgroup/"
+         "memory/docker/759b1d6b52f1/ct28/memory.oom_control: no such file or directory",
+         "memory_noted"),
+    ],
+    ids=["eperm", "enomem", "containerd"],
+)  # fmt: skip
+def test_an_errno_joined_to_memory_exhausted_by_its_colon_alone_adds_nothing(
+    line: str, kind: str
+) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # dify's API pod: a worker's timeout with its pid, then that pid's kill
+        ("2025-01-06 07:28:04 +0000] [1] [CRITICAL] WORKER TIMEOUT (pid:418)\n"
+         "[2025-01-06 07:28:05 +0000] [1] [ERROR] Worker (pid:418) was sent SIGKILL! Perhaps out "
+         "of memory?\n"
+         "[2025-01-06 07:28:05 +0000] [511] [INFO] Booting worker with pid: 511\n",
+         TriageClass.TIMEOUT),
+        # counter-case (mlflow's artifact upload, the build half): the kill is of another pid,
+        # the timeout after it
+        ("[2024-08-26 06:20:25 +0000] [25] [INFO] Worker exiting (pid: 25)\n"
+         "[2024-08-26 06:20:26 +0000] [22] [ERROR] Worker (pid:25) was sent SIGKILL! Perhaps out "
+         "of memory?\n"
+         "[2024-08-26 06:20:56 +0000] [22] [CRITICAL] WORKER TIMEOUT (pid:24)\n",
+         TriageClass.EXTERNAL_KILL),
+        # counter-case: the timeout alone, no kill of its pid
+        ("[2024-08-26 06:20:56 +0000] [22] [CRITICAL] WORKER TIMEOUT (pid:24)\n",
+         TriageClass.UNKNOWN),
+    ],
+    ids=["same-pid", "other-pid", "no-kill"],
+)  # fmt: skip
+def test_a_timeout_naming_a_pid_ends_the_run_when_that_pid_is_killed(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(text)
+    result = triage(Sources(paths=(log,)))
+    assert result.triage_class is expected, result.summary
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Launchpad's buildd: the summary block's status field
+        ("Status: successful", "run_passed"),
+        ("Build status: Succeeded", "run_passed"),
+        # counter-cases: a status in an exception's message (the build half), a failure, a
+        # sentence that says a status
+        ("java.lang.IllegalStateException: Agent is not connected after 5 seconds, status: "
+         "Succeeded", None),
+        ("Status: failed", None),
+        ("The status: successful, but the job hung", None),
+    ],
+    ids=["buildd", "build-status", "exception", "failed", "sentence"],
+)  # fmt: skip
+def test_a_summary_field_stating_success_is_a_pass(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+def test_a_summary_field_stating_success_passes_the_run(tmp_path: Path) -> None:
+    log = tmp_path / "buildlog.txt"
+    log.write_text("Build-Time: 40\nPackage: mainline\nStatus: successful\nVersion: 1.0.15\n")
+    assert triage(Sources(paths=(log,))).triage_class is TriageClass.PASSED
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # openQA's maintainer: the step is a link's path, the kernel's kill names no limit
+        ("It often (https://openqa.suse.de/tests/524500#step/gcc5_Cpp_compilation/19) happens "
+         "that the build proces get out of memory and gets killed by kernel.", "oom_kill"),
+        # counter-case: the job named in the sentence, a link after it
+        ("the job gets out of memory and gets killed (https://ci.example.org/job/524500)",
+         "limit_oom_kill"),
+    ],
+    ids=["openqa", "job-named"],
+)  # fmt: skip
+def test_a_word_of_a_links_path_names_no_limit(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        # Langflow's user: the exit code before its name
+        ("It crash loop with continuous 137 exit code.", 137),
+        ("the build returns a 1 exit code", 1),
+        # counter-cases: the usual order; a version's number before the words
+        ("Container exited with exit code 137", 137),
+        ("upgraded to v2.137 exit code unchanged", None),
+    ],
+    ids=["langflow", "one", "usual", "version"],
+)  # fmt: skip
+def test_an_exit_code_before_its_name_is_an_exit(line: str, code: int | None) -> None:
+    found = parse_line(line)
+    got = found.fields.get("code") if found is not None and found.kind == "exit_code" else None
+    assert got == code, found
+
+
+@pytest.mark.parametrize(
+    ("text", "used_up"),
+    [
+        # Langflow's user: the container's memory up to its limit
+        ("When running LangFlow as production in a Kubernetes environment, the Langflow "
+         "container hits the 4Gb limits of memory on startup.", True),
+        ("It reached the limit of memory", True),
+        # counter-cases: a supposition; the limit set, nothing reached
+        ("the container may hit the limits of memory on startup", False),
+        ("the limits of memory are set to 4Gb", False),
+    ],
+    ids=["langflow", "reached", "may", "set"],
+)  # fmt: skip
+def test_a_limit_of_memory_hit_is_memory_used_up(text: str, used_up: bool) -> None:
+    assert (memory_used_up(text + "\n", "issue.md") is not None) is used_up
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # LUCI's build host: a Go panic whose value is the context's deadline passed
+        ("panic: context deadline exceeded", "timeout"),
+        # counter-cases (the build half): the same words as an error a call returned; a panic
+        # of another value
+        ("ERROR: context deadline exceeded", None),
+        ("    client_test.go:121: was expecting SQLError 2013 / HY000 / initial packet read "
+         "failed but got: context deadline exceeded", None),
+        ("panic: runtime error: invalid memory address or nil pointer dereference", None),
+    ],
+    ids=["luci", "error", "got", "nil"],
+)  # fmt: skip
+def test_a_panic_on_a_deadline_passed_ran_out_of_time(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found

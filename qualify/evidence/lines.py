@@ -96,6 +96,8 @@ _EXIT = re.compile(
     r"(?: exit status)?(?: of)?|exitcode\"?|return value)"
     r"\s*[:=(]?\s*['\"]?"
     r"(-?\d+)\b|Error executing in Docker Container: (\d+)|\*\*\* \[[^\]]*\] Error (\d+)"
+    # the code before its name ("It crash loop with continuous 137 exit code.")
+    r"|(?<![\w.-])(\d{1,3}) exit (?:code|status)\b"
 )
 _SIGNAL_NAMED = re.compile(r"\bsig(kill|term)\b")
 """A killing signal named on a line (lowercased)."""
@@ -273,6 +275,26 @@ _TIMEOUT = re.compile(
     r"|(?i:\b(?:abort\w*|cancel\w*|kill\w*|terminat\w*|stopped)\b[^()\n]{0,60}"
     r"\((?:timeout|timed out|time ?limit)\))|\[TIMEOUT\]:"
 )
+_TIMEOUT_PID = re.compile(
+    r"(?i:\b(?:worker|process|task|job|step|build|test|child)\s+time ?out\s*\(pid\W{0,2}(\d+)\))"
+)
+"""A unit of work's timeout stated with the process it names, its pid in parentheses (a
+pre-fork server's "[CRITICAL] WORKER TIMEOUT (pid:418)"): the run's time limit only when a kill
+of that same pid follows (``qualify.triage.signals``); a kill of another pid is not its end."""
+_PANIC_DEADLINE = re.compile(r"\s*panic: context deadline exceeded\s*$")
+"""A Go program's panic whose value is its context's deadline passed, alone on its line (a CI
+bot's "panic: context deadline exceeded" before its goroutines): the program ended because its
+own time ran out. The same words as an error a request returned ("ERROR: context deadline
+exceeded", "got: context deadline exceeded") are a call's timeout, which the program may
+survive."""
+_STATUS_PASSED = re.compile(
+    r"\s*(?:build[ -]?)?status\s*[:=]\s*[\"']?(?:successful|succeeded|success|passed)[\"']?\s*$",
+    re.IGNORECASE,
+)
+"""A run's summary field that states its outcome as a success, the field alone on its line (a
+build farm's summary block: "Status: successful" between "Space: 2384" and "Version: ..."): the
+run passed, when nothing in the artifact failed (``qualify.triage.signals``). A sentence that
+says a status ("the status: successful, but ...") or a field with more after it is not one."""
 _TIMEOUT_NODEID = re.compile(r"FAILED (?:\[[\d.]+m?s\] )?(\S+::\S+) - Failed: Timeout")
 _K8S_OOMKILLED = re.compile(
     r"(?i)\breason[\"']?\s*[:=]\s*[\"']?OOM ?Killed\b|\s\d+/\d+\s+OOMKilled\s"
@@ -544,6 +566,12 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
         return LineSignal("canceled")
     if "cancelled at" in low and "due to time limit" not in low and _SLURM_CANCEL.search(line):
         return LineSignal("canceled")  # scancel, preemption, a node failure: not a time limit
+    if "(pid" in low and (timed := _TIMEOUT_PID.search(line)):
+        return LineSignal("timeout", {"pid": timed[1]})
+    if "panic" in low and _PANIC_DEADLINE.match(line):
+        return LineSignal("timeout")
+    if "status" in low and (stated := _STATUS_PASSED.match(line)):
+        return LineSignal("run_passed", {"summary": stated[0].strip()})
     if _timeout_words(low) and _TIMEOUT.search(line):
         nodeid = _TIMEOUT_NODEID.search(line)
         return LineSignal("timeout", {"nodeid": nodeid[1]} if nodeid else {})

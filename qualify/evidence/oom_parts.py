@@ -685,6 +685,16 @@ _LIMIT_KILL = re.compile(
 """What bounds a kill for memory to a limit: a cgroup, a container, a pod, a scheduler's job or
 step, a limit or quota named. Not a task: any tool's unit of work is one (Turborepo's "a task
 is OOM-killed", a Gradle or Celery task), and a scheduler's task that has a limit names it."""
+_LINK = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+")
+
+
+def _unlinked(low: str) -> str:
+    """``low`` with its links blanked: a word of a link's path is no part of the sentence (a
+    CI's "https://openqa.suse.de/tests/524500#step/gcc5_Cpp_compilation/19" names no job's step
+    that a limit bounds)."""
+    return _LINK.sub(lambda link: " " * len(link[0]), low) if "://" in low else low
+
+
 _OWN_LIMIT_CROSSED = re.compile(
     r"\bexceed(?:ed|s|ing)? (?:its |the |their )?(?:own |hard |per[- ]process )?mem(?:ory)? limit\b"
 )
@@ -935,7 +945,7 @@ def parse_oom_parts(
         _introduced(low, said) or _hedged(low, said) or _PLACEHOLDER.search(low)
         or _TITLE_FIELD.match(low)  # a document's title or label as a field
         or _CHANGE_INTRO.search(low)  # a message being changed or proposed, described
-        or _DENIED.search(low) or _OTHER_ERROR.search(low, said.end()) or _LOCKING.search(low)
+        or _DENIED.search(low) or _other_error(low, said) or _LOCKING.search(low)
         or _OTHER_CODE.search(low, said.end())
         or _AVOIDED.search(low[max(0, said.start() - 60) : said.start()])
         or _CONDITION.search(low[max(0, said.start() - 80) : said.start()])
@@ -966,7 +976,7 @@ def parse_oom_parts(
         # the machine running low)
         if _NODE.search(low) and not _OWN_LIMIT_CROSSED.search(low):
             return LineSignal("node_oom_kill", fields)
-        if _LIMIT_KILL.search(low):
+        if _LIMIT_KILL.search(_unlinked(low)):
             return LineSignal("limit_oom_kill", fields)
         if _OOM_KILLER.search(low):
             # The kernel's OOM killer named, no limit of anything named (systemd's "A process of
@@ -1421,6 +1431,21 @@ _OTHER_ERROR = re.compile(
 """An error of its own after the words (containerd's "notify OOM events error=open
 .../memory.oom_control: no such file or directory"): the memory words name what was being done,
 another errno says why it failed."""
+
+
+def _other_error(low: str, said: re.Match[str]) -> bool:
+    """Another errno after the memory words, unless it is joined to them by its colon alone.
+
+    A message whose memory words end right where an errno's text begins is one said the way
+    ``perror`` says it, the program's own statement and then the errno its library held (the
+    compiler's "virtual memory exhausted: Operation not permitted" on a build farm): the
+    statement is complete and the errno adds nothing to it. Words between them (containerd's
+    "notify OOM events error=open .../memory.oom_control: no such file or directory") make the
+    memory words what was being done.
+    """
+    other = _OTHER_ERROR.search(low, said.end())
+    return other is not None and other.start() > said.end()
+
 
 _OTHER_CODE = re.compile(
     r"\b(?:cuda|hip)[_ ]?error[_ ]?(?!(?:memory[_ ]?allocation|out[_ ]?of[_ ]?(?:device[_ ]?|host"

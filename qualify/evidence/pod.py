@@ -94,6 +94,10 @@ _USED_UP = re.compile(
     r"|\b(?:excessive|huge|massive|enormous|extreme|runaway) (?:ram|memory)"
     r" (?:usage|use|consumption)\b"
     r"|\b(?:ran|run|runs|running) out of (?:\w+ )?(?:ram|memory|mem)\b"
+    # the work's own memory used up to its limit, the limit named as memory's ("the Langflow
+    # container hits the 4Gb limits of memory on startup")
+    r"|\b(?:hits?|hitting|reach(?:es|ed|ing)?) (?:the |its |their |my |our )?"
+    r"(?:\d+(?:\.\d+)? ?[kmgt]i?b )?limits? of (?:ram|memory)\b"
     r"|\b(?:ram|memory)(?: usage| use| consumption)? (?:blows? up|blew up|explodes?|exploded)\b"
     # Chinese: memory (内存) soaring, exploding, exhausted, filled or used up (飙升, 暴涨, 耗尽,
     # 占满, 爆满, 用完), perhaps "kept" (持续, 一直, 不断) so

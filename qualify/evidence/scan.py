@@ -193,6 +193,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"time limit",
         b"operation timeout",
         b"timeout expired",
+        b"timeout (pid",  # a worker's timeout with its pid ("WORKER TIMEOUT (pid:418)")
         b"***timeout",
         b"[timeout]",  # a runner's state in brackets (Tcl's "*** [TIMEOUT]: name in file")
         b"timed out",
@@ -212,6 +213,8 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"went over time",
     ),  # pytest-timeout banner, Slurm DUE TO TIME LIMIT, libcheck's and CTest's timeouts
     b" passed": (b" passed in", b" passed,", b" passed\x1b"),  # a pytest summary (coloured)
+    # a run's summary field stating success ("Status: successful", a build farm's summary)
+    b"status": (b"status: succ", b"status: pass", b"status:succ", b"status=succ"),
     b"e   ": (b"e   ",),  # pytest's "E   " lines
     b"oom": (b"oom",),  # OOMKilled, oom-kill, docker "container oom", systemd-oomd
     # a deadline passed: Kubernetes' "DeadlineExceeded", "Job was active longer than specified

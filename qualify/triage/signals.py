@@ -221,7 +221,7 @@ def _console(scan: ScanResult, bag: Bag) -> None:
             "runner_shutdown", "canceled", "agent_lost", "probe_kill", "terminated_externally"
         ):  # fmt: skip
             bag.kills.append(evidence)
-        elif kind == "timeout":
+        elif kind == "timeout" and not fields.get("pid"):  # (one naming a pid: see below)
             bag.timeouts.append(evidence)
         elif kind in ("xdist_crash", "xdist_node_down", "shell_crash"):
             bag.crashes.append(evidence)
@@ -251,8 +251,28 @@ def _console(scan: ScanResult, bag: Bag) -> None:
             bag.noted.append(evidence)
         elif kind in ("k8s_oomkilled", "docker_event_oom", "slurm_oom"):
             bag.orchestrator_oom.append(evidence)
+    bag.timeouts.extend(_timeouts_a_kill_ended(scan, bag))
     gpu.sort(key=lambda hit: hit.evidence.line or 0)
     _handled(scan, _tensorrt_context(scan, gpu), bag)
+
+
+def _timeouts_a_kill_ended(scan: ScanResult, bag: Bag) -> list[Evidence]:
+    """The timeouts that name their process's pid and that a kill of that pid follows
+    ("WORKER TIMEOUT (pid:418)", then "Worker (pid:418) was sent SIGKILL!"): the kill enforces
+    the timeout, so the run's time ran out. A kill of another pid is not its end."""
+    ended = []
+    for found in scan.of_kind("timeout"):
+        pid, timed = found.signal.fields.get("pid"), found.evidence
+        if not pid:
+            continue
+        own = re.compile(rf"\bpid\W{{0,2}}{pid}\b", re.IGNORECASE)
+        if any(
+            kill.source == timed.source and (kill.line or 0) > (timed.line or 0)
+            and own.search(kill.text)
+            for kill in bag.kills
+        ):  # fmt: skip
+            ended.append(timed)
+    return ended
 
 
 _TRT_ENGINES = ("tensorrt", "onnxruntime-tensorrt")
@@ -289,7 +309,8 @@ def _tensorrt_context(scan: ScanResult, gpu: list[GpuHit]) -> list[GpuHit]:
 def _handled(scan: ScanResult, gpu: list[GpuHit], bag: Bag) -> None:
     """A GPU OOM followed in the same log by a passing pytest summary (and by no failure) was
     caught by the program (a test of the OOM path, a retry): it is not what ended the run."""
-    passes = [s.evidence.line or 0 for s in scan.of_kind("pytest_passed")]
+    # (a run's summary field stating success, "Status: successful", passes as a pytest summary)
+    passes = [s.evidence.line or 0 for s in scan.of_kind("pytest_passed", "run_passed")]
     failures = [s.evidence.line or 0 for s in scan.of_kind(*_FAILURE_KINDS)]
     last_pass = max(passes, default=0)
     for hit in gpu:
@@ -299,7 +320,7 @@ def _handled(scan: ScanResult, gpu: list[GpuHit], bag: Bag) -> None:
         else:
             bag.gpu.append(hit)
     if passes and not failures:
-        last = scan.of_kind("pytest_passed")[-1]
+        last = scan.of_kind("pytest_passed", "run_passed")[-1]
         bag.passed.append(last.evidence)
 
 
