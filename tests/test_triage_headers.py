@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from qualify.evidence.headers import body, message, messages, plain, unquoted
+from qualify.evidence.headers import body, message, messages, plain, structured, unquoted
 
 COUCHDB = (
     "sh: 1: exec: /opt/couchdb/bin/../lib/couch-3.3.2/priv/couchspawnkillable: Cannot allocate "
@@ -27,6 +27,9 @@ COUCHDB = (
         (f"2024-05-22T10:38:36.150398Z 01O+ {COUCHDB}", COUCHDB),
         (f"2025-02-03T04:05:06.123456789Z {COUCHDB}", COUCHDB),
         (f"[2025-02-03T04:05:06Z] {COUCHDB}", COUCHDB),
+        # the container a line came from (kubectl logs --prefix, docker compose logs)
+        (f"[pod/couchdb-7c5b8d65b7-x2x9q/couchdb] {COUCHDB}", COUCHDB),
+        (f"couchdb-1  | {COUCHDB}", COUCHDB),
         (
             "2024-03-18 22:47:57,179 [nioEventLoopGroup-3-6] ERROR i.m.b.NewNettyMQTTHandler:93 - "
             "Unexpected exception",
@@ -98,3 +101,44 @@ def test_lines_keep_their_numbers() -> None:
     assert messages(text) == "a\n\nb"
     assert messages("ERROR [w] x\nERROR [w] y", leads=True) == "x\ny"
     assert plain("\x1b[0Kdone\r") == "done"
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        # real lines of the corpus: zap (etcd's client, Jaeger), Spark's JSON layout
+        (
+            '{"level":"warn","ts":"2020-05-26T06:52:20.826-0400","caller":"clientv3/retry_'
+            'interceptor.go:61","msg":"retrying of unary invoker failed","attempt":0}',
+            "WARNING: retrying of unary invoker failed",
+        ),
+        (
+            '{"level":"info","ts":1527668119.7661645,"caller":"memory/factory.go:55","msg":"Memory'
+            ' storage configuration","configuration":{"MaxTraces":100}}',
+            "Memory storage configuration",
+        ),
+        (
+            '{"level":"WARN","timestamp":"2023-03-30 23:38:41,633","message":"Not enough space to '
+            'cache rdd_6_5592 in memory! (computed 24.6 MiB so far)"}',
+            "WARNING: Not enough space to cache rdd_6_5592 in memory! (computed 24.6 MiB so far)",
+        ),
+        # docker's json-file driver: one line of output a record, its own timestamp inside
+        (
+            '{"log":"2024-04-14T21:49:58.7397481Z MemoryError\\n","stream":"stderr","time":"2024-'
+            '04-14T21:49:58.74Z"}',
+            "MemoryError",
+        ),
+        # a traceback in one record: the exception's own line
+        (
+            '{"msg":"Traceback (most recent call last):\\n  File \\"a.py\\"\\nMemoryError"}',
+            "MemoryError",
+        ),
+        # no message field, not an object, not JSON: not a structured log's message
+        ('{"reason":"OOMKilled","exitCode":137}', None),
+        ('["MemoryError"]', None),
+        ('{"msg": "unterminated', None),
+        ('{"msg": "  "}', None),
+    ],
+)  # fmt: skip
+def test_a_structured_lines_message(line: str, said: str | None) -> None:
+    assert structured(line) == said

@@ -2,9 +2,11 @@
 
 Every real artifact of the build half (tests/data/triage/) is triaged as written and again
 re-shaped as logs reach people: stamped by a CI runner (GitHub's, with seven decimals), by
-``docker logs -t`` or ``kubectl logs --timestamps`` (nine), coloured by a terminal, with Windows
+``docker logs -t`` or ``kubectl logs --timestamps`` (nine), prefixed with its service by ``docker
+compose logs``, coloured by a terminal, with Windows
 line ends, or headed by syslog and journald (a time, a host and the program that speaks) or by a
-logging library (a time, an error's level, a logger's name). The same words must give the same
+logging library (a time, an error's level, a logger's name), or a structured log's record
+(docker's json-file, zap's JSON: the message in a field). The same words must give the same
 class (``qualify.evidence.headers``). The shapes of a whole file are asserted for every line; a
 program's own lead (its name and pid, an error's level) is put on the deciding line's paragraph
 only, the lines a log pasted in a report would carry it on, and its count is bounded: a prose
@@ -13,6 +15,7 @@ sentence behind ``ERROR [worker-1]`` is a logged error, not the person's account
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -28,6 +31,7 @@ EVERY_LINE: dict[str, Shape] = {
     "github-timestamp": lambda line: "2024-04-14T21:49:58.7397481Z " + line,
     "docker-timestamp": lambda line: "2025-02-03T04:05:06.123456789Z " + line,
     "buildkite-timestamp": lambda line: "[2025-02-03T04:05:06Z] " + line,
+    "compose-prefix": lambda line: "web-1  | " + line,
     "colour": lambda line: "\x1b[1;31m" + line + "\x1b[0m" if line.strip() else line,
     "colour-and-timestamp": lambda line: "2024-04-14T21:49:58.7397481Z \x1b[36;1m" + line
     + "\x1b[0m",
@@ -38,6 +42,19 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 32),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 8),
+    # structured logs: docker's json-file driver, zap's JSON encoder
+    "docker-json": (
+        lambda line: json.dumps(
+            {"log": line + "\n", "stream": "stderr", "time": "2025-02-03T04:05:06.123456789Z"}
+        ),
+        7,
+    ),
+    "zap-json": (
+        lambda line: json.dumps(
+            {"level": "error", "ts": 1738555506.123, "caller": "worker/run.go:42", "msg": line}
+        ),
+        4,
+    ),
 }
 
 

@@ -3,8 +3,9 @@
 The same words reach triage in many shapes: coloured by a terminal (``\\x1b[31m``), stamped by a
 CI runner (GitHub's ``2024-04-14T21:49:58.7397481Z``, GitLab's ``... 01O``, Buildkite's
 ``[2024-...Z]``), by ``docker logs -t`` or ``kubectl logs --timestamps``, by a logging library
-(``2024-05-01 10:11:12,123``) or by journald and syslog (``May 01 10:11:12 host``, before the
-program's ``app[1234]:``).
+(``2024-05-01 10:11:12,123``), by journald and syslog (``May 01 10:11:12 host``, before the
+program's ``app[1234]:``), or by what gathered a container's lines (``kubectl logs --prefix``'s
+``[pod/web-7c5b/app]``, ``docker compose logs``'s ``web-1  |``).
 None of that is part of what the program said: a host named ``host`` is no statement about the
 host's memory, and a colour code before ``MemoryError`` does not move the start of its line. The
 line parsers read the message; the evidence cites the line as it was written.
@@ -18,6 +19,7 @@ under an error's: a warning's words are no report of what happened.
 
 from __future__ import annotations
 
+import json
 import re
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]")
@@ -31,12 +33,14 @@ _HEADER = re.compile(
     # ``earlyoom[812]:`` says who speaks)
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? [\w.-]+(?= [\w./@-]+(?:\[\d+\])?: )"
     # a time of day alone, bracketed (Jenkins' timestamper, many CLIs)
-    r"|\[\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\])"
+    r"|\[\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]"
+    # the container a line came from: ``kubectl logs --prefix``, ``docker compose logs``
+    r"|\[pod/[\w.-]+/[\w.-]+\]|[\w.-]+[-_]\d+ +\|)"
     r"(?: +|\t|$)"
 )
 """One header at a line's start, with the spaces after it."""
-_MAY_HOLD = re.compile(r"[\d\[A-Z]")
-"""A header starts with a digit, a bracket or a month's capital."""
+_MAY_HOLD = re.compile(r"[\w\[]")
+"""A header starts with a digit, a bracket or a letter."""
 
 
 def plain(line: str) -> str:
@@ -67,6 +71,7 @@ def messages(text: str, leads: bool = False) -> str:
     traceback has the lead on every line). Line breaks are kept, so that the lines keep their
     numbers."""
     said = [message(line) for line in text.split("\n")]
+    said = [structured(line) or line if line.startswith("{") else line for line in said]
     if leads:
         said = [body(line) or line for line in said]
     return "\n".join(said)
@@ -114,3 +119,40 @@ def unquoted(line: str) -> str:
         return line
     quote = _QUOTE.match(line)
     return line if quote is None else line[quote.end() :]
+
+
+_MESSAGE_KEYS = ("log", "msg", "message", "MESSAGE", "textPayload", "error", "err")
+"""Where a structured log line holds what was said: docker's json-file (``log``), zap, logrus
+and slog (``msg``), Bunyan, structlog, Cloud Logging and CloudWatch (``message``,
+``textPayload``), journald's JSON export (``MESSAGE``), an error field."""
+_LEVEL_KEYS = ("level", "severity", "lvl", "levelname", "PRIORITY")
+_WARNING_LEVELS = frozenset({"warn", "warning", "4"})
+"""A warning's level (journald's priority 4): said again before the message, as a plain log
+line says it."""
+MAX_STRUCTURED = 16 << 10
+"""Longer lines are not decoded as structured logs (a JSON document on one line)."""
+
+
+def structured(line: str) -> str | None:
+    """The message of a structured log line (a JSON object on the line, its message in one of
+    ``_MESSAGE_KEYS``), a warning's level said before it; None for any other line. Whatever
+    else the object holds (a ``reason`` field) is left to a reading of the line as written."""
+    if not line.startswith("{") or len(line) > MAX_STRUCTURED:
+        return None
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    said = next((record[key] for key in _MESSAGE_KEYS if isinstance(record.get(key), str)), None)
+    if said is None or not said.strip():
+        return None
+    lines = [text for text in said.splitlines() if text.strip()]
+    # (one line of output a record, as docker writes them; a traceback in one record ends with
+    # the exception's own line, any other message starts with what it says)
+    said = message(lines[-1] if "Traceback (most recent call last)" in said else lines[0])
+    level = next((record[key] for key in _LEVEL_KEYS if key in record), None)
+    if str(level).lower() in _WARNING_LEVELS:
+        return f"WARNING: {said}"
+    return said

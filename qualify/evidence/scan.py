@@ -32,7 +32,7 @@ from qualify import records
 from qualify.evidence.cuda_oom import CudaOom, parse_cuda_oom
 from qualify.evidence.evidence_line import Evidence
 from qualify.evidence.gpu_lines import EXECUTOR_HIT, parse_trtllm_executor
-from qualify.evidence.headers import body, message, messages, plain, unquoted
+from qualify.evidence.headers import body, message, messages, plain, structured, unquoted
 from qualify.evidence.lines import LineSignal, parse_line
 from qualify.evidence.oom_parts import (
     CONTEXT_AFTER,
@@ -581,11 +581,13 @@ def _scan_range(fd: int, start: int, stop: int) -> _Part:
         # CI or syslog header; once more without its lead when that says nothing), cited as
         # the line was written, less its colour codes.
         said = message(text)
+        record, said = said, structured(said) or said  # (a structured log's message first)
         found, led = parse_line(unquoted(said)), False
-        if (found is None or found.kind == "memory_noted") and (lead := body(said)) is not None:
-            again = parse_line(lead)
-            if again is not None and (found is None or again.kind != "memory_noted"):
-                found, said, led = again, lead, True
+        for reading in (body(said), record if record is not said else None):
+            if reading is not None and (found is None or found.kind == "memory_noted"):
+                again = parse_line(reading)
+                if again is not None and (found is None or again.kind != "memory_noted"):
+                    found, said, led = again, reading, reading is not record
         text = plain(text)
         if found is not None and found.kind in CONTEXT_KINDS:
             found, at, cited = _in_context(fd, offset, raw, line, said, found, led)
