@@ -830,6 +830,8 @@ def _numbers(line: str, low: str) -> dict[str, int]:
             continue  # a fraction of a byte is a count of something else ("a 0.5B model")
         if unit == "b" and not match[1] and _ID_BEFORE.search(low, 0, match.start()):
             continue  # an identifier's number ("UB 221814591", "pid 4242424", "job #2097152")
+        if unit in _FRENCH_UNITS and (len(line) != len(low) or line[match.start(2)].islower()):
+            continue  # octets are written with a capital ("26.8 Go"); "3 mo" is three months
         size = _bytes(number, unit)
         if size is None:
             continue
@@ -844,6 +846,7 @@ def _numbers(line: str, low: str) -> dict[str, int]:
     return found
 
 
+_FRENCH_UNITS = frozenset({"ko", "mo", "go"})
 _ID_BEFORE = re.compile(
     r"(?:\b(?:pid|process|job|task|id|ub|ct|ve|ctid|veid|rank|thread|tid)\s*[#:=]?|#)\s*$"
 )
