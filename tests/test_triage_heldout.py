@@ -35,6 +35,9 @@ HELD_OUT_TABLES = {
     "n22": "ecosystems no other part names: office suites, mail, notes, e-book and PDF tools",
     "n26": "ecosystems no other part names: ML training, fine-tuning and model-zoo libraries",
     "n28": "ecosystems no other part names: GPU compute libraries, LLM inference runtimes",
+    "n29": "ecosystems no other part names: MLOps, experiment tracking, labelling, serving",
+    "n30": "ecosystems no other part names: scientific Python, array and dataframe libraries",
+    "n31": "ecosystems no other part names: distributed training launchers, HPC job tooling",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -71,6 +74,9 @@ UNLISTED = frozenset(
         "n22",
         "n26",
         "n28",
+        "n29",
+        "n30",
+        "n31",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose
