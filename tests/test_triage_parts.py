@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from qualify.evidence.gpu_lines import parse_engine_line
 from qualify.evidence.lines import parse_line, parse_orchestrator_line
 from qualify.evidence.oom_parts import in_source, parse_oom_parts
-from qualify.evidence.pod import memory_used_up
+from qualify.evidence.pod import memory_used_up, platform_named
 from qualify.triage import Sources, Triage, TriageClass, triage
 from tests.test_triage_corpus import CORPUS
 
@@ -2997,4 +2998,92 @@ def test_a_limit_of_memory_hit_is_memory_used_up(text: str, used_up: bool) -> No
 )  # fmt: skip
 def test_a_panic_on_a_deadline_passed_ran_out_of_time(line: str, kind: str | None) -> None:
     found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # OpenPAI's user: the kernel's memcg line quoted after the node the dmesg was read on
+        ("Check the dmesg on node 10.151.40.161, found ` Memory cgroup out of memory: Kill "
+         "process 17811 (python3)`:", "limit_oom_kill"),
+        # counter-cases: the node's own memory running out; a node named with no scope said
+        ("The node was low on memory and the kernel killed process 4242 (java)",
+         "node_oom_kill"),
+        ("Check the dmesg on node 10.151.40.161, found ` Out of memory: Killed process 17811 "
+         "(python3)`:", "node_oom_kill"),
+    ],
+    ids=["openpai", "node-low", "global"],
+)  # fmt: skip
+def test_a_cgroup_named_as_the_kills_scope_outranks_a_node_named_before(
+    line: str, kind: str
+) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # KAMONOHASHI's report (Japanese, written without spaces): the status becomes OOMKilled
+        ("TensorBoardを起動してしばらくすると、ステータスがOOMKilledになることがある。\n",
+         TriageClass.CGROUP_OOM),
+        ("The TensorBoard status becomes OOMKilled after a while.\n", TriageClass.CGROUP_OOM),
+        # counter-cases: a longer word holding the same letters; Japanese with no end in it
+        ("ステータスがRunningになる。\n", TriageClass.UNKNOWN),
+        ("TensorBoardのメモリ使用量が増える。\n", TriageClass.UNKNOWN),
+    ],
+    ids=["kamonohashi", "english", "running", "memory-grows"],
+)  # fmt: skip
+def test_a_latin_word_inside_unspaced_script_is_read(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    artifact = tmp_path / "issue.md"
+    artifact.write_text(text)
+    assert triage(Sources(paths=(artifact,))).triage_class is expected
+
+
+def test_a_platform_named_inside_unspaced_script_is_found() -> None:
+    assert platform_named("ステータスがOOMKilledになる\n", "issue.md") is not None
+    assert platform_named("the status is NOOMKILLEDX\n", "issue.md") is None
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Azure ML's pipeline error: the nodes pre-empted, in an exception's message
+        ("The error message is UserError: AzureMLCompute job failed. PreemptionError: Nodes of "
+         "this job got pre-empted. Check if the run has failed or restarted. Reason: Received "
+         "pre-emption warning signal.", "terminated_externally"),
+        ("Nodes of this job got pre-empted.", "terminated_externally"),
+        ("The worker was preempted", "terminated_externally"),
+        # counter-cases: a forecast, a docs sentence; an exception with no end from outside
+        ("Spot instances can be preempted at any time.", None),
+        ("Preemptible VMs may be pre-empted by the platform.", None),
+        ("ValueError: the node list is empty", "exception_line"),
+    ],
+    ids=["azureml", "nodes", "worker", "can-be", "may-be", "value-error"],
+)  # fmt: skip
+def test_machines_taken_back_by_their_platform_ended_the_run(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # TensorBoard's title asks about the driver's constant; its log reports it (the build
+        # half's real line)
+        ("# Tensorboard gives `CUDA_ERROR_OUT_OF_MEMORY`?", None),
+        ("2018-05-17 19:44:32.427365: E tensorflow/core/common_runtime/direct_session.cc:167] "
+         "Internal: failed initializing StreamExecutor for CUDA device ordinal 0: Internal: "
+         "failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY; total memory "
+         "reported: 12652838912", "gpu_oom"),
+        ("failed to allocate 3.2G (3435973836 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY",
+         "gpu_oom"),
+    ],
+    ids=["asked", "reported", "allocate"],
+)  # fmt: skip
+def test_a_drivers_constant_asked_about_is_no_report(line: str, kind: str | None) -> None:
+    found = parse_engine_line(line)
     assert (found.kind if found else None) == kind, found

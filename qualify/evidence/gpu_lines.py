@@ -62,6 +62,9 @@ _VLLM_NEEDED = re.compile(
 )
 _VLLM_AVAILABLE = re.compile(r"Available KV cache memory: (-[\d.]+) GiB")
 _GIB = 1 << 30
+_ASKED_ABOUT = re.compile(r"[`'\"]?[ \t]*\?[ \t]*$")
+"""A question mark right after an error's constant, ending the line (a title's "Tensorboard gives
+`CUDA_ERROR_OUT_OF_MEMORY`?"): the error asked about, not a program's report of it."""
 
 
 def _signal(kind: str, **fields: Any) -> LineSignal:
@@ -198,6 +201,8 @@ def _library(line: str, low: str) -> LineSignal | None:
     if "out_of_memory" in low and "cuda_error_out_of_memory" in low:
         if " on host" in low or " on the host" in low:
             return None  # pinned host memory refused through the driver: the host's (parts)
+        if _ASKED_ABOUT.match(low, low.index("cuda_error_out_of_memory") + 24):
+            return None  # asked about, not reported (a title's "gives `CUDA_ERROR_...`?")
         sized = _TF_BYTES.search(line)
         return _signal(
             "gpu_oom",

@@ -148,10 +148,10 @@ _EXTERNALLY = re.compile(
     r"(?i)\b(?:terminated|killed|stopped) by (?:the |an |some )?(?:external|outside"
     r"|operating system|os\b|system\b|scheduler\b|host\b)"
     r"|(?i:\b(?:daemon|driver|worker|agent|runner|executor|process|instance|host|node|vm|machine"
-    r"|container|pod|server|session|kernel)\b(?:(?!\bthread\b)[^.;:]){0,40}?\b(?:disappeared"
+    r"|container|pod|server|session|kernel)s?\b(?:(?!\bthread\b)[^.;:]){0,40}?\b(?:disappeared"
     r"|vanished|went away"
     r"|(?:stopped|terminated|shut down|restarted) unexpectedly"
-    r"|is disrupted|was disrupted|(?:was |been )?(?:preempted|interrupted)))\b"
+    r"|is disrupted|was disrupted|(?:was |been )?(?<!\bbe )(?:pre-?empted|interrupted)))\b"
     r"|(?i:\bsignaled to exit\b)"
     # the same in the active voice, told of one process: "Then the system kill this nginx worker"
     r"|(?i:(?<!\blet )(?<!\bmake )(?<!\bhave )(?<!\bto )\bthe (?:operating system|os|system"
@@ -166,11 +166,12 @@ _EXTERNALLY = re.compile(
 has been terminated by the external system"), or said to be gone without one: Gradle's "build
 daemon disappeared unexpectedly (it may have been killed or may have crashed)", Databricks'
 "The spark driver has stopped unexpectedly and is restarting", Cirrus CI's "Signaled to exit!",
-a pod "disrupted" by an eviction, a preempted machine. Whoever ended it said nothing of why; a
-line that also says the reason is read for it (``parse_line``). A process that "died" or
-"exited" unexpectedly is not one: a crash says that too (Ray's "The worker died unexpectedly
-while executing this task"); nor is a thread interrupted (TorchServe's "Backend worker monitoring
-thread interrupted or backend worker process died.", a Java thread's shutdown)."""
+a pod "disrupted" by an eviction, a preempted machine (not one that "can be preempted").
+Whoever ended it said nothing of why; a line that also says the reason is read for it
+(``parse_line``). A process that "died" or "exited" unexpectedly is not one: a crash says that
+too (Ray's "The worker died unexpectedly while executing this task"); nor is a thread
+interrupted (TorchServe's "Backend worker monitoring thread interrupted or backend worker process
+died.", a Java thread's shutdown)."""
 _CARRIED_ON = re.compile(r"[^.;]*?\b(?:instead|falling back|fell back|falls back)\b")
 """The work said to go on another way in the same sentence as the end (sccache's "The server
 looks like it shut down unexpectedly, compiling locally instead"): a fallback the program took,
@@ -541,25 +542,8 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
         return LineSignal("shell_crash", {"signal": "SIGABRT", "command": match[1] or None})
     if "shutdown signal" in low and "runner has received a shutdown signal" in low:
         return LineSignal("runner_shutdown")
-    if (
-        (
-            " by " in low
-            or ("the " in low and (" kill" in low or "terminated" in low))  # active voice
-            or "\u88ab" in low  # Chinese's passive "bei" (by): "被系统杀死", killed by the system
-            or "unexpectedly" in low
-            or "signaled" in low
-            or "disrupted" in low
-            or "preempted" in low
-            or "interrupted" in low
-            or "disappeared" in low
-            or "vanished" in low
-            or "went away" in low
-        )
-        and (match := _EXTERNALLY.search(line))
-        and not _HEDGED.search(low[: match.start()])
-        and not _CARRIED_ON.match(low, match.end())
-    ):
-        return LineSignal("terminated_externally")
+    if (outside := _ended_outside(line, low)) is not None:
+        return outside
     if "the operation was canceled" in low:
         return LineSignal("canceled")
     if "abort" in low and _JENKINS_ABORTED.match(line):
@@ -604,6 +588,31 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
     return None
 
 
+def _ended_outside(line: str, low: str) -> LineSignal | None:
+    """A process said to be ended from outside it, naming no reason (``_EXTERNALLY``)."""
+    if (
+        (
+            " by " in low
+            or ("the " in low and (" kill" in low or "terminated" in low))  # active voice
+            or "\u88ab" in low  # Chinese's passive "bei" (by): "被系统杀死", killed by the system
+            or "unexpectedly" in low
+            or "signaled" in low
+            or "disrupted" in low
+            or "preempted" in low
+            or "pre-empted" in low  # the hyphenated spelling: "Nodes of this job got pre-empted"
+            or "interrupted" in low
+            or "disappeared" in low
+            or "vanished" in low
+            or "went away" in low
+        )
+        and (match := _EXTERNALLY.search(line))
+        and not _HEDGED.search(low[: match.start()])
+        and not _CARRIED_ON.match(low, match.end())
+    ):
+        return LineSignal("terminated_externally")
+    return None
+
+
 def _ended(line: str, low: str) -> LineSignal | None:
     """How a unit of work ended when an exception's message says so: by a signal (PyTorch's
     "RuntimeError: DataLoader worker (pid 2064) is killed by signal: Killed."), by its time
@@ -613,7 +622,9 @@ def _ended(line: str, low: str) -> LineSignal | None:
         return signalled
     if _timeout_words(low) and _TIMEOUT.search(line):
         return LineSignal("timeout")
-    return None
+    # (an error whose message says the machines were taken back: "PreemptionError: Nodes of
+    # this job got pre-empted")
+    return _ended_outside(line, low)
 
 
 def _signal_exit(line: str, low: str) -> LineSignal | None:
@@ -763,12 +774,21 @@ _BARE_ENDS = frozenset({"exit_code", "shell_killed", "terminated_externally"})
 """How a process ended, without why: a line that also states the cause is read for it."""
 
 
+_UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+_SCRIPT_EDGE = re.compile(rf"(?<=[{_UNSPACED}])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[{_UNSPACED}])")
+"""Where a Latin word meets a script written without spaces (KAMONOHASHI's "ステータスが
+OOMKilledになる", "the status becomes OOMKilled"): a word edge (``\\b``) is not seen there,
+both sides being letters, so the Latin word is read as if spaced."""
+
+
 def parse_line(line: str) -> LineSignal | None:
     """The first parser that recognises ``line`` (the line is lowercased once for all); a bare
     exit or kill on a line that also says memory ran out (``Exit Code: 137, Exit Message: "OOM
     Killed"``) is read by the line's parts, which name the cause."""
     if line[:1] in ("+", "-") and _DIFF_LINE.match(line):
         return None
+    if not line.isascii():
+        line = _SCRIPT_EDGE.sub(" ", line)
     found = _first(line, line.lower())
     if found is not None and found.kind != "exception_line":
         return found

@@ -695,6 +695,10 @@ def _unlinked(low: str) -> str:
     return _LINK.sub(lambda link: " " * len(link[0]), low) if "://" in low else low
 
 
+_SCOPE_NAMED = re.compile(r"\b(?:memory )?cgroup\W{0,3}(?:out of memory|oom)\b")
+"""The kill's own scope said just before what happened (the kernel's "Memory cgroup out of
+memory: Kill process 17811 (python3)" quoted after "Check the dmesg on node 10.151.40.161,
+found"): a node named before it is where the report was read, not whose memory ran out."""
 _OWN_LIMIT_CROSSED = re.compile(
     r"\bexceed(?:ed|s|ing)? (?:its |the |their )?(?:own |hard |per[- ]process )?mem(?:ory)? limit\b"
 )
@@ -977,7 +981,10 @@ def parse_oom_parts(
         # (a memory killer reporting the process's own limit crossed, the iOS kernel's
         # "memorystatus: exceeded mem limit: ActiveHard 50 MB (fatal)", is that limit's kill, not
         # the machine running low)
-        if _NODE.search(low) and not _OWN_LIMIT_CROSSED.search(low):
+        if (
+            _NODE.search(low) and not _OWN_LIMIT_CROSSED.search(low)
+            and not _SCOPE_NAMED.search(low)
+        ):  # fmt: skip
             return LineSignal("node_oom_kill", fields)
         if _LIMIT_KILL.search(_unlinked(low)):
             return LineSignal("limit_oom_kill", fields)

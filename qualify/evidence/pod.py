@@ -53,13 +53,14 @@ def pod_memory_limit(text: str, source: str) -> tuple[Evidence, int] | None:
 
 
 _PLATFORM = re.compile(
-    r"\b(?:oomkilled|containers?|pods?|kubernetes|k8s|kubelet|kubectl|docker\w*|podman|cgroups?"
+    r"(?<![A-Za-z0-9_])(?:oomkilled|containers?|pods?|kubernetes|k8s|kubelet|kubectl|docker\w*|podman|cgroups?"
     r"|memcg|cloud ?foundry|app instance|dynos?|slurm\w*|sbatch|srun|sacct|yarn|ecs|fargate"
-    r"|aws lambda|cloud run|nomad|mesos|openshift|helm)\b",
+    r"|aws lambda|cloud run|nomad|mesos|openshift|helm)(?![A-Za-z0-9_])",
     re.IGNORECASE,
 )
 """A platform that runs work under a memory limit of its own: a container, a pod, a job of a
-batch scheduler, a PaaS's instance or dyno, a cgroup."""
+batch scheduler, a PaaS's instance or dyno, a cgroup. (Its edges are ASCII ones: in a script
+written without spaces, "ステータスがOOMKilledになる", a word edge (``\\b``) is not seen.)"""
 
 
 def platform_named(text: str, source: str) -> Evidence | None:

@@ -221,6 +221,12 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     # deadline"
     b"deadline": (b"deadline",),
     b"evict": (b"evicted",),  # a pod evicted ("Warning  Evicted  44s  kubelet  The node was ...")
+    # a machine taken back by its platform ("Nodes of this job got pre-empted"), both spellings
+    b"empted": tuple(
+        f"{was} {pre}empted".encode()
+        for was in ("was", "were", "got", "been", "get")
+        for pre in ("pre", "pre-")
+    ),
     # the code of a SIGKILL after a word other than "exit" ("returned a non-zero code: 137")
     b"137": (
         b"code: 137",
