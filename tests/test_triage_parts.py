@@ -3087,3 +3087,188 @@ def test_machines_taken_back_by_their_platform_ended_the_run(line: str, kind: st
 def test_a_drivers_constant_asked_about_is_no_report(line: str, kind: str | None) -> None:
     found = parse_engine_line(line)
     assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Part N28 (GPU compute libraries, LLM runtimes): DJL's MXNet engine, "alloc" clipped
+        ('Exception in thread "main" ai.djl.engine.EngineException: MXNet engine call failed: '
+         "MXNetError: can't alloc", "host_alloc_failed"),
+        ("error: can't allocate region", "host_alloc_failed"),
+        # counter-cases: a case supposed and handled; a name that only starts with "alloc"; the
+        # clipped verb with its object, a fallback (Jittor's warning, the build half)
+        ("If the pool can't alloc, it returns NULL and the caller retries.", "memory_noted"),
+        ("Could not alloc_console: access denied", None),
+        ("[w 0429 09:00:15.731000 16 cuda_device_allocator.cc:30] Unable to alloc cuda device "
+         "memory, use unify memory instead. This may cause low performance.", None),
+    ],
+    ids=["mxnet", "allocate", "supposed", "longer-name", "jittor"],
+)  # fmt: skip
+def test_a_refusal_with_its_verb_clipped_to_alloc_is_read(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Part N28: stable-diffusion.cpp's host allocator, a library's prefix before "malloc"
+        ("ggml_aligned_malloc: insufficient memory (attempted to allocate 2268047721628.89 MB)",
+         "host_alloc_failed"),
+        ("ggml_cuda_host_malloc: failed to allocate 512.00 MiB of pinned memory: out of memory",
+         "host_alloc_failed"),
+        # counter-cases: the allocation call names a device; the device's own malloc
+        ("ggml_metal_malloc: out of memory", "gpu_oom"),
+        ("cudaMalloc failed: out of memory", "gpu_oom"),
+    ],
+    ids=["ggml-aligned", "pinned", "metal", "cuda-malloc"],
+)  # fmt: skip
+def test_a_host_allocation_call_names_the_hosts_memory(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Part N28: LLamaSharp's Vulkan backend; "out of device memory" joined into one word
+        # names the device's memory as the words apart do
+        ("LLamaSharp, however, appears to try allocating all specified layers to the GPU without "
+         "checking for available memory, causing the backend to fail with an "
+         "`ErrorOutOfDeviceMemory` and resulting in a `LoadWeightsFailedException`. The expected "
+         "behavior is for the native library to automatically calculate the VRAM/RAM split and "
+         "load the model successfully.", "gpu_oom"),
+        ("vk::Device::allocateMemory: ErrorOutOfDeviceMemory", "gpu_oom"),
+        # counter-case: the error handled, falling back
+        ("The loader is falling back to the CPU after `ErrorOutOfDeviceMemory`.",
+         "gpu_oom_handled"),
+    ],
+    ids=["llamasharp", "vk-hpp", "falling-back"],
+)  # fmt: skip
+def test_out_of_device_memory_as_one_word_is_the_devices(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Part N30 (scientific Python): h5py's issue; the person's first sentence introduces
+        # nothing of the second, which states what the code did
+        ("I have a compound dataset `ds` that's too large to fit in memory, and I'm trying to get "
+         "the first element in column `col`. However `ds['col'][0]` gives a `MemoryError` "
+         "exception as `ds['col']` seems to automatically try to load the whole file. ",
+         "host_alloc_failed"),
+        # counter-cases: a sentence the person tells (h2oGPT's, the build half), a question
+        ("I have encountered an issue when trying to prompt the Llama2 model. While I can "
+         "successfully prompt the model after uploading a single document, I run into a CUDA out "
+         "of memory error when I attempt to do the same after uploading two documents. This is my "
+         "startup:", "memory_noted"),
+        ("I have a question. Does ds[0] give a MemoryError?", "memory_noted"),
+    ],
+    ids=["h5py", "person-tells", "question"],
+)  # fmt: skip
+def test_a_persons_first_sentence_introduces_no_later_one(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Part N30: the OME-Zarr resave tool; memory told growing, then the job killed
+        ("the memory keeps increasing and the job gets killed when it runs out of pod memory "
+         "(96G).", "limit_oom_kill"),
+        # counter-cases: a service's rule (Lithops, the build half); a kill with no story; a kill
+        # foretold
+        ("Cloud Function service kills the entire action when got out of memory", "memory_noted"),
+        ("The job gets killed when it runs out of pod memory.", "memory_noted"),
+        ("Memory keeps increasing and the worker may get killed when it runs out of memory.",
+         "memory_noted"),
+    ],
+    ids=["ome-zarr", "lithops", "no-story", "may"],
+)  # fmt: skip
+def test_a_kill_after_memory_told_growing_is_one_occasion(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Part N30: netCDF4-python on macOS; malloc's mmap failing with ENOMEM's number
+        ("Python(574) malloc: **\\* mmap(size=16777216) failed (error code=12)",
+         "host_alloc_failed"),
+        # counter-cases: code 12 of an exit and of a write: no memory call
+        ("child process exited (error code=12)", None),
+        ("write failed (error code=12)", None),
+    ],
+    ids=["macos-malloc", "exit", "write"],
+)  # fmt: skip
+def test_a_memory_calls_failure_with_code_12_is_enomem(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Part N28: intel/llvm's PR; the constant as a value a change handles
+        ("Additionally take into account UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY error which is "
+         "also possible in addition to aforementioned error codes.", None),
+        ("Parameterize the existing unit test by error code (which allows to avoid excessive "
+         "code duplication) and add UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY value to testing.",
+         None),
+        ("Handle CUDA_ERROR_OUT_OF_MEMORY in the loader", None),
+        # counter-cases: a program's reports, "add" before a colon, "returned" before the code
+        ("Failed to add buffer: VK_ERROR_OUT_OF_DEVICE_MEMORY", "gpu_oom"),
+        ("zeMemAllocDevice returned ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", "gpu_oom"),
+        ("failed to allocate 3.2G (3435973836 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY",
+         "gpu_oom"),
+    ],
+    ids=["take-into-account", "add-to-testing", "handle", "add-colon", "returned", "allocate"],
+)  # fmt: skip
+def test_a_drivers_constant_a_change_handles_is_no_report(line: str, kind: str | None) -> None:
+    found = parse_engine_line(line, line.lower())
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # the same lines read whole: not again with the constant spelled as words, a log's lead
+        # before the bullet or not
+        ("Dec 18 19:34:56 build-7 worker[4512]: * Additionally take into account "
+         "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY error which is also possible in addition to "
+         "aforementioned error codes.", None),
+        ("Additionally take into account UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY error which is "
+         "also possible in addition to aforementioned error codes.", None),
+        ("Handle CUDA_ERROR_OUT_OF_MEMORY in the loader", "memory_noted"),
+        # counter-cases: a program's reports
+        ("Failed to add buffer: VK_ERROR_OUT_OF_DEVICE_MEMORY", "gpu_oom"),
+        ("zeMemAllocDevice returned ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", "gpu_oom"),
+    ],
+    ids=["journald-lead", "take-into-account", "handle", "add-colon", "returned"],
+)  # fmt: skip
+def test_a_constant_a_change_handles_is_no_report_read_whole(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Part N28: the SYCL program manager's retry, in other words
+        ("Currently if program manager faces one of the errors  - UR_RESULT_ERROR_OUT_OF_RESOURCES "
+         "or UR_RESULT_ERROR_OUT_OF_HOST_MEMORY - during the program building/linking then it "
+         "will clear the cache and make another attempt. ", "oom_handled"),
+        # counter-case: a person's attempt told, failed again
+        ("I made another attempt with a smaller batch and it failed again: out of memory",
+         "memory_noted"),
+    ],
+    ids=["sycl", "person-attempt"],
+)  # fmt: skip
+def test_another_attempt_is_a_retry(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found

@@ -41,6 +41,7 @@ import re
 from typing import Any
 
 from qualify.evidence.evidence_line import LineSignal
+from qualify.evidence.oom_parts import handled_code
 
 _TRT_REQUESTED = re.compile(r"Requested amount of (?:GPU )?memory \((\d+) bytes\)")
 _TRT_SIZE_WAS = re.compile(r"Requested size was (\d+) bytes")
@@ -203,6 +204,8 @@ def _library(line: str, low: str) -> LineSignal | None:
             return None  # pinned host memory refused through the driver: the host's (parts)
         if _ASKED_ABOUT.match(low, low.index("cuda_error_out_of_memory") + 24):
             return None  # asked about, not reported (a title's "gives `CUDA_ERROR_...`?")
+        if handled_code(low, low.find("cuda_error_out_of_memory")):
+            return None  # a value a change handles ("handle CUDA_ERROR_OUT_OF_MEMORY")
         sized = _TF_BYTES.search(line)
         return _signal(
             "gpu_oom",
@@ -213,6 +216,8 @@ def _library(line: str, low: str) -> LineSignal | None:
     if "outofmemory" in low and ("hiperroroutofmemory" in low or "hip_error_outofmemory" in low):
         return _signal("gpu_oom", engine="hip", api="HIP runtime")
     if "out_of_device_memory" in low:
+        if handled_code(low, low.find("error_out_of_device_memory")):
+            return None  # a value a change handles (the line's parts still read it)
         # the same constant's name in two APIs: Vulkan's VK_ERROR_..., Level Zero's ZE_RESULT_...
         if "vk_error_out_of_device_memory" in low:
             return _signal("gpu_oom", engine="vulkan", api="Vulkan")

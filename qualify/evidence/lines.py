@@ -51,7 +51,7 @@ from qualify.evidence.end_parts import parse_end_parts
 from qualify.evidence.evidence_line import LineSignal
 from qualify.evidence.gpu_lines import parse_engine_line
 from qualify.evidence.gpu_lines import parse_tensorrt_line as _parse_tensorrt
-from qualify.evidence.oom_parts import parse_oom_parts, supposes
+from qualify.evidence.oom_parts import handled_code, parse_oom_parts, supposes
 from qualify.evidence.structure import names_memory, read_fields, spelled
 
 __all__ = ["KB", "LineSignal", "parse_line"]
@@ -797,7 +797,7 @@ def parse_line(line: str) -> LineSignal | None:
     # exception whose message is an identifier (Ryujinx's ``VulkanException: Unexpected API
     # error "ErrorOutOfDeviceMemory"``) is read by what the identifier says.
     words = spelled(line)
-    if words is None:
+    if words is None or _handled_constant(line.lower()):
         return found
     respelled = _first(words, words.lower())
     if respelled is not None and respelled.kind in _MEMORY_CAUSES and not names_memory(words):
@@ -805,6 +805,16 @@ def parse_line(line: str) -> LineSignal | None:
     if found is not None:
         return respelled if respelled is not None and respelled.kind in _MEMORY_CAUSES else found
     return respelled or read_fields(words)
+
+
+_MEMORY_CONSTANT = re.compile(r"\w*(?:out_?of_?(?:\w+_)?memory|outof\w*memory|oom)\w*")
+"""An identifier that says memory ran out (``UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY``)."""
+
+
+def _handled_constant(low: str) -> bool:
+    """Whether an identifier that says memory ran out is a value a change handles ("take into
+    account UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY error"): not read again spelled as words."""
+    return any(handled_code(low, m.start()) for m in _MEMORY_CONSTANT.finditer(low))
 
 
 _MEMORY_WORD = re.compile(r"\b(?:oom\w*|out[ -]of[ -]memory|memory|ram)\b")

@@ -42,6 +42,7 @@ _REFUSED = (
     r"|\b(?:memory|heap)\b(?: [\w-]+){0,8},? exhausted\b|\bjava heap space\b"
     r"|\bmemory\b.{0,80}?\bwould (?:use|be larger than|exceed)\b.{0,60}?\b(?:maximum|limit)\b"
     r"|circuit_?breaking_?exception|errno[ =:]*12\b|\benomem\b|alloc(?:ation)?_failure"
+    r"|\b(?:mmap|\w*alloc|s?brk)\b.{0,60}\bfailed\W{1,3}error code[ =:]*12\b"
     rf"|(?:{_CANNOT}|\bfail\w*|\berror)\b[^:]{{0,80}}:\s*no (?:more )?memory\b"
     rf"|(?:{_CANNOT}) (?:be )?\w+ (?:in|within) (?:the )?(?:allotted|available|allowed|assigned)"
     r" memory\b"
@@ -68,7 +69,8 @@ not map anonymous shared memory", Emscripten's "Cannot enlarge memory arrays"), 
 needed than there is (Ollama's "model requires more system memory ... than is available"),
 memory the subject of "exhausted" (PHP's "Allowed memory size of N bytes exhausted"), a request
 refused because it would pass a limit (ClickHouse's "would use 18.75 GiB ..., maximum: 18.63
-GiB", a circuit breaker's "would be larger than limit of"), ENOMEM by its number, an allocation
+GiB", a circuit breaker's "would be larger than limit of"), ENOMEM by its number (macOS malloc's
+"mmap(size=16777216) failed (error code=12)": a memory call's failure and its code), an allocation
 failure named as such (OpenCL's ``CL_MEM_OBJECT_ALLOCATION_FAILURE``, an error code whose parts
 say so: Suricata's ``SC_ERR_MEM_ALLOC``, Windows' ``ERROR_NOT_ENOUGH_MEMORY``) and work refused
 for an OOM (Redis' "OOM command not allowed when used memory > 'maxmemory'"), an allocation that
@@ -145,8 +147,9 @@ _SAID = re.compile(
     r"|resource[_ ]exhausted"
     r"|out of swap|(?:failed|unable) to reclaim (?:\w+ )?memory"
     rf"|memory (?:is )?exhausted|(?:{_CANNOT})"
-    r" (?:\w+ )?\w*allocate|alloc(?:ation)?[_ ]failed|allocation (?:of|on) .{0,80}?(?:failed|would"
-    r" exceed)|bad_alloc|bad allocation|memoryerror|nomemoryerror|not enough (?:\w+ )?memory"
+    r" (?:\w+ )?\w*alloc(?:ate|\b(?![ \t]+\w))"
+    r"|alloc(?:ation)?[_ ]failed|allocation (?:of|on) .{0,80}?(?:failed|would exceed)"
+    r"|bad_alloc|bad allocation|memoryerror|nomemoryerror|not enough (?:\w+ )?memory"
     r"|insufficient (?:\w+ )?memory|too little (?:\w+ )?memory"
     r"|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching|hit|hitting|beyond)"
     r" (?:the |its |their |your )?(?:[\w%-]+ ){0,2}mem(?:ory)? (?:usage )?(?:limit|quota|budget)"
@@ -501,7 +504,19 @@ def _introduced(low: str, said: re.Match[str]) -> bool:
         low, said.end(), _clause_stop(low, said.end())
     ):
         return False  # the program's error in its own form, its figure with it: quoted
-    return bool(_INTRO.search(low)) or _described(low)
+    if not (_INTRO.search(low) or _described(low)):
+        return False
+    # and the sentence that holds the words, when one comes before it on the line: one no person
+    # tells is introduced by none before it (h5py's "I have a compound dataset `ds` that's too
+    # large to fit in memory, ... However `ds['col'][0]` gives a `MemoryError` exception as ...":
+    # the second sentence states what the code did)
+    starts = [end.end() for end in _SENTENCE_END.finditer(low, 0, said.start())]
+    return not starts or _FIRST_PERSON.search(low, starts[-1]) is not None
+
+
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|we|we're|we've|my|our|me|us)\b")
+"""A person telling the sentence, anywhere in it ("While I can ..., I run into a CUDA out of
+memory error when I attempt ...")."""
 
 
 def _described(low: str) -> bool:
@@ -590,7 +605,8 @@ _EVICTION = re.compile(r"low on resource: memory|had condition: \[memorypressure
 """The kubelet's eviction messages for node memory (said only when it evicts a pod)."""
 _HANDLED = re.compile(
     r"\bretry|retrying|\bwill retry|not a failure|falling back|fall(?:ing)? back|recovered"
-    r"|trying again|try again with|reducing (?:the )?batch|skipping tactic"
+    r"|trying again|try again with|makes? another attempt\b"
+    r"|reducing (?:the )?batch|skipping tactic"
     r"|attempting to free|freeing up|cache flush|\bretract|\bpreempt"
     r"|\breturning (?:an? )?(?:null|none|nil|nullptr|empty)\b"
     r"|[;,]\s*(?:switching|switched|reverting|degrading|dropping) (?:back )?to\b(?![^.;]*\bfail)"
@@ -598,8 +614,9 @@ _HANDLED = re.compile(
     r"\b(?:without|with (?:less|fewer|lower|reduced|a smaller))\b"
 )
 """An OOM handled: retried, fallen back from, recovered, or answered with an empty result (Qt's
-"QImage: out of memory, returning null image": the caller gets nothing and goes on), or met by
-switching to a cheaper way in the next clause ("Not enough memory to continue with
+"QImage: out of memory, returning null image": the caller gets nothing and goes on; the SYCL
+program manager's "it will clear the cache and make another attempt": a retry in other words), or
+met by switching to a cheaper way in the next clause ("Not enough memory to continue with
 full-resolution; switching to tiled mode"), or restarted a cheaper way (vcpkg's "Restarting Build
 without parallelism because memory exceeded")."""
 _GAVE_UP = re.compile(r"\bretr(?:y|ies) (?:failed|exhausted)\b|\bafter \d+ (?:retries|attempts)\b")
@@ -629,6 +646,7 @@ _ALLOCATING = re.compile(
     r"|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough|bad allocation"
     r"|\babort\w*\W{0,3}\(\s*(?:oom|out of memory)\s*\)"
     r"|insufficient|too little|out of (?:[\w-]+ ){0,4}mem(?:ory)?\b|outofmemory|out_of_memory"
+    r"|outofdevicememory|out_of_device_memory"
     r"|\b(?:fail\w*|error|exception)\b.{0,60}\boom\b|\boom\b.{0,60}\b(?:fail\w*|error|exception)\b"
     r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
     r"|memory (?:is )?exhausted|heap,? exhausted|java heap space|memory budget exceeded"
@@ -639,7 +657,7 @@ _ACCELERATOR = re.compile(
     r"\b(?:cuda\w*|\w*gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|metal|tpu\w*|hpu\w*|neuron\w*|vulkan"
     r"|directml|dml|\w*opencl\w*|vram|hbm|device[ _:]?\d+|cu\w*alloc\w*|ggml\w*|\w*_bfc|cl_mem\w*"
     r"|nvidia\w*|accelerator|xla\w*|jax\w*|cupy\w*|rmm|vk[a-z]*(?:alloc|memory|buffer)\w*"
-    r"|device memory|device buffer"
+    r"|device memory|device buffer|\w*outofdevicememory\w*|\w*out_of_device_memory\w*"
     r"|on device|allocated so far|8007000e|npu\w*|ascend\w*|rtmalloc\w*|aclrt\w*|habana\w*"
     r"|gl_out_of_memory|opengl|gles\w*|video memory|video ram|graphics memory|d3d\d*\w*"
     r"|direct3d\w*|dxgi\w*|mtl\w*|textures?|framebuffers?|optix|video card|graphics card"
@@ -650,8 +668,12 @@ _HOST = re.compile(
     r"\b(?:cpu\w*|host|ram|system memory|physical memory|heap|memoryerror|nomemoryerror|bad_alloc"
     r"|bad allocation"
     r"|malloc|mmap|node|swap|jvm|java\w*|javascript|runtime: out of memory|defaultcpuallocator"
-    r"|fork|errno 12|enomem|gc overhead|paging file|winerror|out of swap)\b"
+    r"|fork|errno 12|enomem|gc overhead|paging file|winerror|out of swap"
+    r"|(?!\w*(?:cuda|hip|gpu|device|vk|metal|sycl|npu|acl|cl_))\w+_(?:aligned_)?(?:m|c|re)alloc)\b"
 )
+"""Words naming the host's memory; among them a host allocation call by its name, a library's
+prefix before it (ggml's "ggml_aligned_malloc: insufficient memory"): C's heap, whatever the
+library also runs on, unless the name holds a device's."""
 _NODE = re.compile(
     r"\bkernel: |^\W*vm: killing process\b"
     r"|\b(?:node|host|system|machine|instance)\b(?!\.\w).{0,40}\b(?:low on memory|running low"
@@ -956,9 +978,13 @@ def parse_oom_parts(
         or _OTHER_CODE.search(low, said.end())
         or _AVOIDED.search(low[max(0, said.start() - 60) : said.start()])
         or _CONDITION.search(low[max(0, said.start() - 80) : said.start()])
-        or (_WHEN.search(low[: said.start()]) and "kill" not in low[said.end() :])
+        or (
+            _WHEN.search(low[: said.start()]) and "kill" not in low[said.end() :]
+            and not _GREW_THEN_KILLED.search(low, 0, said.start())
+        )
         or _foretold(low, said)
         or _TREATED.search(low, 0, said.start()) or _NONE_COUNTED.search(low)
+        or handled_code(low, said.start())
         or _KIND_ITEM.match(low) or _narrated(low, said) or _spoken_of(low, said)
         or numbers.get("requested_bytes") == 0  # nothing asked: a wrong size, not a shortage
     ):  # fmt: skip
@@ -1384,6 +1410,16 @@ memory"): each time it happens, not once, as a condition is. Turborepo's "We are
 this when a task is OOM-killed" is the person's account; a comma ends the clause (Demucs' "When
 running on long tracks, we are getting OOM exit code 137"), and a kill told after it makes the
 ``when`` its occasion ("when the container exceeds its memory limit the kernel OOM-kills it")."""
+_GREW_THEN_KILLED = re.compile(
+    r"\b(?:memory|ram|usage|rss)\b(?: \w+){0,2} (?:keeps?|kept) (?:on )?"
+    r"(?:increas|grow|ris|climb)ing\b[^.;!?]{0,40}\b(?:and|until|till|then)"
+    r" (?:the |my |our |it |\w+ )?(?:\w+ )?"
+    r"(?:gets?|got|is|was) (?:\w+ly )?(?:oom[- ]?)?killed\b"
+)
+"""Memory told growing in one run, then the run killed (the OME-Zarr resave's "the memory keeps
+increasing and the job gets killed when it runs out of pod memory (96G)"): a ``when`` after
+that story is the kill's occasion, once; not each time, as a service's rule is (Lithops' "kills
+the entire action when got out of memory")."""
 _FORETOLD = re.compile(
     r"\b(?:will|would|might|may|could|should)\s+(?!not\b|never\b|only\b|\d)"
     r"[^.;:!?`()\[\]]{0,60}$"
@@ -1503,6 +1539,25 @@ def _quote_holding(line: str, at: int) -> str | None:
                 text = text[1:-1].strip()  # a quote quoted again: "` \"...\"`"
             return text
     return None
+
+
+_HANDLED_CODE = re.compile(
+    r"\b(?:(?:take[sn]?|taking|took) into account|account(?:s|ed|ing)? for|handl(?:e|es|ed|ing)"
+    r"|add(?:s|ed|ing)?|catch(?:es|ing)?|check(?:s|ed|ing)? for)(?: the| an?)?[ \t]+[`'\"]?$"
+)
+"""A verb of code's handling right before an error's constant (intel/llvm's PR: "Additionally take
+into account UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY error", "add UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
+value to testing"): the constant as a value a change handles, not a program's report of it."""
+
+
+def handled_code(low: str, at: int) -> bool:
+    """Whether the identifier that holds offset ``at`` of ``low`` is the object of a verb of
+    code's handling (:data:`_HANDLED_CODE`)."""
+    if at < 0:
+        return False
+    while at > 0 and (low[at - 1].isalnum() or low[at - 1] == "_"):
+        at -= 1  # the identifier's start ("ur_result_" before "error_out_of_device_memory")
+    return _HANDLED_CODE.search(low, max(0, at - 40), at) is not None
 
 
 _RAISED_LOW = re.compile(r"[a-z0-9](?:exception|error)\b:")
