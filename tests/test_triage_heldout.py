@@ -35,6 +35,9 @@ HELD_OUT_TABLES = {
     "n22": "ecosystems no other part names: office suites, mail, notes, e-book and PDF tools",
     "n26": "ecosystems no other part names: ML training, fine-tuning and model-zoo libraries",
     "n31": "ecosystems no other part names: distributed training launchers, HPC job tooling",
+    "n32": "ecosystems no other part names: quantum computing SDKs, simulators and compilers",
+    "n34": "ecosystems no other part names: self-hosted media, photo and home-server apps",
+    "n35": "ecosystems no other part names: game servers, game modding tools and game launchers",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -55,7 +58,9 @@ part N17 (22 artifacts, 15 ecosystems), after part N16 was read, part N19 (24 ar
 ecosystems), read together after part N19 was read, and parts N23 and N27 (23 and 22 artifacts,
 19 and 14 ecosystems), read together after parts N24 and N25 were read, part N29 (22
 artifacts, 12 ecosystems), after parts N23 and N27 were read, and parts N28 and N30 (22 and 23
-artifacts, 13 and 14 ecosystems), read together after part N29 was read.
+artifacts, 13 and 14 ecosystems), read together after part N29 was read. Parts N33 and N36
+(24 and 23 artifacts, 16 and 15 ecosystems), gathered with N32, N34 and N35 and measured with
+them before any rule changed, were read beside N28 and N30 and never kept here.
 Their held-out figures, taken before, are in the build table's notes."""
 UNLISTED = frozenset(
     {
@@ -73,6 +78,9 @@ UNLISTED = frozenset(
         "n22",
         "n26",
         "n31",
+        "n32",
+        "n34",
+        "n35",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

@@ -3272,3 +3272,167 @@ def test_a_constant_a_change_handles_is_no_report_read_whole(line: str, kind: st
 def test_another_attempt_is_a_retry(line: str, kind: str) -> None:
     found = parse_line(line)
     assert (found.kind if found else None) == kind, found
+
+
+# Parts N33 and N36
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # GROBID's user pasted the answer as a line that is one code span
+        ("And I get an XML with the following content:\n"
+         "`[TIMEOUT] PDF to XML conversion timed out`\n", TriageClass.TIMEOUT),
+        # counter-cases: a code span inside a sentence; a command alone in a span
+        ("The `[TIMEOUT]` tag is what GROBID writes when a conversion is slow?\n",
+         TriageClass.UNKNOWN),
+        ("`curl -v --form input=@./mdpi_article.pdf localhost:8070/api/processFulltextDocument`\n",
+         TriageClass.UNKNOWN),
+    ],
+    ids=["grobid", "span-in-sentence", "command"],
+)  # fmt: skip
+def test_a_line_that_is_one_code_span_is_read_as_a_paste(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    artifact = tmp_path / "issue.md"
+    artifact.write_text(text)
+    assert triage(Sources(paths=(artifact,))).triage_class is expected
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Spidy's report: the crawler ended with the shell's word, quoted
+        ('Spidy aborts with "Killed". Do you have a clue why?', "shell_killed"),
+        ('The crawler exited with "Killed"', "shell_killed"),
+        # counter-cases: denied; asked about
+        ('It never aborts with "Killed".', None),
+        ('Does it abort with "Killed"?', None),
+    ],
+    ids=["spidy", "exited", "never", "asked"],
+)  # fmt: skip
+def test_a_quoted_killed_a_program_ended_with_is_a_kill(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # olmOCR's user killed the desktop to free VRAM: a remedy tried, not the run's end
+        ("Even tried killing the GUI to release more VRAM. ", None),
+        ("I tried to kill the other jobs to free memory, no luck", None),
+        # counter-cases: a kill to free memory by a memory killer; a kill told after the remedy
+        ("lowmemorykiller: Killing 'com.example' (1234), adj 900 to free 51234kB",
+         "node_oom_kill"),
+        ("Even tried killing the GUI, then the job was killed", "terminated_externally"),
+    ],
+    ids=["olmocr", "tried-to", "lowmemorykiller", "killed-after"],
+)  # fmt: skip
+def test_a_kill_the_person_tried_is_no_end(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Tika's PR: a short code span's closing mark opens no span over the words after it
+        ("- The `tika` deployment in `applications-production` has been crash-looping: both "
+         "replicas are being OOMKilled (`exitCode: 137`), which trips the "
+         "`DeploymentUnavailableCritical` Grafana alert.", "oom_kill"),
+        # the same PR: an error that did not happen, its subject named before it
+        ("- The JVM's default container-aware ergonomics only give the heap 25% of the "
+         "container memory limit (512Mi of the original 2Gi), while Metaspace and direct memory "
+         "are left uncapped — a large document can balloon off-heap memory until the kernel "
+         "SIGKILLs the whole container instead of the JVM raising a catchable "
+         "`OutOfMemoryError`.", "memory_noted"),
+        # counter-cases: a quoted span that holds the words; the error raised, not avoided
+        ("The docs for `tika` say `the container may be OOMKilled` under load", "memory_noted"),
+        ("Our services exit with the message `Exit Code: 137, Exit Message: \"OOM Killed\"`",
+         "oom_kill"),
+        ("It raised a catchable OutOfMemoryError instead of crashing", "host_alloc_failed"),
+    ],
+    ids=["tika-oomkilled", "tika-instead-of", "docs-quote", "exit-message", "raised"],
+)  # fmt: skip
+def test_code_spans_pair_from_the_start_and_an_avoided_error_is_none(line: str, kind: str) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # wkhtmltopdf's user: the machine's memory and swap used up, then the kill
+        ("After it taken up all my memory and swap, it was killed by system...", "node_oom_kill"),
+        # docker-selenium's report: the container's kill denied, the process's kill told after
+        ("Selenium standalone container is not killed after Java Selenium process is killed by "
+         "host due to memory limit settings. ", "limit_oom_kill"),
+        # Gotenberg on Cloud Run: the container meets its memory limit's error
+        ("We have attempted many configurations, but no matter how much memory we add and how "
+         "few concurrent users we allow, the container always eventually encounters a memory "
+         "limit error, which results in a failure that impacts any operations on the container.",
+         "limit_oom_kill"),
+        # counter-cases: supposed, not told; a denial with no kill after it; a guess; a question
+        ("If it takes up all my memory and swap, it will be killed", None),
+        ("It took up all my memory", "memory_noted"),
+        ("processes in containers are not killed when the configured memory limit is reached",
+         "memory_noted"),
+        ("The pod is not killed after the memory limit is reached", "memory_noted"),
+        ("We think the container might hit a memory limit error.", "memory_noted"),
+        ("We wonder whether the container gets a memory limit error?", "memory_noted"),
+        ("If you hit a memory limit error, raise the limit.", "memory_noted"),
+    ],
+    ids=["wkhtmltopdf", "selenium", "cloud-run", "if", "no-kill", "denied", "denied-after",
+         "might", "whether", "advice"],
+)  # fmt: skip
+def test_memory_used_up_a_later_kill_and_a_limits_error_met(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Nightwatch's session error, an object as Node.js prints it
+        ("Error retrieving a new session from the selenium server\n{ value:\n"
+         "   { message: 'Timed out waiting 45 seconds for Firefox to start.\\nBuild info: v\n",
+         TriageClass.TIMEOUT),
+        # geckodriver on a Selenium grid: a time limit's identifier as the cause
+        ("Session was terminated due to BROWSER_TIMEOUT\n", TriageClass.TIMEOUT),
+        # counter-cases: a message that says nothing; the identifier as a setting
+        ("   { message: 'Connected to the browser.\\nBuild info: v\n", TriageClass.UNKNOWN),
+        ("export BROWSER_TIMEOUT=60\n", TriageClass.UNKNOWN),
+        ("Set BROWSER_TIMEOUT to avoid this.\n", TriageClass.UNKNOWN),
+    ],
+    ids=["nightwatch", "geckodriver", "connected", "export", "set"],
+)  # fmt: skip
+def test_a_printed_objects_message_and_a_timeouts_identifier_are_read(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    artifact = tmp_path / "issue.md"
+    artifact.write_text(text)
+    assert triage(Sources(paths=(artifact,))).triage_class is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        # Donut's issue: its title says it, the message pasted below gives the figures
+        ("# RuntimeError: CUDA out of memory\nI'm training on a custom dataset.\n"
+         "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 14.76 GiB total "
+         "capacity; 13.48 GiB already allocated; 6.75 MiB free; 13.50 GiB reserved in total by "
+         "PyTorch)\n", 3),
+        # counter-case: the head alone is what there is
+        ("# RuntimeError: CUDA out of memory\nI'm training on a custom dataset.\n", 1),
+    ],
+    ids=["donut", "head-only"],
+)  # fmt: skip
+def test_the_full_cuda_message_decides_over_a_bare_head(
+    tmp_path: Path, text: str, line: int
+) -> None:
+    artifact = tmp_path / "issue.md"
+    artifact.write_text(text)
+    result = triage(Sources(paths=(artifact,)))
+    assert result.triage_class is TriageClass.CUDA_OOM_CAPACITY, result.summary
+    assert result.decided_by[0].line == line, result.decided_by

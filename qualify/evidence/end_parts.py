@@ -63,6 +63,11 @@ one.)"""
 _KILL_TO_FREE = re.compile(r"\bkill(?:s|ed|ing)?\b.{0,120}?\bto (?:free|reclaim|release)\b")
 """A kill whose purpose is to free memory (Android's low-memory killer: "Kill 'com.x' (1234),
 uid 10123, adj 900 to free 51234kB"): the machine ran short."""
+_TRIED_KILL = re.compile(
+    r"\b(?:tried|try|trying|attempted|attempting)(?: to)? kill(?:ing)?\b(?! by\b)"
+)
+"""A kill the person tried themselves (olmOCR's user: "Even tried killing the GUI to release more
+VRAM"): a remedy attempted, not how the run ended."""
 _KILL_CODE = re.compile(
     r"\bexit\w*\b[^\d\n]{0,30}?(?<![\w.-])(137|143|-9|-15)\b(?!\.?\d)"
     r"|\b(?:code|status|errno)(?:: |:|=| )(137)\b(?!\.?\d)"
@@ -313,9 +318,11 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
         return LineSignal("terminated_externally", {"parts": True, "evicted": True})
     if _other_cause(low):
         return None  # killed for another resource (a CPU limit): not ours to call
-    if _KILL_TO_FREE.search(low):
+    tried = _TRIED_KILL.search(low)  # the person's own remedy, not an end: read past it
+    past = tried.end() if tried is not None else 0
+    if _KILL_TO_FREE.search(low, past):
         return LineSignal("node_oom_kill", {"parts": True})
-    killed = _KILL.search(low)
+    killed = _KILL.search(low, past)
     if killed is not None and not _supposed(low, killed):
         return LineSignal("terminated_externally", {"parts": True})
     if (match := _KILL_CODE.search(low)) is not None:

@@ -107,6 +107,8 @@ def body(line: str) -> str | None:
     return line[lead.end() :]
 
 
+_WHOLE_SPAN = re.compile(r"`([^`]+)`\s*$")
+"""A line that is one inline code span, alone (not a fence: one backtick on each side)."""
 _QUOTE = re.compile(r"(?:> ?(?=[^ >]|$)|> (?=>))+")
 """A quote's marks before a line (Markdown's and mail's ``> ``, nested ``> > ``); not Python's
 ``>>>`` prompt, and not pytest's ``>       `` before the source line that failed."""
@@ -114,11 +116,15 @@ _QUOTE = re.compile(r"(?:> ?(?=[^ >]|$)|> (?=>))+")
 
 def unquoted(line: str) -> str:
     """``line`` without the marks of a quote before it: a log pasted as a quote in a report says
-    what it says (whether the quote is an example is read from the lines around it)."""
-    if not line.startswith(">") or line.startswith(">>>"):
-        return line
-    quote = _QUOTE.match(line)
-    return line if quote is None else line[quote.end() :]
+    what it says (whether the quote is an example is read from the lines around it). A line that
+    is one code span and nothing else (GROBID's user: "`[TIMEOUT] PDF to XML conversion timed
+    out`") is a paste of one line, read as a fenced block's line is."""
+    if line.startswith(">") and not line.startswith(">>>"):
+        quote = _QUOTE.match(line)
+        line = line if quote is None else line[quote.end() :]
+    if line[:1] == "`" and (span := _WHOLE_SPAN.match(line)) is not None:
+        return span[1]
+    return line
 
 
 _MESSAGE_KEYS = ("log", "msg", "message", "MESSAGE", "textPayload", "error", "err")
@@ -133,16 +139,29 @@ MAX_STRUCTURED = 16 << 10
 """Longer lines are not decoded as structured logs (a JSON document on one line)."""
 
 
+_INSPECTED = re.compile(r"^\s*\{\s*(?:message|msg|error|err): '((?:[^'\\]|\\.)+)")
+"""An object as Node.js prints it (``util.inspect``: unquoted keys, single-quoted strings, a new
+line in a string written ``\\n``), its message first (Nightwatch's ``{ message: 'Timed out
+waiting 45 seconds for Firefox to start.\\nBuild info: ...``): the message's first line is what
+was said."""
+
+
+def _inspected(line: str) -> str | None:
+    """The first line of the message of an object as Node.js prints it; None for another line."""
+    inspected = _INSPECTED.match(line)
+    return None if inspected is None else inspected[1].split("\\n")[0]
+
+
 def structured(line: str) -> str | None:
     """The message of a structured log line (a JSON object on the line, its message in one of
     ``_MESSAGE_KEYS``), a warning's level said before it; None for any other line. Whatever
     else the object holds (a ``reason`` field) is left to a reading of the line as written."""
     if not line.startswith("{") or len(line) > MAX_STRUCTURED:
-        return None
+        return _inspected(line) if line[:1] == " " and len(line) <= MAX_STRUCTURED else None
     try:
         record = json.loads(line)
     except (ValueError, RecursionError):
-        return None
+        return _inspected(line)
     if not isinstance(record, dict):
         return None
     said = next((record[key] for key in _MESSAGE_KEYS if isinstance(record.get(key), str)), None)

@@ -184,12 +184,17 @@ killed by the system", RQ's "Signal 4 is SIGILL, that means your job was termina
 OS."): not a kill that happened."""
 _QUOTED_KILLED = re.compile(
     r"\b(?:get|gets|got|getting|output|outputs|print|prints|printed|printing|show|shows|showed"
-    r"|return|returns|returned|say|says|said)\b[^.\"`]{0,20}[\"`\u201c]Killed\.?[\"`\u201d]"
+    r"|return|returns|returned|say|says|said"
+    # or as what a program ended with (Spidy's user: 'Spidy aborts with "Killed".')
+    r"|(?:abort|exit|die|end|stop|quit|terminate)(?:s|d|ed)? with)\b[^.\"`]{0,20}"
+    r"[\"`\u201c]Killed\.?[\"`\u201d]"
 )
 """The shell's word for a command killed by a signal, quoted as the output a person got (PDAL's
-"am getting the output \"Killed\" in my terminal window")."""
+"am getting the output \"Killed\" in my terminal window") or as what a program ended with."""
 _SUPPOSED_KILL = re.compile(r"\b(?:if|whether|unless|never|not|instead of)\b|n't\b")
 """A quoted "Killed" supposed or denied: no kill shown."""
+_ASKED = re.compile(r"[^.!?]*\?")
+"""The rest of a sentence, ending in a question mark ('Does it abort with "Killed"?')."""
 _SHELL_KILLED = re.compile(
     r"(?:^|\s|Z\s|[.\d])Killed(?:\s{2,}(\S.*)|\s*)$"
     r"|\bline \d+:\s+(\d+) Killed(?:\s+(\S.*)|\s*)$"
@@ -564,7 +569,8 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
             return LineSignal("shell_killed", {"command": line.rsplit("program", 1)[-1].strip()})
         if "compiler error" in low and (match := _GCC_KILLED.search(line)):
             return LineSignal("shell_killed", {"command": match[1]})
-        if _QUOTED_KILLED.search(line) and not _SUPPOSED_KILL.search(low):
+        quoted = _QUOTED_KILLED.search(line)
+        if quoted and not _SUPPOSED_KILL.search(low) and not _ASKED.match(line, quoted.end()):
             return LineSignal("shell_killed", {})  # the shell's word, quoted as what one got
         if match := _SHELL_KILLED.search(line):
             pid = match[2] or match[4]

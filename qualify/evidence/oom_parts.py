@@ -128,6 +128,13 @@ _USAGE_REACHED = (
 )
 """Memory's use said to reach a figure, then a limit in the same clause (V's "compiler memory
 usage reached 2568 MiB RSS during compilation (limit: 2560 MiB)")."""
+_LIMIT_ERROR_MET = (
+    r"\b(?:encounter\w*|hits?|hitting|runs? into|running into|ran into|gets?|got|getting"
+    r"|receiv\w*|throw\w*|threw) (?:an? |the )?mem(?:ory)? limit (?:error|exception)s?\b"
+)
+"""The error of a memory limit, met by what ran (Gotenberg's user on Cloud Run: "the container
+always eventually encounters a memory limit error, which results in a failure"): the limit
+crossed, in other words."""
 _SETTING_CROSSED = (
     r"\bexceed(?:ed|s|ing)? (?:the |its |their |your |this )?(?:default|configured|allotted"
     r"|allowed|assigned|maximum|max) (?:amount of )?memory\b(?! (?:usage|use|consumption))"
@@ -161,6 +168,8 @@ _SAID = re.compile(
     + _USAGE_REACHED
     + r"|"
     + _SETTING_CROSSED
+    + r"|"
+    + _LIMIT_ERROR_MET
     + r"|gc overhead limit exceeded|\b(?:winerror|error)[ =]?1455\b"
     r"|(?:error\b.{0,200}?|exception \(0x[0-9a-f]{8}\): )the paging file is too small"
     r"|(?<![a-z])memlimit|low on memory|low memory|memory ?pressure|oom[- _]?kill"
@@ -172,8 +181,9 @@ _SAID = re.compile(
     r"(?: (?:of|for) (?:size )?\d[\d,.]*\s?(?:[kmgt]i?b|bytes?)?)? failed"
     r"|outofdevicememory|(?:attempting|trying|tried) to (?:reserve|allocate) .{0,80}not possible"
     r"|alloc\w* <= (?:available|free)\w* failed"
-    r"|\b(?:used|using|consumed|consuming|exhausted|exhausting|took|taking) (?:up )?all "
-    r"(?:the |of the )?(?:available |free |system |its )?(?:ram|memory)\b"
+    r"|\b(?:used|using|consumed|consuming|exhausted|exhausting|took|taking|taken|ate|eaten"
+    r"|eating) (?:up )?all (?:the |of the |my |our )?(?:available |free |system |its )?"
+    r"(?:ram|memory)\b"
     # a memory killer acting (Android's "lowmemorykiller: Killing 'com.example' (12345)"; macOS's
     # Jetsam by its kernel name, "memorystatus: killing largest compressed process X [58077]")
     r"|(?:lowmemorykiller|\blmkd\b|jetsam|memorystatus)\W.{0,80}\bkill"
@@ -526,7 +536,10 @@ def _described(low: str) -> bool:
         return False
     if _KILLER_ACTED.search(low):
         return False  # "We found the memory usage ... increase ..., until oom-killer kicks in"
-    if _GOT_NAMED.search(low) and not _HEDGE.search(low) and not low.rstrip().endswith((":", "?")):
+    if (
+        (_GOT_NAMED.search(low) or _MET_BY_WORK.search(low))
+        and not _HEDGE.search(low) and not low.rstrip().endswith((":", "?"))
+    ):  # fmt: skip
         return False  # "I get a crash with a bad_alloc error -6 and core dump."
     return not any(_SAID.search(quote[0]) for quote in _QUOTED.finditer(low))
 
@@ -552,6 +565,15 @@ _GOT_NAMED = re.compile(
 """A person saying they got an error that only memory running out raises, by its name (DIAMOND's
 "I get a crash with a bad_alloc error -6 and core dump."): their report of it, where nothing
 else shows it."""
+
+
+_MET_BY_WORK = re.compile(
+    r"\bthe (?:container|pod|job|process|function|service|worker|instance|task)s?\b"
+    r"(?:(?!\b(?:might|may|could|would|will|should|can|if|when|whether)\b)[^,;.]){0,40}?"
+    + _LIMIT_ERROR_MET
+)
+"""What ran said to meet its memory limit's error, in a person's sentence (Gotenberg's user: "we
+allow, the container always eventually encounters a memory limit error"): their report of it."""
 
 
 _GOT_THE = re.compile(
@@ -679,6 +701,9 @@ _NODE = re.compile(
     r"|\b(?:node|host|system|machine|instance)\b(?!\.\w).{0,40}\b(?:low on memory|running low"
     r"|memory pressure|out of memory|memory usage threshold|ran out|low on resource: memory)"
     r"|low on memory|memory ?pressure|low memory|all (?:the )?available (?:ram|memory)"
+    # the person's machine, its memory and its swap both used up (wkhtmltopdf's user: "After it
+    # taken up all my memory and swap, it was killed by system")
+    r"|\ball (?:the |of the |my |our )?(?:ram|memory) and (?:the |my |our )?swap\b"
     r"|running low on memory|earlyoom|nohang|lowmemorykiller|lmkd|jetsam|memorystatus|\boomd\b"
     r"|usage threshold"
     r"|" + _OOM_AGENT
@@ -730,6 +755,7 @@ _BUDGET = re.compile(
     r"|memory limit|limit of|\bquota\b|per[- ]process|utilization"
 )
 _LIMIT_CROSSED = re.compile(
+    _LIMIT_ERROR_MET + r"|"
     r"(?:exceed\w*|over|above|reached|hit|hitting|beyond) (?:the |its |their |your )?"
     r"(?:[\w%-]+ ){0,2}mem(?:ory)? (?:usage )?(?:limit|budget)"
     r"|mem(?:ory)?[ _]limits?(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
@@ -974,7 +1000,7 @@ def parse_oom_parts(
         _introduced(low, said) or _hedged(low, said) or _PLACEHOLDER.search(low)
         or _TITLE_FIELD.match(low)  # a document's title or label as a field
         or _CHANGE_INTRO.search(low)  # a message being changed or proposed, described
-        or _DENIED.search(low) or _other_error(low, said) or _LOCKING.search(low)
+        or _denied(low, said) or _other_error(low, said) or _LOCKING.search(low)
         or _OTHER_CODE.search(low, said.end())
         or _AVOIDED.search(low[max(0, said.start() - 60) : said.start()])
         or _CONDITION.search(low[max(0, said.start() - 80) : said.start()])
@@ -1387,14 +1413,32 @@ JavaScript heap out of memory`"), a device passed over for its memory (darktable
 device 0 ... due to insufficient global memory (6069MB)": a choice made at start, nothing
 allocated), a state said never to occur (Kubernetes' docs issue: 'The mentioned status
 "OOMKilled" never occurs.'): what did not happen is no report of it."""
+_KILLED_AFTER = re.compile(
+    r"\b(?:after|once|since|because)\b[^,;.]{0,80}?\b(?:is|was|were|got|gets|been|being) killed\b"
+)
+"""A clause after a denied kill that states a kill of its own ("Selenium standalone container is
+not killed after Java Selenium process is killed by host due to memory limit settings")."""
+
+
+def _denied(low: str, said: re.Match[str]) -> bool:
+    """Whether ``low`` denies the kill or the error it states (:data:`_DENIED`); a denial of one
+    thing's kill does not deny the kill a later clause states of another."""
+    denied = _DENIED.search(low)
+    if denied is None:
+        return False
+    return _KILLED_AFTER.search(low, denied.end(), said.end()) is None
+
+
 _AVOIDED = re.compile(
-    r"\b(?:instead of|rather than) (?:\w+ )?(?:crash\w*|fail\w*|dying|abort\w*|erroring|rais\w*"
-    r"|throw\w*)\b(?: (?:with|from|on|because of|due to)(?: an?| the)?)?(?: [\w-]+)? $"
+    r"\b(?:instead of|rather than) (?:[\w']+ ){0,2}(?:crash\w*|fail\w*|dying|abort\w*|erroring"
+    r"|rais\w*|throw\w*)\b(?: (?:with|from|on|because of|due to))?(?: an?| the)?(?: [\w-]+)?"
+    r" [`\"]?$"
 )
 """An error avoided, said just before its words (Composer's "Instead of crashing with CUDA out
 of memory, we dynamically scale the number of microbatches"): what did not happen. (After them,
 it names another end: Emscripten's "... if you want malloc to return NULL (0) instead of this
-abort".)"""
+abort".) Its subject may be named ("instead of the JVM raising a catchable `OutOfMemoryError`",
+Tika's PR), the error quoted."""
 _CONDITION = re.compile(r"\b(?:if|whenever|in case|unless)\b[^.;:!?\"`'()\[\]]*$")
 """A condition opened before the words in their clause (advice's "Increase the memory limit if
 your pods get OOMKilled frequently"): supposed, not reported. (At the line's start, ``_HEDGE``
@@ -1522,9 +1566,13 @@ alloc-error hook: "memory usage 15.0 GB(15041424373) exceeds limit 15.0 GB(15032
 backtrace= panic.file=..."): the program's own memory tracker refused and it aborted; a process
 killed for its limit writes no backtrace (the kernel's panic is not the program's)."""
 
-_QUOTE = re.compile(r"`([^`]{12,})`|\"([^\"]{12,})\"|\*\*([^*]{12,})\*\*")
+_QUOTE = re.compile(r"`([^`]*)`|\"([^\"]*)\"|\*\*([^*]*)\*\*")
 """A span quoted in backticks, in double quotes or in Markdown's bold (a pasted message set off
-in ``**...**``)."""
+in ``**...**``). Spans pair from the line's start, short ones too: the closing mark of a short
+span opens none (Tika's PR: "The `tika` deployment ... both replicas are being OOMKilled
+(`exitCode: 137`)" quotes no words between `tika` and `exitCode: 137`)."""
+_QUOTED_MIN = 12
+"""Characters a quoted span holds at least to be read as a quoted message."""
 
 
 def _quote_holding(line: str, at: int) -> str | None:
@@ -1534,7 +1582,10 @@ def _quote_holding(line: str, at: int) -> str | None:
         return None
     for match in _QUOTE.finditer(line):
         if match.start() < at < match.end() and len(match[0]) < len(line.strip()):
-            text = next(group for group in match.groups() if group is not None).strip()
+            text = next(group for group in match.groups() if group is not None)
+            if len(text) < _QUOTED_MIN:
+                return None
+            text = text.strip()
             while len(text) > 2 and text[0] == text[-1] and text[0] in "`\"'":
                 text = text[1:-1].strip()  # a quote quoted again: "` \"...\"`"
             return text

@@ -196,6 +196,9 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"timeout (pid",  # a worker's timeout with its pid ("WORKER TIMEOUT (pid:418)")
         b"***timeout",
         b"[timeout]",  # a runner's state in brackets (Tcl's "*** [TIMEOUT]: name in file")
+        # a time limit's identifier given as the cause ("Session was terminated due to
+        # BROWSER_TIMEOUT", a Selenium grid's)
+        b"_timeout",
         b"timed out",
         b"times out",  # "The test times out after 60 minutes"
         b"time has",  # "Build execution time has reached the maximum allowed time" (AppVeyor)
@@ -591,7 +594,7 @@ def _scan_range(fd: int, start: int, stop: int) -> _Part:
         found, led = parse_line(unquoted(said)), False
         for reading in (body(said), record if record is not said else None):
             if reading is not None and (found is None or found.kind == "memory_noted"):
-                again = parse_line(reading)
+                again = parse_line(unquoted(reading))
                 if again is not None and (found is None or again.kind != "memory_noted"):
                     found, said, led = again, reading, reading is not record
         text = plain(text)

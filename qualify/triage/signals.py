@@ -256,6 +256,20 @@ def _console(scan: ScanResult, bag: Bag) -> None:
     _handled(scan, _tensorrt_context(scan, gpu), bag)
 
 
+_FIGURES = frozenset({"requested_bytes", "total_bytes", "free_bytes", "limit_bytes"})
+
+
+def _fullest_first(gpu: list[GpuHit]) -> None:
+    """The allocator's full message first when the first hit says only that memory ran out (an
+    issue's title "RuntimeError: CUDA out of memory" before the message it pasted, with the
+    device's total, free and reserved figures): the same refusal, told with what decides it."""
+    if not gpu or gpu[0].oom is not None or _FIGURES & gpu[0].fields.keys():
+        return
+    full = next((at for at, hit in enumerate(gpu) if hit.oom is not None), None)
+    if full is not None:
+        gpu.insert(0, gpu.pop(full))
+
+
 def _timeouts_a_kill_ended(scan: ScanResult, bag: Bag) -> list[Evidence]:
     """The timeouts that name their process's pid and that a kill of that pid follows
     ("WORKER TIMEOUT (pid:418)", then "Worker (pid:418) was sent SIGKILL!"): the kill enforces
@@ -405,6 +419,7 @@ def gather(inputs: Inputs) -> Bag:
         _kernel(scan, bag)
     for scan in inputs.logs + inputs.kernel:
         _console(scan, bag)
+    _fullest_first(bag.gpu)
     for state in inputs.docker:
         _docker(state, bag)
     for outcomes in inputs.tests:
