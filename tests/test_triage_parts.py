@@ -3436,3 +3436,148 @@ def test_the_full_cuda_message_decides_over_a_bare_head(
     result = triage(Sources(paths=(artifact,)))
     assert result.triage_class is TriageClass.CUDA_OOM_CAPACITY, result.summary
     assert result.decided_by[0].line == line, result.decided_by
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Part N31: hummingbird under mpirun --tag-output; a traceback pasted in a Python fence
+        # from its frames on (no head), every line led by the rank's stream, a bare MemoryError
+        ("```python\n"
+         '[1,0]<stderr>:  File "Comm.pyx", line 816, in mpi4py.MPI.Comm.recv\n'
+         '[1,0]<stderr>:  File "pickled.pxi", line 111, in mpi4py.MPI._p_Pickle.load\n'
+         "[1,0]<stderr>:MemoryError\n```\n", TriageClass.HOST_ALLOC_FAILED),
+        # the same behind a quote's lead: the rank's tag is found after it
+        ("```python\n"
+         '> [1,0]<stderr>:  File "Comm.pyx", line 816, in mpi4py.MPI.Comm.recv\n'
+         "> [1,0]<stderr>:MemoryError\n```\n", TriageClass.HOST_ALLOC_FAILED),
+        # counter-cases: source in a Python fence (an except clause naming the error); the
+        # rank's stream saying nothing of memory
+        ("```python\ntry:\n    run()\nexcept MemoryError\n```\n", TriageClass.UNKNOWN),
+        ("```\n[1,0]<stdout>:step 10 done\n[1,0]<stderr>:all ranks finished\n```\n",
+         TriageClass.UNKNOWN),
+    ],
+    ids=["hummingbird", "quoted", "except-clause", "no-memory"],
+)  # fmt: skip
+def test_a_ranks_tagged_traceback_from_its_frames_is_printed_not_source(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    artifact = tmp_path / "issue.md"
+    artifact.write_text(text)
+    assert triage(Sources(paths=(artifact,))).triage_class is expected
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Part N31: submitit's Slurm job; srun's error, the state alone, no task named
+        ("srun: error: Out Of Memory", "slurm_oom"),
+        # the build half's form, and tasks as a range
+        ("srun: error: tiger-i23g11: task 0: Out Of Memory", "slurm_oom"),
+        ("srun: error: node1: tasks 0-3: Out Of Memory", "slurm_oom"),
+        # behind a program's lead
+        ("worker[4512]: srun: error: Out Of Memory", "slurm_oom"),
+        # counter-cases: a person's question about it; srun's error quoted inside prose; another
+        # refusal with its own reason first
+        ("srun: error: Out Of Memory? how do I fix", "memory_noted"),
+        ("I got srun: error: Out Of Memory sometimes", "memory_noted"),
+        ("srun: error: Unable to allocate resources: Out Of Memory", "host_alloc_failed"),
+    ],
+    ids=["submitit", "task", "tasks", "lead", "question", "prose", "resources"],
+)  # fmt: skip
+def test_a_launchers_error_that_is_the_steps_state_alone_is_its_oom(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Part N31: submitit; the job's state written as one hyphenated word
+        ("submitit.core.utils.UncompletedJobError: Job not requeued because: timed-out and not "
+         "checkpointable.", "timeout"),
+        # counter-cases: a request's and a connection's time, not a unit of work's
+        ("the request timed-out", None),
+        ("the connection timed-out", None),
+    ],
+    ids=["submitit", "request", "connection"],
+)  # fmt: skip
+def test_a_unit_of_work_timed_out_hyphenated_ran_out_of_time(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Part N26: DyGIE++'s training; the shell's status with its pid named the only error
+        ('6835 Killed is the only error, then I ran"bash ./scripts/train/train_genia_lightweight'
+         '.sh -1", got the same problem.', "shell_killed"),
+        ("Killed is the only output", "shell_killed"),
+        ('"Killed" was the only message', "shell_killed"),
+        # counter-cases: the status denied, or explained (read as before: no shell's status)
+        ("Killed is not the error here", "terminated_externally"),
+        ("Killed is a signal sent by the kernel", "terminated_externally"),
+    ],
+    ids=["dygiepp", "output", "quoted", "denied", "explained"],
+)  # fmt: skip
+def test_the_shells_killed_named_as_the_error_got_is_a_kill(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Part N26: caikit's pull request; what the change lets the trainer catch
+        ("- Add subprocess exit code handling for training to allow capturing OOM type failures "
+         "that kills the subprocess", "memory_noted"),
+        ("This change enables detecting out of memory errors in workers", "memory_noted"),
+        ("We added a hook to support catching MemoryError", "memory_noted"),
+        # counter-cases: an error met while handling something; a kill while capturing
+        ("Error while handling request: out of memory", "host_alloc_failed"),
+        ("the worker was OOM killed while capturing frames", "oom_kill"),
+    ],
+    ids=["caikit", "enables", "supports", "while-handling", "while-capturing"],
+)  # fmt: skip
+def test_what_a_change_lets_a_program_catch_is_no_report(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Part N31: ipyparallel's CI; pytest's section head for a fixture's error
+        ("______________________ ERROR at setup of test_sum_on_dist ______________________",
+         "test_failed"),
+        ("_____ ERROR at teardown of test_cluster _____", "test_failed"),
+        ("ERROR [worker-1] _____ ERROR at setup of test_sum _____", "test_failed"),
+        # counter-cases: the words in prose; a collection error (no test ran)
+        ("I see ERROR at setup of test_x sometimes", None),
+        ("_____ ERROR collecting tests/test_a.py _____", None),
+    ],
+    ids=["ipyparallel", "teardown", "lead", "prose", "collecting"],
+)  # fmt: skip
+def test_a_tests_setup_error_section_is_a_failed_test(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Part N31: enroot under systemd; the limit with its size, the OOM told as its result
+        ("We set systemd\u2019s MemoryMax=3G, and this resulted in an OOM during enroot create. "
+         "This means enroot create used at least 3 GB.", "limit_oom_kill"),
+        ("Lowering the limit to 2G led to an OOM kill of the build", "limit_oom_kill"),
+        # counter-cases: foretold; supposed; asked
+        ("Setting MemoryMax=3G will result in an OOM", "memory_noted"),
+        ("We set MemoryMax=3G; it might have resulted in an OOM", "memory_noted"),
+        ("Does a limit of 2G result in an OOM?", "memory_noted"),
+    ],
+    ids=["enroot", "led-to", "will", "might", "asked"],
+)  # fmt: skip
+def test_an_oom_told_as_a_stated_limits_result_is_its_kill(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found

@@ -39,9 +39,13 @@ EVERY_LINE: dict[str, Shape] = {
 PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # shape, the most rows whose class it may move (each re-read as a logged line: see above);
     # a lead before an issue's "# " title stops it being read as a code comment: two title rows
-    # of parts N33 and N36 (MinerU's, Browsertrix's) move that way, to their labels' class
+    # of parts N33 and N36 (MinerU's, Browsertrix's) move that way, to their labels' class;
+    # two prose rows of part N26 (ElasticDL's relaunch policy on OOMKilled, Flair's GPU storage
+    # option) become logged messages behind a lead, as the build half's prose rows do: logging,
+    # docker's json and zap's one more each (and Graphite's traceback, its frames now read
+    # behind a lead, no longer moves)
     "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 20),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 34),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 35),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 8),
     # structured logs: docker's json-file driver, zap's JSON encoder
@@ -49,13 +53,13 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
         lambda line: json.dumps(
             {"log": line + "\n", "stream": "stderr", "time": "2025-02-03T04:05:06.123456789Z"}
         ),
-        7,
+        8,
     ),
     "zap-json": (
         lambda line: json.dumps(
             {"level": "error", "ts": 1738555506.123, "caller": "worker/run.go:42", "msg": line}
         ),
-        4,
+        5,
     ),
 }
 

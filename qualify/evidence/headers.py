@@ -5,7 +5,8 @@ CI runner (GitHub's ``2024-04-14T21:49:58.7397481Z``, GitLab's ``... 01O``, Buil
 ``[2024-...Z]``), by ``docker logs -t`` or ``kubectl logs --timestamps``, by a logging library
 (``2024-05-01 10:11:12,123``), by journald and syslog (``May 01 10:11:12 host``, before the
 program's ``app[1234]:``), or by what gathered a container's lines (``kubectl logs --prefix``'s
-``[pod/web-7c5b/app]``, ``docker compose logs``'s ``web-1  |``).
+``[pod/web-7c5b/app]``, ``docker compose logs``'s ``web-1  |``, ``mpirun --tag-output``'s
+``[1,0]<stderr>:``).
 None of that is part of what the program said: a host named ``host`` is no statement about the
 host's memory, and a colour code before ``MemoryError`` does not move the start of its line. The
 line parsers read the message; the evidence cites the line as it was written.
@@ -39,6 +40,10 @@ _HEADER = re.compile(
     r"(?: +|\t|$)"
 )
 """One header at a line's start, with the spaces after it."""
+_RANK_TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err)>: ?")
+"""The rank a line came from, as Open MPI's ``mpirun --tag-output`` writes it (``[1,0]<stderr>:``,
+the message right after the colon): after whatever leads the line has (a quote's ``>``, a
+program's lead), never part of what the rank said."""
 _MAY_HOLD = re.compile(r"[\w\[]")
 """A header starts with a digit, a bracket or a letter."""
 
@@ -55,6 +60,8 @@ def message(line: str) -> str:
     a CI timestamp before a program's own). A kernel line is returned as written, less its
     colour codes; a line that is only a header is an empty one."""
     line = plain(line)
+    if ">:" in line[:160] and (tag := _RANK_TAG.search(line, 0, 160)) is not None:
+        line = line[: tag.start()] + line[tag.end() :]
     if not line or not _MAY_HOLD.match(line) or "kernel:" in line[:120]:
         return line
     for _ in range(3):

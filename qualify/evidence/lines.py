@@ -191,6 +191,13 @@ _QUOTED_KILLED = re.compile(
 )
 """The shell's word for a command killed by a signal, quoted as the output a person got (PDAL's
 "am getting the output \"Killed\" in my terminal window") or as what a program ended with."""
+_KILLED_AS_OUTPUT = re.compile(
+    r"^\W*(?:\d+ )?Killed[\"`\u201d]?\s+(?:is|was) (?:the |my )?(?:only |sole |whole |last )?"
+    r"(?:error|output|message)\b"
+)
+"""The shell's job status, its pid before it as the shell prints it ("6835 Killed"), said first
+by a person to be the error or output got (DyGIE++'s "6835 Killed is the only error"): the
+status quoted as the subject of the sentence, a kill shown."""
 _SUPPOSED_KILL = re.compile(r"\b(?:if|whether|unless|never|not|instead of)\b|n't\b")
 """A quoted "Killed" supposed or denied: no kill shown."""
 _ASKED = re.compile(r"[^.!?]*\?")
@@ -249,9 +256,10 @@ _TIMEOUT = re.compile(
     r"|[Ww]atchdog caught collective operation timeout"
     r"|[Tt]est timeout expired|\*\*\*Timeout\b"  # libcheck, CTest
     # a unit of work said to have timed out (Airflow's "Process timed out, PID: N", a
-    # function's "Task timed out after 3.00 seconds"); a connection's or a request's is not one
+    # function's "Task timed out after 3.00 seconds", a job's state hyphenated as a word,
+    # "Job not requeued because: timed-out"); a connection's or a request's is not one
     r"|(?i:\b(?:process|task|job|step|test|execution|command|build|function|worker|stage"
-    r"|script|activity|query|statement)\b(?: \S+){0,3}? (?:has )?timed out\b)"
+    r"|script|activity|query|statement)\b(?: \S+){0,3}? (?:has )?timed[ -]out\b)"
     # a unit of work that reached its time limit, in its own words (Snowflake's "Statement
     # reached its statement or warehouse timeout of 120 second(s) and was canceled", Druid's
     # "QueryTimeoutException"), a watchdog's report of a hung program (Paper's "The server has
@@ -321,7 +329,14 @@ def _oomkilled_reason(line: str) -> bool:
 
 _DOCKER_EVENT_OOM = re.compile(r"\bcontainer oom ([0-9a-f]{12,64})")
 _SLURM_EVENTS = re.compile(r"Detected (\d+) oom[-_]kill event")
-_SLURM_TASK = re.compile(r"task \d+: Out Of Memory")
+_SLURM_TASK = re.compile(
+    r"tasks? \d+(?:[,-]\d+)*: Out Of Memory"
+    r"|(?:^\W*|\s)srun: error: (?:[\w.-]+: )?Out Of Memory\W*$"
+)
+"""A job step's task (or tasks, as a range) ended Out Of Memory, as srun reports the step's end
+(``srun: error: tiger-i23g11: task 0: Out Of Memory``); srun's error that is that state alone,
+no task named (``srun: error: Out Of Memory``), is the same report of the step: the launcher
+speaks (behind whatever lead the line has), its whole message is the state."""
 _SLURM_STATE = re.compile(r"(?<![A-Za-z_])OUT_OF_ME(?:MORY\b|\+)")
 """Slurm's job state, whole or as ``sacct`` prints it cut to its column's width (``OUT_OF_ME+``)."""
 _SLURM_EXCEEDED = re.compile(
@@ -468,7 +483,7 @@ def parse_orchestrator_line(line: str, low: str | None = None) -> LineSignal | N
             return LineSignal("docker_event_oom", {"container": match[1]})
         if "kill event" in low and (match := _SLURM_EVENTS.search(line)):
             return LineSignal("slurm_oom", {"events": int(match[1])})
-    if "out of memory" in low and "task" in low and _SLURM_TASK.search(line):
+    if "out of memory" in low and ("task" in low or "srun" in low) and _SLURM_TASK.search(line):
         return LineSignal("slurm_oom")
     if "exceeded" in low and _SLURM_EXCEEDED.search(low):
         if "at some point" in low:  # slurmstepd's warning (the cgroup's failcnt), no kill
@@ -569,6 +584,8 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
             return LineSignal("shell_killed", {"command": line.rsplit("program", 1)[-1].strip()})
         if "compiler error" in low and (match := _GCC_KILLED.search(line)):
             return LineSignal("shell_killed", {"command": match[1]})
+        if _KILLED_AS_OUTPUT.match(line):
+            return LineSignal("shell_killed", {})  # the shell's status named as what one got
         quoted = _QUOTED_KILLED.search(line)
         if quoted and not _SUPPOSED_KILL.search(low) and not _ASKED.match(line, quoted.end()):
             return LineSignal("shell_killed", {})  # the shell's word, quoted as what one got
@@ -648,7 +665,8 @@ def _signal_exit(line: str, low: str) -> LineSignal | None:
 def _timeout_words(low: str) -> bool:
     return (
         "timeout" in low or "stack of" in low or "execution t" in low or "time limit" in low
-        or "timed out" in low or "time has" in low or "responding" in low or "time out" in low
+        or "timed out" in low or "timed-out" in low or "time has" in low or "responding" in low
+        or "time out" in low
         or "timeouterror" in low or "timeoutexception" in low
     )  # fmt: skip
 
@@ -718,11 +736,14 @@ _OTHER_RUNNER_FAILED = re.compile(
     r"|\bTest +#\d+: (\S+) \.+\*+Failed\b"  # CTest
     r"|^\s*(\d+\) (?:[\w.]+\.)?Assertion(?:Failed)?Error)(?: \[\w+\])?: "  # mocha, TestCafe
     r"|\bTest Failed: (\w+) \(result was \w+"  # cocotb's regression manager
+    r"|(?:^|\s)_{3,} ERROR at (?:setup|teardown) of (\S+) _{3,}\s*$"  # pytest: a fixture's error
 )
 """Other test runners' line for one failed test; an assertion's error as an item of a numbered
 failure list (TestCafe's and mocha's reporters: " 1) AssertionError: expected false to be
 truthy"), which a program's own uncaught assertion never is; cocotb's "Test Failed: test_dff
-(result was AssertionError)", the test and what ended it named together."""
+(result was AssertionError)", the test and what ended it named together; pytest's section head
+for a test whose fixture raised ("____ ERROR at setup of test_sum_on_dist ____"), a test errored
+as unittest's "ERROR: name (class)" is."""
 
 
 def _by_memory(message: str, nodeid: str | None) -> LineSignal | None:

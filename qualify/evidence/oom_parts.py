@@ -984,9 +984,8 @@ def parse_oom_parts(
     fields: dict[str, Any] = {"parts": True, **numbers}
     if ecosystem:
         fields["ecosystem"] = ecosystem
-    if _HANDLED.search(low) and not _GAVE_UP.search(low):
-        kind = "gpu_oom_handled" if accelerator else "oom_handled"
-        return LineSignal(kind, {**fields, "engine": ecosystem or "", "detail": "retried"})
+    if (early := _handled_or_resulted(low, fields, accelerator, ecosystem)) is not None:
+        return early
     if any(size >= _IMPLAUSIBLE for size in numbers.values()) or _NEGATIVE_SIZE.search(low):
         # 2^60 bytes and more, or a negative size: an allocation refused all the same, but the
         # request is an overflow (a bug) rather than memory running out (Unreal's "Ran out of
@@ -1195,11 +1194,16 @@ def in_source(before: str, line: str) -> bool:
     )
 
 
-_TRACEBACK_HEAD = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
-"""The head a Python traceback is printed under. A fence opened for Python that holds one (the
-reporter's ```` ``` python ```` around Graphite's render traceback ending in a bare
-``MemoryError``) holds what the interpreter printed, highlighted as Python, not source: source
-never holds the head as a line of its own."""
+_TRACEBACK_HEAD = re.compile(
+    r"^\s*Traceback \(most recent call last\):\s*$"
+    r"|^[^\"]{0,80}?(?<!\S)File \"[^\"]+\", line \d+, in [\w<>.]+\s*$"
+)
+"""The head a Python traceback is printed under, or one of its frames (``File "x.py", line 97, in
+master_loop``, where the paste starts below the head). A fence opened for Python that holds one
+(the reporter's ```` ``` python ```` around Graphite's render traceback ending in a bare
+``MemoryError``, hummingbird's mpi4py frames ending in one) holds what the interpreter printed,
+highlighted as Python, not source: source never holds the head or a frame as a line of its
+own (behind a quote's or a program's lead, the frame is still one)."""
 
 
 _PRINTED_EXCEPTION = re.compile(
@@ -1240,14 +1244,18 @@ _CHANGE_INTRO = re.compile(
 _TREATED = re.compile(
     r"\b(?:fix(?:es|ed|ing)?|resolv(?:es|ed|ing)|explain(?:s|ed|ing)?|document(?:ed|ing)"
     r"|regression test for|tests? (?:for|that)|checks? that|(?:pytest\.)?raises|assertraises"
-    r"|assert_raises|tothrow|to throw|should (?:raise|throw)|would (?:\w+ )?(?:fail|crash|die))\b"
+    r"|assert_raises|tothrow|to throw|should (?:raise|throw)|would (?:\w+ )?(?:fail|crash|die)"
+    r"|(?:allow|allows|enable|enables|support|supports) (?:\w+ ){0,2}?"
+    r"(?:captur|catch|handl|detect|report)ing)\b"
     r"(?![-_])"
 )
 """The words a change, a document or a test uses of an error, before the error's words: a fix
 ("This fixes the out of memory error when loading large files", "Release notes: fixed a crash on
 out of memory"), an explanation, a test that expects it (``pytest.raises(MemoryError)``,
 ``toThrow(RangeError: Array buffer allocation failed)``), what used to happen ("Previously this
-would fail with 'Cannot allocate memory'"): the error is the subject, not an event."""
+would fail with 'Cannot allocate memory'"), what a change lets a program catch (caikit's "Add
+subprocess exit code handling for training to allow capturing OOM type failures"): the error is the
+subject, not an event."""
 _NONE_COUNTED = re.compile(
     r"\b(?:oom[ _-]?kill(?:ed|s)?|oomkilled|oom_kill|under_oom)[\"']?\s*[:=]?\s*[\"']?(?:false|0)\b"
     r"(?![.\d])|\bkill(?:ed)?[\"']?\s*[:=]\s*[\"']?(?:false|no)\b"
@@ -1454,6 +1462,30 @@ memory"): each time it happens, not once, as a condition is. Turborepo's "We are
 this when a task is OOM-killed" is the person's account; a comma ends the clause (Demucs' "When
 running on long tracks, we are getting OOM exit code 137"), and a kill told after it makes the
 ``when`` its occasion ("when the container exceeds its memory limit the kernel OOM-kills it")."""
+_LIMIT_RESULTED = re.compile(
+    r"\b(?:resulted|results) in (?:an? |the )?(?:oom|out[ -]of[ -]memory)\b(?![ -]?(?:score|adj))"
+    r"|\b(?:led|leads) to (?:an? |the )?(?:oom|out[ -]of[ -]memory)\b(?![ -]?(?:score|adj))"
+)
+"""An OOM told as what a stated limit resulted in (enroot's report: "We set systemd's
+MemoryMax=3G, and this resulted in an OOM during enroot create"): the line gives the limit with
+its size and the OOM as what happened under it, the limit's kill; a limit set with no result
+told, or an OOM foretold ("will result in an OOM"), is not."""
+
+
+def _handled_or_resulted(
+    low: str, fields: dict[str, Any], accelerator: bool, ecosystem: str | None
+) -> LineSignal | None:
+    """An OOM handled (:data:`_HANDLED`, unless the retry gave up), or told as a stated limit's
+    result (:data:`_LIMIT_RESULTED`, neither hedged nor foretold before it); None otherwise."""
+    if _HANDLED.search(low) and not _GAVE_UP.search(low):
+        kind = "gpu_oom_handled" if accelerator else "oom_handled"
+        return LineSignal(kind, {**fields, "engine": ecosystem or "", "detail": "retried"})
+    result = _LIMIT_RESULTED.search(low) if "limit_bytes" in fields else None
+    if result is not None and not _HEDGE.search(low, 0, result.end()):
+        return None if _foretold(low, result) else LineSignal("limit_oom_kill", fields)
+    return None
+
+
 _GREW_THEN_KILLED = re.compile(
     r"\b(?:memory|ram|usage|rss)\b(?: \w+){0,2} (?:keeps?|kept) (?:on )?"
     r"(?:increas|grow|ris|climb)ing\b[^.;!?]{0,40}\b(?:and|until|till|then)"

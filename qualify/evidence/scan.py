@@ -183,6 +183,9 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"circuitbreaking",  # Elasticsearch's and OpenSearch's CircuitBreakingException
         b"circuit_breaking",
         b"no output has been",  # Travis: "No output has been received in the last 10m0s"
+        # a session ended after using the machine's RAM (Colab's "Your session crashed after
+        # using all available RAM"), quoted in a person's sentence
+        b"all available ram",
     ),
     b"fa": (b"fail", b"fault"),  # FAILED, Failed: Timeout, *_ALLOC_FAILED; Segmentation fault
     b"error": (b"error",),  # XError:, E-lines, "1 error in", "] Error 137", Error Code N
@@ -200,6 +203,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         # BROWSER_TIMEOUT", a Selenium grid's)
         b"_timeout",
         b"timed out",
+        b"timed-out",  # a state as one word ("Job not requeued because: timed-out")
         b"times out",  # "The test times out after 60 minutes"
         b"time has",  # "Build execution time has reached the maximum allowed time" (AppVeyor)
         b"timeout of",  # "reached its statement or warehouse timeout of 120 second(s)"
