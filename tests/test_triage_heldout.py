@@ -35,9 +35,7 @@ HELD_OUT_TABLES = {
     "n22": "ecosystems no other part names: office suites, mail, notes, e-book and PDF tools",
     "n26": "ecosystems no other part names: ML training, fine-tuning and model-zoo libraries",
     "n31": "ecosystems no other part names: distributed training launchers, HPC job tooling",
-    "n32": "ecosystems no other part names: quantum computing SDKs, simulators and compilers",
     "n34": "ecosystems no other part names: self-hosted media, photo and home-server apps",
-    "n35": "ecosystems no other part names: game servers, game modding tools and game launchers",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -78,9 +76,7 @@ UNLISTED = frozenset(
         "n22",
         "n26",
         "n31",
-        "n32",
         "n34",
-        "n35",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

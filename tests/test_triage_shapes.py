@@ -39,9 +39,11 @@ EVERY_LINE: dict[str, Shape] = {
 PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # shape, the most rows whose class it may move (each re-read as a logged line: see above);
     # a lead before an issue's "# " title stops it being read as a code comment: two title rows
-    # of parts N33 and N36 (MinerU's, Browsertrix's) move that way, to their labels' class
-    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 20),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 34),
+    # of parts N33 and N36 (MinerU's, Browsertrix's) move that way, to their labels' class, and
+    # one of part N35 (MultiMC's "Could not reserve enough space for 4188160KB object heap");
+    # part N32's qsim title "q32d14 tutorial crashes with OOM" moves under the logging lead
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 21),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 36),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 8),
     # structured logs: docker's json-file driver, zap's JSON encoder
