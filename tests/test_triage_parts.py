@@ -3581,3 +3581,147 @@ def test_a_tests_setup_error_section_is_a_failed_test(line: str, kind: str | Non
 def test_an_oom_told_as_a_stated_limits_result_is_its_kill(line: str, kind: str) -> None:
     found = parse_line(line)
     assert (found.kind if found else None) == kind, found
+
+
+# Parts N32 and N35
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # MultiMC's user: the JVM's refusal with the heap's size between its words
+        ("Error: Could not reserve enough space for 4188160KB object heap", "host_alloc_failed"),
+        ("Error: Could not reserve enough space for object heap", "host_alloc_failed"),
+        # counter-cases: advice to reserve it; the JVM's next line, which says no memory
+        ("Reserve 4188160KB for the object heap in the settings.", None),
+        ("Error occurred during initialization of VM", None),
+    ],
+    ids=["sized", "unsized", "advice", "init"],
+)  # fmt: skip
+def test_a_refusal_with_a_size_among_its_words_is_read(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # tModLoader's request: the OOM exception caught by the game, which goes on
+        ("> Sometimes an OutOfMemory exception happens and we catch the exception. It has been "
+         "suggested that when this particular exception happens that we crash to desktop and show "
+         "a MessageBox explaining how to avoid OutOfMemory exceptions.", "oom_handled"),
+        ("We catch the exception when an OutOfMemoryError is thrown.", "oom_handled"),
+        # counter-cases: the exception not caught, uncaught, thrown and ending the run
+        ("The OutOfMemoryError is not caught and the game crashes.", "host_alloc_failed"),
+        ("Uncaught exception: java.lang.OutOfMemoryError: Java heap space", "host_alloc_failed"),
+        ("terminate called after throwing an instance of 'std::bad_alloc'", "host_alloc_failed"),
+    ],
+    ids=["tmodloader", "we-catch", "not-caught", "uncaught", "terminate"],
+)  # fmt: skip
+def test_an_oom_exception_caught_is_handled(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Pterodactyl's question: the OOM killer's setting, nothing killed
+        ("OOM Killer Disabled", "memory_noted"),
+        ("The OOM killer is enabled on this container.", "memory_noted"),
+        ("I disabled the OOM killer for this server.", "memory_noted"),
+        # counter-cases: the killer acting, in the kernel's words and a person's
+        ("Out of memory: Killed process 1234 (java) total-vm:123kB", "kernel_killed"),
+        ("The OOM killer was triggered and killed the server.", "oom_kill"),
+        ("OOM killer enabled, and then the OOM killer killed the server.", "oom_kill"),
+    ],
+    ids=["disabled", "enabled", "i-disabled", "kernel", "triggered", "enabled-then-killed"],
+)  # fmt: skip
+def test_the_oom_killers_setting_is_no_kill(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # a game server's updater: the machine's memory checked against a requirement
+        ("Sep 19 09:32:17 supervisord: valheim-updater ERROR - 1.71 GiB is not enough memory - "
+         "read https://github.com/lloesche/valheim-server-docker#system-requirements",
+         "memory_noted"),
+        ("ERROR - 512 MiB of RAM is not enough memory for this server", "memory_noted"),
+        # counter-cases: an allocation refused, with its size
+        ("2 GiB is not enough memory to allocate the buffer", "host_alloc_failed"),
+        ("ERROR: not enough memory to allocate 2 GiB", "host_alloc_failed"),
+        ("Not enough memory: 1.71 GiB available, 4 GiB required", "host_alloc_failed"),
+    ],
+    ids=["valheim", "of-ram", "to-allocate", "not-enough-first", "available"],
+)  # fmt: skip
+def test_a_size_judged_not_enough_is_a_requirement(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # TensorCircuit's user: the machine named with its memory, its "job" the work it ran
+        ("I use a machine with 36 cores and 251GB memory run the script. The backend is set as "
+         "tensorflow. But the job is killed because of being out of memory, while the whitepaper "
+         "shows that a 40GB GPU is enough for a same job.", "node_oom_kill"),
+        # counter-cases: a container named; a job alone; a scheduler named
+        ("On my server with 16GB RAM the container is killed because of being out of memory.",
+         "limit_oom_kill"),
+        ("The job is killed because of being out of memory.", "limit_oom_kill"),
+        ("I run it on a node with 64GB memory under Slurm and the job is killed because of being "
+         "out of memory.", "memory_noted"),
+    ],
+    ids=["tensorcircuit", "container", "job", "slurm"],
+)  # fmt: skip
+def test_a_kill_on_a_machine_named_with_its_memory_is_the_machines(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Luanti's feature request: errors spoken of as kinds, not one run's error
+        ("Minetest completely crashes due to Bad_Alloc and other errors from lack of memory (as "
+         "in Ram).", "memory_noted"),
+        # counter-cases: one error reported
+        ("Minetest crashes with std::bad_alloc after loading the map.", "host_alloc_failed"),
+        ("terminate called after throwing an instance of 'std::bad_alloc'", "host_alloc_failed"),
+    ],
+    ids=["luanti", "one-error", "terminate"],
+)  # fmt: skip
+def test_errors_spoken_of_as_kinds_are_no_report(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # tModLoader's issue title under a log's lead: what the game should do, proposed
+        ("2025-02-03 04:05:06,789 ERROR [worker-1] # OutOfMemory should crash to desktop "
+         "(reopened)", "memory_noted"),
+        ("An OutOfMemoryError should be thrown instead of a segfault", "memory_noted"),
+        # pytket-cutensornet's issue title under a log's lead: no out of memory errors, none
+        ("2025-02-03 04:05:06,789 ERROR [worker-1] # Provide a simulation mode that guarantees "
+         "no out of memory errors", "memory_noted"),
+        ("The run finished without out of memory errors.", "memory_noted"),
+        # counter-cases: the error itself; "should not" after it, then the error; a learner's
+        # "no enough memory"; a refusal worded "no memory"
+        ("java.lang.OutOfMemoryError: Java heap space", "host_alloc_failed"),
+        ("Out of memory error should not happen here but it did: java.lang.OutOfMemoryError: "
+         "Java heap space", "host_alloc_failed"),
+        ("mmap failed: no memory", "host_alloc_failed"),
+        ("Error: Out of memory", "host_alloc_failed"),
+    ],
+    ids=["tmodloader", "should-be-thrown", "pytket", "without", "thrown", "should-not",
+         "no-memory", "error"],
+)  # fmt: skip
+def test_an_oom_wished_for_or_denied_is_no_report(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found

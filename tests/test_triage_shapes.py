@@ -43,9 +43,11 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # two prose rows of part N26 (ElasticDL's relaunch policy on OOMKilled, Flair's GPU storage
     # option) become logged messages behind a lead, as the build half's prose rows do: logging,
     # docker's json and zap's one more each (and Graphite's traceback, its frames now read
-    # behind a lead, no longer moves)
-    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 20),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 35),
+    # behind a lead, no longer moves); a title row of part N35 (MultiMC's "Could not reserve
+    # enough space for 4188160KB object heap") moves the same way as N33's and N36's, and part
+    # N32's qsim title "q32d14 tutorial crashes with OOM" under the logging lead
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 21),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 37),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 8),
     # structured logs: docker's json-file driver, zap's JSON encoder

@@ -36,8 +36,8 @@ _CANNOT = r"can ?not|can't|could ?not|couldn't|unable to|failed to"
 """The words of a refusal ("could not", "unable to"), shared by every reading of one."""
 _REFUSED = (
     rf"(?:{_CANNOT}|fail to) (?:\w+ )?"
-    r"(?:map|reserve|commit|obtain|grow|enlarge|expand|extend|allocate)\b(?: [\w-]+){0,4}"
-    r" (?:memory|heap|ram)\b"
+    r"(?:map|reserve|commit|obtain|grow|enlarge|expand|extend|allocate)\b"
+    r"(?: (?:\d[\d.,]*\s?[kmgt]i?b )?[\w-]+){0,4} (?:memory|heap|ram)\b"
     r"|(?:requires?|needs?|needed) more (?:\w+ ){0,2}memory\b.{0,40}?\bthan\b"
     r"|\b(?:memory|heap)\b(?: [\w-]+){0,8},? exhausted\b|\bjava heap space\b"
     r"|\bmemory\b.{0,80}?\bwould (?:use|be larger than|exceed)\b.{0,60}?\b(?:maximum|limit)\b"
@@ -632,15 +632,51 @@ _HANDLED = re.compile(
     r"|attempting to free|freeing up|cache flush|\bretract|\bpreempt"
     r"|\breturning (?:an? )?(?:null|none|nil|nullptr|empty)\b"
     r"|[;,]\s*(?:switching|switched|reverting|degrading|dropping) (?:back )?to\b(?![^.;]*\bfail)"
+    r"|\b(?:catch(?:es|ing)?|caught)\b (?:the |this |that |an? )?(?:[\w.]+ )?exception\b"
     r"|\brestart(?:s|ing|ed)?\b[^.;]{0,40}?"
     r"\b(?:without|with (?:less|fewer|lower|reduced|a smaller))\b"
 )
 """An OOM handled: retried, fallen back from, recovered, or answered with an empty result (Qt's
 "QImage: out of memory, returning null image": the caller gets nothing and goes on; the SYCL
 program manager's "it will clear the cache and make another attempt": a retry in other words), or
-met by switching to a cheaper way in the next clause ("Not enough memory to continue with
-full-resolution; switching to tiled mode"), or restarted a cheaper way (vcpkg's "Restarting Build
-without parallelism because memory exceeded")."""
+caught as an exception by the program that goes on ("Sometimes an OutOfMemory exception happens
+and we catch the exception"), met by switching to a cheaper way in the next clause ("Not enough
+memory to continue with full-resolution; switching to tiled mode"), or restarted a cheaper way
+(vcpkg's "Restarting Build without parallelism because memory exceeded")."""
+_KILLER_SET = re.compile(
+    r"\boom[- _]?killer\W{0,3}(?:is |was |has been |gets |got |being )?"
+    r"(?:disabled|enabled|turned (?:off|on)|switched (?:off|on))\b(?![^.;]{0,60}\bkill)"
+    r"|\b(?:disabl|enabl)\w*\W+(?:the )?(?:kernel'?s? )?oom[- _]?killer\b(?![^.;]{0,60}\bkill)"
+)
+"""The OOM killer's setting stated, enabled or disabled (a game panel's question: "OOM Killer
+Disabled"): how the machine is set up, not a kill; unless a kill is said after it."""
+_KINDS_OF = re.compile(r"\b(?:and|or) (?:other|similar) (?:\w+ )?(?:errors|crashes|exceptions)\b")
+"""Errors spoken of as a kind among others (a feature request: "Minetest completely crashes due
+to Bad_Alloc and other errors from lack of memory"): what happens in general, not one run's
+report of its error."""
+_WISHED_AFTER = re.compile(r"\w*\s*(?:exceptions?|errors?)?\s*(?:should|must|ought to)\s+(?!not\b)")
+"""The words as the subject of a wish, a modal of duty after them (tModLoader's issue title
+"OutOfMemory should crash to desktop"): what a program should do, proposed, not what happened."""
+_NONE_OF = re.compile(r"\b(?:no|without)\s+$")
+"""An out of memory error denied by "no" or "without" just before its words (pytket-cutensornet's
+issue title "Provide a simulation mode that guarantees no out of memory errors"): none happened or
+none is wanted. (Not "no enough memory": there "no" is a learner's "not".)"""
+_SIZE_JUDGED = re.compile(
+    r"(?<![\w.])\d[\d.,]*\s?[kmgt]i?b (?:of (?:\w+ )?(?:ram|memory) )?(?:is|are) (?:not enough"
+    r"|insufficient|too little)\b(?![^.;]{0,60}\balloc)"
+)
+"""A size as the subject judged not enough (a server's updater: "ERROR - 1.71 GiB is not enough
+memory - read ...#system-requirements"): the machine's memory checked against a requirement
+before anything ran, not an allocation refused."""
+_MACHINE_SIZED = re.compile(
+    r"\b(?:machine|server|node|host|computer|laptop|workstation|vm)\b[^.;]{0,40}?\bwith\b"
+    r"[^.;]{0,30}?\d[\d.]*\s?[gt]i?b\b(?: of)? (?:memory|ram)\b"
+)
+"""The person's machine named with its memory's size (TensorCircuit's user: "I use a machine with
+36 cores and 251GB memory run the script. ... But the job is killed because of being out of
+memory"): a kill for memory in that sentence is the machine's, its "job" only the work it ran,
+unless a cgroup, container, pod or limit is named."""
+_SCOPED = re.compile(r"cgroup|memcg|container|\bpod\b|\blimit|quota|slurm|sbatch|\bqsub\b")
 _GAVE_UP = re.compile(r"\bretr(?:y|ies) (?:failed|exhausted)\b|\bafter \d+ (?:retries|attempts)\b")
 """A retry that failed in turn (MXNet's "cudaMalloc retry failed: out of memory"): the end, not a
 recovery."""
@@ -998,6 +1034,14 @@ def parse_oom_parts(
     if (
         _introduced(low, said) or _hedged(low, said) or _PLACEHOLDER.search(low)
         or _TITLE_FIELD.match(low)  # a document's title or label as a field
+        or _KILLER_SET.search(low)  # the OOM killer's setting, not its act
+        or _SIZE_JUDGED.search(low)  # a requirement checked, not an allocation
+        or _KINDS_OF.search(low)  # errors spoken of as a kind, not one reported
+        or _WISHED_AFTER.match(low, said.end())  # what it should do, proposed
+        or (
+            said[0].startswith(("out", "oom"))
+            and _NONE_OF.search(low[max(0, said.start() - 12) : said.start()]) is not None
+        )  # "no out of memory errors": none
         or _CHANGE_INTRO.search(low)  # a message being changed or proposed, described
         or _denied(low, said) or _other_error(low, said) or _LOCKING.search(low)
         or _OTHER_CODE.search(low, said.end())
@@ -1035,7 +1079,10 @@ def parse_oom_parts(
         if (
             _NODE.search(low) and not _OWN_LIMIT_CROSSED.search(low)
             and not _SCOPE_NAMED.search(low)
+        ) or (
+            _MACHINE_SIZED.search(low) and not _SCOPED.search(low)
         ):  # fmt: skip
+            # (the node's memory named, or the machine named with its memory's size)
             return LineSignal("node_oom_kill", fields)
         if _LIMIT_KILL.search(_unlinked(low)):
             return LineSignal("limit_oom_kill", fields)
