@@ -878,10 +878,6 @@ KNOWN_MISSES = {
         "allocator's 64 MiB slack, so the rules read fragmentation; the label reads it as close "
         "to the allocated 9.43 GiB"
     ),
-    "host-mineru-defaultcpuallocator-opendatalab-mineru-342.txt": (
-        "the deciding line is the issue's '# ' title holding the allocator's message, read as a "
-        "code comment; the config dump after it says nothing"
-    ),
     "host-rapidocr-bfcarena-allocate-raw-mymonstercat-rapidocr-java-61.txt": (
         "ONNX Runtime's 'BFCArena::AllocateRawInternal Failed to allocate memory' is read as "
         "its CUDA arena's; the text names no device, and the arena serves the CPU too"
@@ -940,10 +936,6 @@ KNOWN_MISSES = {
     "kernel-pterodactyl-egg-oom-killer-container-limit-pterodactyl-panel-4447.txt": (
         "the kill is told under a condition ('if OOM killer is enabled it will almost instantly "
         "kill the server'), which the rules read as supposed, not reported"
-    ),
-    "host-multimc-could-not-reserve-object-heap-multimc-launcher-3246.txt": (
-        "the JVM's 'Could not reserve enough space for 4188160KB object heap' is only the "
-        "issue's '# ' title, read as a code comment; the body says no more than 'object heap'"
     ),
 }
 """Rows of the build half the rules get wrong, each with why. They stay listed: a miss put right

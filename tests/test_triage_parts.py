@@ -3725,3 +3725,73 @@ def test_errors_spoken_of_as_kinds_are_no_report(line: str, kind: str) -> None:
 def test_an_oom_wished_for_or_denied_is_no_report(line: str, kind: str) -> None:
     found = parse_line(line)
     assert (found.kind if found else None) == kind, found
+
+
+# Markdown headings (an issue's "# Title"): read without their marks, weaker than the text's lines
+
+
+def _triage_text(tmp_path: Path, text: str) -> Triage:
+    log = tmp_path / "issue.txt"
+    log.write_text(text, encoding="utf-8")
+    return triage(Sources(paths=(log,)))
+
+
+@pytest.mark.parametrize(
+    ("name", "expected", "line"),
+    [
+        # MinerU's title holds PyTorch's CPU allocator's message; the config dump after it says
+        # nothing: the title decides
+        ("host-mineru-defaultcpuallocator-opendatalab-mineru-342.txt",
+         TriageClass.HOST_ALLOC_FAILED, 1),
+        # MultiMC's title holds the JVM's refusal; the body says only "object heap"
+        ("host-multimc-could-not-reserve-object-heap-multimc-launcher-3246.txt",
+         TriageClass.HOST_ALLOC_FAILED, 1),
+        # olmOCR's title "Out of Memory Error on a 12GB GPU": the body's torch.OutOfMemoryError
+        # decides, and is what is cited
+        ("gpu-olmocr-vllm-torch-oom-allenai-olmocr-424.txt", TriageClass.CUDA_OOM_CAPACITY, 13),
+        # TensorBoard's title asks ("gives `CUDA_ERROR_OUT_OF_MEMORY`?"): the body's traceback
+        # decides
+        ("gpu-tensorboard-cuda-error-out-of-memory-streamexecutor-tensorflow-tensorboard-1194.txt",
+         TriageClass.CUDA_OOM_CAPACITY, 11),
+        # gfortran's "### `f951: out of memory allocating ... Killed (program f951)`", a heading
+        # in the body: read as written (the compiler's kill), not again without its marks
+        ("kill-gfortran-f951-out-of-memory-allocating-then-ice-killed-openfast-openfast-154.txt",
+         TriageClass.EXTERNAL_KILL, 3),
+    ],
+    ids=["mineru", "multimc", "olmocr-body", "tensorboard-asked", "gfortran-heading"],
+)  # fmt: skip
+def test_a_heading_decides_only_when_the_text_does_not(
+    name: str, expected: TriageClass, line: int
+) -> None:
+    result = triage(Sources(paths=(CORPUS / name,)))
+    assert result.triage_class is expected, result.summary
+    assert result.decided_by[0].line == line, result.decided_by
+
+
+def test_a_heading_inside_a_fence_is_code(tmp_path: Path) -> None:
+    # MinerU's title, pasted as a comment in a Python fence: source, not a report
+    title = (
+        "err == 0. DefaultCPUAllocator: can't allocate memory: you tried to allocate 622425648 "
+        "bytes. Error code 12 (Cannot allocate memory)"
+    )
+    fenced = f"Reproduce:\n```python\n# {title}\nmodel = load()\n```\n"
+    assert _triage_text(tmp_path, fenced).triage_class is TriageClass.UNKNOWN
+    # counter-cases: the same heading outside the fence, and after the fence has closed
+    assert _triage_text(tmp_path, f"# {title}\n").triage_class is TriageClass.HOST_ALLOC_FAILED
+    closed = f"```python\nmodel = load()\n```\n# {title}\n"
+    assert _triage_text(tmp_path, closed).triage_class is TriageClass.HOST_ALLOC_FAILED
+
+
+def test_a_heading_does_not_outweigh_a_negative_of_the_text(tmp_path: Path) -> None:
+    # MultiMC's title naming the JVM's refusal, and a pytest summary that passed: the text
+    # decides (PASSED)
+    text = (
+        "# Could not reserve enough space for 4188160KB object heap\n"
+        "Fixed by lowering -Xmx; the suite now runs:\n"
+        "============================== 12 passed in 3.41s ==============================\n"
+    )
+    result = _triage_text(tmp_path, text)
+    assert result.triage_class is TriageClass.PASSED, result.summary
+    # counter-case: without the summary, the title decides
+    alone = _triage_text(tmp_path, text.split("Fixed", maxsplit=1)[0])
+    assert alone.triage_class is TriageClass.HOST_ALLOC_FAILED, alone.summary

@@ -38,18 +38,18 @@ EVERY_LINE: dict[str, Shape] = {
 }  # fmt: skip
 PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # shape, the most rows whose class it may move (each re-read as a logged line: see above);
-    # a lead before an issue's "# " title stops it being read as a code comment: two title rows
-    # of parts N33 and N36 (MinerU's, Browsertrix's) move that way, to their labels' class;
     # two prose rows of part N26 (ElasticDL's relaunch policy on OOMKilled, Flair's GPU storage
     # option) become logged messages behind a lead, as the build half's prose rows do: logging,
-    # docker's json and zap's one more each (and Graphite's traceback, its frames now read
-    # behind a lead, no longer moves); a title row of part N35 (MultiMC's "Could not reserve
-    # enough space for 4188160KB object heap") moves the same way as N33's and N36's, and part
-    # N32's qsim title "q32d14 tutorial crashes with OOM" under the logging lead
-    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 21),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 37),
+    # docker's json and zap's one more each; part N32's qsim title "q32d14 tutorial crashes
+    # with OOM" moves under the logging lead, and part N33's Browsertrix title ("JavaScript
+    # heap out of memory and high Memory Usuage ...", a title naming no event) to its label's
+    # class, read as a logged message. An issue's "# " title is read as a heading, with or
+    # without a lead before it: the title rows of parts N35 and N36 (MultiMC's, MinerU's) no
+    # longer move
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 18),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 34),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
-    "quote": (lambda line: "> " + line, 8),
+    "quote": (lambda line: "> " + line, 7),
     # structured logs: docker's json-file driver, zap's JSON encoder
     "docker-json": (
         lambda line: json.dumps(

@@ -1195,7 +1195,7 @@ parsers, not a message. ``what:`` is not a key: it labels a C++ exception's mess
 ``what()``), as GLib prints an exception its signal handler caught (``what: std::bad_alloc``)."""
 
 
-def _in_fence(before: str) -> bool:
+def in_fence(before: str) -> bool:
     """Whether the text just before a line leaves a Markdown fence open (an odd count)."""
     return len(_FENCE.findall(before)) % 2 == 1
 
@@ -1226,7 +1226,7 @@ def in_source(before: str, line: str) -> bool:
         return False
     if _COMMENT.search(line) or _PRINTED_EXCEPTION.match(line):
         return False
-    if not _in_fence(before):
+    if not in_fence(before):
         return False
     lines = before.splitlines()
     at = max(i for i, text in enumerate(lines) if _FENCE.match(text))
@@ -1320,7 +1320,7 @@ def _an_example(before: str, line: str = "") -> bool:
     example ("I believe the error message is now:", "something like:", "we now report ...:"),
     the nearest sentence before it or before its fence."""
     lines = before.splitlines()
-    if _in_fence(before):
+    if in_fence(before):
         opener = max(i for i, text in enumerate(lines) if _FENCE.match(text))
         if re.match(r"^[\s>]*(?:```|~~~)`*\s*(?:diff|patch)\b", lines[opener]):
             return True
@@ -1360,7 +1360,7 @@ def in_context(
     if kind in ("host_alloc_failed", "gpu_oom") and _an_example(before, line):
         return LineSignal("memory_noted", {**fields, "example": True}), 0, line
     if kind == "memory_noted":
-        if not fields.get("unreported") or _FIELD.match(line) or not _in_fence(before):
+        if not fields.get("unreported") or _FIELD.match(line) or not in_fence(before):
             return found, 0, line
         # Inside a fenced block (a pasted log): the program's own words, a report.
         reread = parse_oom_parts(line, reported=True)

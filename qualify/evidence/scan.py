@@ -39,6 +39,7 @@ from qualify.evidence.oom_parts import (
     CONTEXT_BEFORE,
     CONTEXT_KINDS,
     in_context,
+    in_fence,
     in_source,
 )
 from qualify.records import frozen_record
@@ -396,6 +397,10 @@ class ScanResult:
     """Lines over MAX_LINE_BYTES that held a needle (read in windows around them)."""
     first_long_line: int | None = None
     error: str | None = None
+    headings: list[Signal] = records.field(default_factory=list)
+    """What Markdown headings outside a fence say (an issue's ``# Title``), read without their
+    ``#`` marks where the line as written gave nothing: weaker than the text's own lines, read
+    only when those decide nothing (``qualify.triage.core.triage``)."""
 
     def of_kind(self, *kinds: str) -> list[Signal]:
         """The signals of these kinds, in file order."""
@@ -419,6 +424,8 @@ class _Part:
     """(hit index, line, text, parsed): the first MAX_PER_KIND parsed."""
     long_lines: list[int] = records.field(default_factory=list)
     """Line numbers of the long lines read in windows."""
+    headings: list[tuple[int, str, LineSignal]] = records.field(default_factory=list)
+    """(line, text, signal) of headings read without their marks (``ScanResult.headings``)."""
 
 
 def _looks_binary(head: bytes) -> bool:
@@ -549,6 +556,9 @@ def _merge(parts: list[_Part], result: ScanResult) -> None:
         seen += sum(part.seen.values())
         cuda += [(hit_base + h, line_base + n, text, oom) for h, n, text, oom in part.cuda]
         long_lines += [line_base + n for n in part.long_lines]
+        for line, text, found in part.headings[: MAX_PER_KIND - len(result.headings)]:
+            evidence = Evidence.of(result.source, line_base + line, text, found.kind)
+            result.headings.append(Signal(evidence, found))
         line_base += part.lines
         hit_base += part.cuda_hits
     result.lines = line_base
@@ -595,6 +605,7 @@ def _scan_range(fd: int, start: int, stop: int) -> _Part:
         # the line was written, less its colour codes.
         said = message(text)
         record, said = said, structured(said) or said  # (a structured log's message first)
+        first = said
         found, led = parse_line(unquoted(said)), False
         for reading in (body(said), record if record is not said else None):
             if reading is not None and (found is None or found.kind == "memory_noted"):
@@ -602,12 +613,42 @@ def _scan_range(fd: int, start: int, stop: int) -> _Part:
                 if again is not None and (found is None or again.kind != "memory_noted"):
                     found, said, led = again, reading, reading is not record
         text = plain(text)
+        if (found is None or found.kind == "memory_noted") and _HEADING.match(first):
+            _heading(fd, offset, raw, line, text, first, part)
         if found is not None and found.kind in CONTEXT_KINDS:
             found, at, cited = _in_context(fd, offset, raw, line, said, found, led)
             _keep(part, at, text if at == line else cited, found)
         elif found is not None and not _in_source(fd, offset, said):
             _keep(part, line, text, found)
     return part
+
+
+_HEADING = re.compile(r"^[\s>]*#{1,6}\s+(?=\S)")
+"""A Markdown heading's marks (``# Title``, ``### Error``), in a quote too (``> # Title``);
+BuildKit's ``#5 0.123`` is none."""
+
+
+def _heading(
+    fd: int, offset: int, raw: bytes, line: int, text: str, said: str, part: _Part
+) -> None:
+    """A heading outside a fence, read without its marks (``ScanResult.headings``): as written,
+    ``# ...`` is read as a comment in code, which it is only inside a fence."""
+    start = max(0, offset - CONTEXT_BEFORE)
+    before = os.pread(fd, offset - start, start)
+    if (b"```" in before or b"~~~" in before) and in_fence(
+        messages(before.decode("utf-8", errors="replace"))
+    ):
+        return
+    said = _HEADING.sub("", said, count=1)
+    found = parse_line(unquoted(said))
+    if found is None or found.kind == "memory_noted":
+        return
+    if found.kind in CONTEXT_KINDS:
+        found, at, cited = _in_context(fd, offset, raw, line, said, found, False)
+        text = text if at == line else cited
+        line = at
+    if found.kind != "memory_noted" and len(part.headings) < MAX_PER_KIND:
+        part.headings.append((line, text, found))
 
 
 def _in_source(fd: int, offset: int, text: str) -> bool:

@@ -19,7 +19,7 @@ from qualify.evidence.pod import (
     pod_memory_limit,
 )
 from qualify.evidence.pytest_reports import read_junit_outcomes, read_report_log
-from qualify.evidence.scan import MAX_LINE_BYTES, scan_log
+from qualify.evidence.scan import MAX_LINE_BYTES, ScanResult, scan_log
 from qualify.records import frozen_record
 from qualify.run.last_gasp import allocation_words
 from qualify.rundir import RunDir
@@ -377,12 +377,27 @@ def _inputs_record(sources: Sources, given: Sources) -> list[dict[str, Any]]:
     return record
 
 
+def _with_headings(scan: ScanResult) -> ScanResult:
+    """``scan`` with its headings' signals among its lines' (``ScanResult.headings``)."""
+    if not scan.headings:
+        return scan
+    signals = sorted(scan.signals + scan.headings, key=lambda s: s.evidence.line or 0)
+    return records.replace(scan, signals=signals, headings=[])
+
+
 def triage(sources: Sources) -> Triage:
     """The whole triage of ``sources`` (paths detected by content first)."""
     given, sources = sources, detected(sources)
     inputs = read_inputs(sources)
     bag = gather(inputs)
     decision = decide(bag)
+    if decision.triage_class is TriageClass.UNKNOWN and any(s.headings for s in inputs.logs):
+        # Nothing in the text decided: its headings (an issue's title) are read as well.
+        titled = records.replace(inputs, logs=[_with_headings(scan) for scan in inputs.logs])
+        bag_titled = gather(titled)
+        decided = decide(bag_titled)
+        if decided.triage_class is not TriageClass.UNKNOWN:
+            inputs, bag, decision = titled, bag_titled, decided
     section = attribution(inputs.run, bag)
     missing = [f"not in the message: {gap}" for gap in decision.gaps]
     missing += missing_for(decision.triage_class, bag, bool(sources.kernel))
