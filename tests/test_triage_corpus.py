@@ -106,8 +106,8 @@ KNOWN_MISSES = {
     ),
     "kill-cloudbuild-gcloud-app-deploy-timeout-context-deadline-exceeded-googlecloudplatform-"
     "cloud-builders-306.txt": (
-        "Cloud Build's status word TIMEOUT alone on its line, then Go's 'context deadline "
-        "exceeded', which a request's timeout says too: not read as the build's time limit"
+        "Cloud Build's status word TIMEOUT alone on its line is not read; Go's 'context "
+        "deadline exceeded' on the line after it gives the class, and is what is cited"
     ),
     "host-dataflow-shutting-down-jvm-gc-thrashing-memory-used-total-max-mozilla-gcp-ingestion-"
     "739.txt": (
@@ -549,12 +549,6 @@ KNOWN_MISSES = {
         "exhausted' over lines 6 and 7, so the box's unwrapped start of the same error (line 10) "
         "is cited: lines are read one at a time"
     ),
-    "pytest-gopls-regtest-fail-waiting-on-diagnostics-context-deadline-exceeded-golang-go-"
-    "54271.txt": (
-        "the label (unsure: TIMEOUT or TEST_FAILURE) reads the test's own wait running out as a "
-        "time limit; the build half reads a Go test failed with 'context deadline' in its message "
-        "as a failed test (vitess' TestConnectTimeout), as the reader does here"
-    ),
     "kill-readthedocs-sphinx-writing-output-killed-command-killed-excessive-memory-consumption-"
     "readthedocs-readthedocs-org-5337.txt": (
         "the label knows the platform (Read the Docs' build container) from the thread; the text "
@@ -854,10 +848,6 @@ KNOWN_MISSES = {
         "'ECS killing the container when the memory limit is reached' tells the graph's drops "
         "with a 'when' of each time, which the rules read as how a platform behaves (as "
         "Lithops' 'kills the entire action when got out of memory')"
-    ),
-    "kill-chromedp-program-exits-deadline-exceeded-chromedp-chromedp-177.txt": (
-        "the deciding line is the issue's '# ' title, read as a code comment, and 'context "
-        "deadline exceeded' after a dash is a call's error words, not a time limit's end"
     ),
     "neg-pyppeteer-pthread-create-unavailable-miyakogi-pyppeteer-287.txt": (
         "the class is right; the exception 'Browser closed unexpectedly:' is cited, not the "

@@ -38,6 +38,10 @@ HELD_OUT_TABLES = {
     "n38": "ecosystems no other part names: bioimage analysis, microscopy and cell-tracking tools",
     "n39": "ecosystems no other part names: weather, climate and ocean models and their data tools",
     "n40": "ecosystems no other part names: fuzzers, sanitizers and dynamic analysis tools",
+    "n41": "ecosystems no other part names: WebAssembly runtimes, compilers and toolchains",
+    "n42": "ecosystems no other part names: formal verification, provers, SAT/SMT solvers",
+    "n43": "ecosystems no other part names: astronomy, astrophysics and radio astronomy software",
+    "n44": "ecosystems no other part names: data version control, artifact stores, large files",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -83,6 +87,10 @@ UNLISTED = frozenset(
         "n38",
         "n39",
         "n40",
+        "n41",
+        "n42",
+        "n43",
+        "n44",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

@@ -2985,11 +2985,12 @@ def test_a_limit_of_memory_hit_is_memory_used_up(text: str, used_up: bool) -> No
 @pytest.mark.parametrize(
     ("line", "kind"),
     [
-        # LUCI's build host: a Go panic whose value is the context's deadline passed
+        # LUCI's build host: a Go panic whose value is the context's deadline passed; Cloud
+        # Build's gcloud, the same words as its error after the build's TIMEOUT
         ("panic: context deadline exceeded", "timeout"),
-        # counter-cases (the build half): the same words as an error a call returned; a panic
+        ("ERROR: context deadline exceeded", "timeout"),
+        # counter-cases (the build half): the same words as what a test's assertion got; a panic
         # of another value
-        ("ERROR: context deadline exceeded", None),
         ("    client_test.go:121: was expecting SQLError 2013 / HY000 / initial packet read "
          "failed but got: context deadline exceeded", None),
         ("panic: runtime error: invalid memory address or nil pointer dereference", None),
@@ -3795,3 +3796,25 @@ def test_a_heading_does_not_outweigh_a_negative_of_the_text(tmp_path: Path) -> N
     # counter-case: without the summary, the title decides
     alone = _triage_text(tmp_path, text.split("Fixed", maxsplit=1)[0])
     assert alone.triage_class is TriageClass.HOST_ALLOC_FAILED, alone.summary
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # a time limit and its crossing said together, as an error's words are: Go's context
+        # error as gopls' regression test printed it, and chromedp's title
+        ("            err:context deadline exceeded", "timeout"),
+        ("Program exits spontanously - context deadline exceeded", "timeout"),
+        ("Error: time limit exceeded", "timeout"),
+        # counter-cases: what a test compared (Vitess' assertion: the error it got), a network's
+        # deadline named before it on the line, a deadline supposed
+        ("client_test.go:121: was expecting SQLError 2013 / HY000 / initial packet read failed "
+         "but got: context deadline exceeded", None),
+        ('Get "https://registry.example.com/v2/": context deadline exceeded', None),
+        ("The run may exceed the deadline", None),
+    ],
+    ids=["gopls", "chromedp", "error", "vitess-got", "network", "may"],
+)  # fmt: skip
+def test_a_time_limit_stated_crossed_is_a_timeout(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found

@@ -253,6 +253,15 @@ _FAILED_FOR = re.compile(
 """A unit of work's failure, with a time limit as its reason or its state (``failed due to
 timeout``, ``completed with status "TIMEOUT"``, ``state: TIMEOUT``)."""
 _ENDED = re.compile(r"\b(?:killed|cancel+ed|stopped|aborted|terminated|interrupted)\b")
+_STATED_CROSSED = re.compile(
+    r"(?:deadline|time ?out|time ?limit|wall ?time|max(?:imum)? (?:\w+ )?time)"
+    r" (?:was |has been |is )?(?:exceeded|reached|expired|hit)\b"
+)
+"""A time limit and its crossing said together, as an error's words are (Go's "context deadline
+exceeded", "time limit exceeded", "timeout expired"): a fact stated, whatever the line names."""
+_GOT_BEFORE = re.compile(r"\b(?:got|received|actual|returned)\W{0,3}(?:\w+\W{1,3}){0,2}$")
+"""What a test compared, just before: its assertion's "was expecting SQLError 2013 ... but got:
+context deadline exceeded" (Vitess) names the error the test got, not how the run ended."""
 _STATE_COLUMN = re.compile(
     r"(?:\s{2,}time ?out\s+|\btime ?out\s{2,})[\d.]+ ?(?:ms|s|sec|secs|seconds)\b(?!\S)"
 )
@@ -300,7 +309,17 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
         timed_after = _TIMED_AFTER.search(low) is not None
         limit_of = _LIMIT_OF.search(low, start, stop) is not None
         quiet = limit_of and timed[0] in ("no output", "inactivity")  # silent for a duration
-        if timed_after or quiet or (crossed and (ended or unit or lead == "" or led or limit_of)):
+        stated = (
+            _STATED_CROSSED.match(low, timed.start()) is not None
+            and _GOT_BEFORE.search(low, 0, timed.start()) is None
+            and _NETWORK.search(low, 0, timed.start()) is None
+        )  # (a network's, said before it on the line: "Get \"https://...\": context deadline")
+        if (
+            timed_after
+            or quiet
+            or stated
+            or (crossed and (ended or unit or lead == "" or led or limit_of))
+        ):
             return LineSignal("timeout", {"parts": True})
         failed_for = _FAILED_FOR.search(low, start, stop) is not None
         overtime = timed[0].endswith(("over time", "overtime"))  # "failed due over time"
