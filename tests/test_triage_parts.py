@@ -3818,3 +3818,23 @@ def test_a_heading_does_not_outweigh_a_negative_of_the_text(tmp_path: Path) -> N
 def test_a_time_limit_stated_crossed_is_a_timeout(line: str, kind: str | None) -> None:
     found = parse_line(line)
     assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # bitiodine's Rust binary: the allocator's refusal and the shell's abort on one line,
+        # glued as the issue shows it and as a terminal shows it with a space between
+        ("memory allocation of 23400000000 bytes failedAborted", "host_alloc_failed"),
+        ("memory allocation of 23400000000 bytes failed Aborted (core dumped)",
+         "host_alloc_failed"),
+        # counter-cases: the abort alone; a segfault after words about memory is a crash
+        ("Aborted (core dumped)", "shell_crash"),
+        ("memory allocation of 23400000000 bytes failed Segmentation fault (core dumped)",
+         "shell_crash"),
+    ],
+    ids=["glued", "spaced", "abort-alone", "segfault"],
+)  # fmt: skip
+def test_an_abort_after_a_refusal_on_its_line_is_the_refusal(line: str, kind: str) -> None:
+    found = parse_line(line)
+    assert (found.kind if found else None) == kind, found

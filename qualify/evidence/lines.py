@@ -601,6 +601,13 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
             "pid": int(match[1]) if match[1] else None,
             "command": (match[3] or "").strip() or None,
         }
+        if fields["signal"] == "SIGABRT":
+            # an abort after the program's own report, on the same line, of an allocation it
+            # was refused ("memory allocation of 2147483648 bytes failed ... Aborted (core
+            # dumped)"): the refusal is why it ended, as after "terminate called"
+            cause = parse_oom_parts(line, low)
+            if cause is not None and cause.kind in _MEMORY_CAUSES:
+                return cause
         return LineSignal("shell_crash", {k: v for k, v in fields.items() if v})
     if "what():" in low:  # the C++ runtime's report of an exception, after "terminate called"
         # in any case ("WHAT():" lowers to it too)
