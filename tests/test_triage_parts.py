@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from qualify.evidence.gpu_lines import parse_engine_line
+from qualify.evidence.headers import unquoted
 from qualify.evidence.lines import parse_line, parse_orchestrator_line
 from qualify.evidence.oom_parts import in_source, parse_oom_parts
 from qualify.evidence.pod import memory_used_up, platform_named
@@ -3838,3 +3839,40 @@ def test_a_time_limit_stated_crossed_is_a_timeout(line: str, kind: str | None) -
 def test_an_abort_after_a_refusal_on_its_line_is_the_refusal(line: str, kind: str) -> None:
     found = parse_line(line)
     assert (found.kind if found else None) == kind, found
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        # a line that is one strong span is read as its words: ESP-IDF's assertion as the issue
+        # set it, the shell's status, Rust's refusal in underscores
+        ("**assert failed: block_locate_free heap_tlsf.c:447 (block_size(block) >= size)**",
+         "assert failed: block_locate_free heap_tlsf.c:447 (block_size(block) >= size)"),
+        ("**Killed**", "Killed"),
+        ("__memory allocation of 23400000000 bytes failed__",
+         "memory allocation of 23400000000 bytes failed"),
+        # counter-cases: spans that do not wrap the whole line, a dunder name
+        ("**Error:** CUDA out of memory", "**Error:** CUDA out of memory"),
+        ("**a** and **b**", "**a** and **b**"),
+        ("__init__.py", "__init__.py"),
+    ],
+    ids=["esp-idf", "killed", "underscores", "lead-only", "two-spans", "dunder"],
+)  # fmt: skip
+def test_a_line_in_bold_is_read_as_its_words(line: str, words: str) -> None:
+    assert unquoted(line) == words
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # go test's failed test and a Jenkins script's killed command, each set in bold
+        ("go test ./runtime\n**--- FAIL: TestGcSys (0.06s)**\n", TriageClass.TEST_FAILURE),
+        ("python train.py\n**runscripts/jenkins/ecoli-glucose-minimal.sh: line 22: 155269 "
+         "Killed**\n", TriageClass.EXTERNAL_KILL),
+    ],
+    ids=["go-test", "jenkins-killed"],
+)  # fmt: skip
+def test_a_bold_deciding_line_decides_as_written(
+    tmp_path: Path, text: str, expected: TriageClass
+) -> None:
+    assert _triage_text(tmp_path, text).triage_class is expected

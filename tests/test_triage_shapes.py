@@ -50,6 +50,10 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 34),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),
+    # a line set in bold in a report (Markdown's strong emphasis around the whole line): 50 rows
+    # moved before a line that is one strong span was read as its words, 13 after (two of them
+    # an issue's "# " title, bold around a heading; five move under the other leads too)
+    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 13),
     # structured logs: docker's json-file driver, zap's JSON encoder
     "docker-json": (
         lambda line: json.dumps(

@@ -125,13 +125,21 @@ def unquoted(line: str) -> str:
     """``line`` without the marks of a quote before it: a log pasted as a quote in a report says
     what it says (whether the quote is an example is read from the lines around it). A line that
     is one code span and nothing else (GROBID's user: "`[TIMEOUT] PDF to XML conversion timed
-    out`") is a paste of one line, read as a fenced block's line is."""
+    out`") is a paste of one line, read as a fenced block's line is; a line that is one strong span
+    (``**Killed**``) is read as its words."""
     if line.startswith(">") and not line.startswith(">>>"):
         quote = _QUOTE.match(line)
         line = line if quote is None else line[quote.end() :]
     if line[:1] == "`" and (span := _WHOLE_SPAN.match(line)) is not None:
         return span[1]
+    if line[:2] in ("**", "__") and (strong := _WHOLE_STRONG.match(line)) is not None:
+        return unquoted(strong[2])
     return line
+
+
+_WHOLE_STRONG = re.compile(r"^(\*\*|__)(?=\S)((?:(?!\1).)+?)(?<=\S)\1\s*$")
+"""A line that is one strong span and nothing else (``**assert failed: block_locate_free
+heap_tlsf.c:447 (block_size(block) >= size)**``): Markdown's emphasis, not the line's words."""
 
 
 _MESSAGE_KEYS = ("log", "msg", "message", "MESSAGE", "textPayload", "error", "err")
