@@ -3768,6 +3768,11 @@ def test_a_heading_decides_only_when_the_text_does_not(
     result = triage(Sources(paths=(CORPUS / name,)))
     assert result.triage_class is expected, result.summary
     assert result.decided_by[0].line == line, result.decided_by
+    # a heading that decides says so, and is held with low confidence
+    titled = line == 1 and name.startswith("host-")
+    assert ("as a heading says" in result.summary) is titled, result.summary
+    if titled:
+        assert result.confidence == "low", result.confidence
 
 
 def test_a_heading_inside_a_fence_is_code(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from qualify.run.last_gasp import allocation_words
 from qualify.rundir import RunDir
 from qualify.sizes import format_bytes
 from qualify.triage.analysis import read_run_dir
-from qualify.triage.classify import Decision, conflicts, decide, missing_for
+from qualify.triage.classify import LOW, Decision, conflicts, decide, missing_for
 from qualify.triage.model import Finding, Triage, TriageClass
 from qualify.triage.remedies import (
     attribution,
@@ -397,6 +397,8 @@ def triage(sources: Sources) -> Triage:
         bag_titled = gather(titled)
         decided = decide(bag_titled)
         if decided.triage_class is not TriageClass.UNKNOWN:
+            said = f"{decided.summary} (as a heading says; nothing in the text under it decides)"
+            decided = records.replace(decided, summary=said, confidence=LOW)
             inputs, bag, decision = titled, bag_titled, decided
     section = attribution(inputs.run, bag)
     missing = [f"not in the message: {gap}" for gap in decision.gaps]
