@@ -41,6 +41,7 @@ from qualify.verdict import EXIT_ERROR, EXIT_PASSED, EXIT_USAGE
 
 if TYPE_CHECKING:
     from qualify.publish.github import GithubResult
+    from qualify.rundir import AuditRead
 
 
 def triage_findings(run_dir: RunDir) -> dict[str, Any]:
@@ -66,19 +67,27 @@ def triage_findings(run_dir: RunDir) -> dict[str, Any]:
 
 def failed_run_triage(run_dir: RunDir) -> dict[str, Any] | None:
     """Triage's findings for a run that did not pass (None for a passed run)."""
-    read = run_dir.read_audit()
+    return _failed_run_triage(run_dir, run_dir.read_audit())
+
+
+def _failed_run_triage(run_dir: RunDir, read: AuditRead) -> dict[str, Any] | None:
+    """``failed_run_triage`` with the audit as just read (``read``)."""
     failed = read.audit is None or read.audit.verdict != "PASSED"
     return triage_findings(run_dir) if failed else None
 
 
-def write_report(run_dir: RunDir, findings: dict[str, Any] | None = None) -> Path | None:
+def write_report(
+    run_dir: RunDir, findings: dict[str, Any] | None = None, read: AuditRead | None = None
+) -> Path | None:
     """The report page (``findings``: triage's, computed here when not given); its failure
     costs nothing else (None): its traceback is kept in the debug log and the audit's problems
-    say so (before public/ copies the audit)."""
+    say so (before public/ copies the audit). ``read``: the audit as read just before, with
+    ``findings`` already final (a passed run's None included), so that it is not read again."""
     try:
-        read = run_dir.read_audit()
-        if findings is None:
-            findings = failed_run_triage(run_dir)
+        if read is None:
+            read = run_dir.read_audit()
+            if findings is None:
+                findings = _failed_run_triage(run_dir, read)
         return write_html_report(run_dir, findings, read.audit)
     except Exception as exc:
         import traceback  # (only here: with linecache and tokenize it is costly to import)
@@ -161,8 +170,10 @@ def publish_channels(
     environment whose secret-looking values are redacted: at the end of a run, the E2E's;
     ``sources``: ``--secret-env`` names and the ``--secrets-file`` (recorded for the run).
     """
-    findings = failed_run_triage(run_dir)
-    report = write_report(run_dir, findings)
+    read = run_dir.read_audit()
+    findings = _failed_run_triage(run_dir, read)
+    # Triage records its own failure in the audit: the page reads it again after a triage.
+    report = write_report(run_dir, findings, read if findings is None else None)
     secrets = environ if secrets_from is None else secrets_from
     sanitizer = run_sanitizer(run_dir.path, secrets, sources)
     bundle = publish_run(run_dir.path, level, sanitizer)

@@ -20,6 +20,7 @@ sanitizer can undo. So the E2E never sees a secret unless a family (``pass_env``
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
@@ -48,8 +49,14 @@ SECRET_SUFFIXES = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "APIKE
 SECRET_URL_NAMES = frozenset({"DATABASE_URL", "DATABASE_URI", "CONNECTION_STRING"})
 """... or when it names a database connection (whole value secret)..."""
 _URL_SUFFIX = ("_URL", "_URI", "_DSN", "_CONNECTION_STRING", "_CONN_STR")
-_URL_CREDENTIALS = re.compile(r"://[^\s/@]*:[^\s/@]+@")
-"""... or when it is any ``*_URL``/``*_URI`` whose value carries ``user:password@``."""
+
+
+@functools.cache
+def _url_credentials() -> re.Pattern[str]:
+    """... or when it is any ``*_URL``/``*_URI`` whose value carries ``user:password@``."""
+    return re.compile(r"://[^\s/@]*:[^\s/@]+@")
+
+
 NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
 OWN_PREFIX = "QUALIFY_"
 """qualify's own variables (run paths, family options given on its command line, recorded in
@@ -66,10 +73,12 @@ def is_secret_name(name: str, value: str) -> bool:
         return True
     if upper in SECRET_URL_NAMES or upper.endswith("DATABASE_URL"):  # *_DSN: a secret word
         return True
-    return upper.endswith(_URL_SUFFIX) and bool(_URL_CREDENTIALS.search(value))
+    return upper.endswith(_URL_SUFFIX) and bool(_url_credentials().search(value))
 
 
-_ORDINARY = re.compile(r"[A-Za-z]+(?:[ _-][A-Za-z]+)*|[0-9]+")
+@functools.cache
+def _ordinary() -> re.Pattern[str]:
+    return re.compile(r"[A-Za-z]+(?:[ _-][A-Za-z]+)*|[0-9]+")
 
 
 def refusal(value: str) -> str | None:
@@ -80,7 +89,7 @@ def refusal(value: str) -> str | None:
             f"{len(stripped)} characters is too short to redact without redacting ordinary "
             f"text (valid: a value of at least {MIN_SECRET_LENGTH} characters)"
         )
-    if len(stripped) < ORDINARY_BELOW and _ORDINARY.fullmatch(stripped):
+    if len(stripped) < ORDINARY_BELOW and _ordinary().fullmatch(stripped):
         return (
             "it reads as an ordinary word or number, which would be redacted everywhere "
             f"(valid: a value with letters and digits or symbols, or of {ORDINARY_BELOW}+ "

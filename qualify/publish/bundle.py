@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import json
 import os
 import re
 import shutil
 import tempfile
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
 from json.encoder import encode_basestring as _json_text
 from pathlib import Path
@@ -149,10 +149,12 @@ def _strip_streams(text: str) -> str:
     end, or to the end of the file."""
     if "system-out" not in text and "system-err" not in text:
         return text
+    import xml.etree.ElementTree as ET  # (here: most runs' XML has no stream to strip)
+
     try:
         root = ET.fromstring(_encode(text))
     except ET.ParseError:
-        return _STREAM.sub("", text)
+        return _stream().sub("", text)
     for parent in list(root.iter()):
         for child in list(parent):
             if isinstance(child.tag, str) and child.tag.rpartition("}")[2] in _STREAMS:
@@ -161,9 +163,13 @@ def _strip_streams(text: str) -> str:
 
 
 _STREAMS = ("system-out", "system-err")
-_STREAM = re.compile(
-    r"<(?:[\w.-]+:)?system-(?:out|err)\b.*?(?:</(?:[\w.-]+:)?system-(?:out|err)\s*>|\Z)", re.S
-)
+
+
+@functools.cache
+def _stream() -> re.Pattern[str]:
+    return re.compile(
+        r"<(?:[\w.-]+:)?system-(?:out|err)\b.*?(?:</(?:[\w.-]+:)?system-(?:out|err)\s*>|\Z)", re.S
+    )
 
 
 def _well_formed(name: str, text: str) -> bool:
@@ -181,6 +187,8 @@ def _well_formed(name: str, text: str) -> bool:
 def _clean_xml(text: str, sanitizer: Sanitizer) -> str:
     """XML cleaned node by node (text, tail, attribute values): when cleaning the whole text
     would break it (a match across markup)."""
+    import xml.etree.ElementTree as ET
+
     root = ET.fromstring(_encode(text))
     for element in root.iter():
         if element.text:
@@ -296,7 +304,7 @@ class _Writer:
         # decode, each between two quotes: when cleaning keeps every one of them, the line is
         # published as it was written (most lines of an events file; nothing decoded).
         if _FLAT_OBJECT.fullmatch(line, 0, len(line) - len(ending)) and self.sanitizer.keeps(
-            _JSON_STRING.findall(line)
+            _json_string().findall(line)
         ):
             return line
         try:
@@ -326,8 +334,12 @@ class _Writer:
         return records.replace(read.audit, publication=publication).to_bytes().decode()
 
 
-_JSON_STRING = re.compile(r'"([^"]*)"')
-"""The strings of a JSON text that holds no backslash (no escapes: a quote always delimits)."""
+@functools.cache
+def _json_string() -> re.Pattern[str]:
+    """The strings of a JSON text that holds no backslash (no escapes: a quote always delimits)."""
+    return re.compile(r'"([^"]*)"')
+
+
 _FLAT_SCALAR = (
     r'(?:"[^"\\\x00-\x1f]*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)'
 )

@@ -10,6 +10,7 @@ encoding still carries is found. A channel with a finding is withheld, never rep
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Callable
@@ -18,20 +19,29 @@ from qualify.publish import views
 from qualify.publish.secrets import SecretIndex
 from qualify.records import frozen_record
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
-_COMMAND = re.compile(r"%(0D|0A|3A|2C|25)", re.IGNORECASE)
+
+@functools.cache
+def _ansi() -> re.Pattern[str]:
+    return re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+@functools.cache
+def _command() -> re.Pattern[str]:
+    return re.compile(r"%(0D|0A|3A|2C|25)", re.IGNORECASE)
+
+
 _COMMAND_CHARS = {"0D": "\r", "0A": "\n", "3A": ":", "2C": ",", "25": "%"}
 
 
 def unescape_command(text: str) -> str:
     """A GitHub workflow command's escaping undone (actions/toolkit ``escapeData`` and
     ``escapeProperty``: ``%25``, ``%0D``, ``%0A``, ``%3A``, ``%2C``)."""
-    return _COMMAND.sub(lambda match: _COMMAND_CHARS[match.group(1).upper()], text)
+    return _command().sub(lambda match: _COMMAND_CHARS[match.group(1).upper()], text)
 
 
 def strip_ansi(text: str) -> str:
     """A terminal's text without colour and title sequences."""
-    return _ANSI.sub("", text)
+    return _ansi().sub("", text)
 
 
 @frozen_record

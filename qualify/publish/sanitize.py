@@ -32,7 +32,7 @@ from __future__ import annotations
 import bisect
 import collections
 import contextlib
-import ipaddress
+import functools
 import itertools
 import os
 import pwd
@@ -159,7 +159,13 @@ _VALUE = (
     + r"[^'\n]{4,})'|(?P<secret>" + _NOT_MARKER + r"[^\s\"'<>,;\[\]{}()]{4,}))"
 )  # fmt: skip
 _PEM_BREAK = r"(?:\s|\\[nr]|&#1[03];|&#x[aAdD];)+(?:E\s+)?(?:[+-]\s+)?"
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/=]{16,}")
+
+
+@functools.cache
+def _base64_run() -> re.Pattern[str]:
+    return re.compile(r"[A-Za-z0-9+/=]{16,}")
+
+
 TOKEN_RULES: dict[str, Rule] = {
     # Fixed-length shapes are capped at their length: a whole token at the end of a line is not
     # continued onto the next line's first word in the view without line breaks.
@@ -268,15 +274,27 @@ PSEUDONYM_RULES = {
 """Pseudonym prefix -> rule name."""
 RULES = ("known-secret", *TOKEN_RULES, "aws-secret-key", *PSEUDONYM_RULES.values())
 """Every rule name (what ``disabled_rules`` and the per-rule counts use)."""
-_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+
+
+@functools.cache
+def _aws_secret() -> re.Pattern[str]:
+    return re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+
+
 _AWS_WINDOW = 200
 _MEMO_LENGTH = 256
 _CONTEXT_RULES = frozenset({"secret-assignment", "auth-header", "bearer-token"})
 _OPEN_ENDED = _CONTEXT_RULES | {"url-credentials"}
 """Rules whose value ends where the text's characters change, not where a shape ends."""
-_CODE_LIKE = re.compile(r"[a-z_][a-z_.]*(?:\(\))?|[A-Z_][A-Z_.]*")
-"""A value a key-value rule found but that reads like code (``password=os.environ``, a
-constant's name): redacted where it stands, not learnt as a value to redact everywhere."""
+
+
+@functools.cache
+def _code_like() -> re.Pattern[str]:
+    """A value a key-value rule found but that reads like code (``password=os.environ``, a
+    constant's name): redacted where it stands, not learnt as a value to redact everywhere."""
+    return re.compile(r"[a-z_][a-z_.]*(?:\(\))?|[A-Z_][A-Z_.]*")
+
+
 # Not preceded by a word character or a dot (a colon for IPv6), asserted after the first
 # character rather than before it: a pattern that starts with a lookbehind is tried at every
 # position of the text, one that starts with a character class only where that class matches
@@ -284,11 +302,21 @@ constant's name): redacted where it stands, not learnt as a value to redact ever
 # the same addresses.
 _IPV4 = re.compile(r"(\d(?<![\w.]\d)\d{0,2})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\w+-]|\.\d)")
 _IPV6 = re.compile(r"f(?<![\w:]f)[cde][0-9a-f]{2}:[0-9a-f:]*[0-9a-f](?![\w:])", re.IGNORECASE)
-_VERSION_BEFORE = re.compile(
-    r"(?i)(?:(?:\b(?:v|version|ver|release|rev|build)|==|>=|<=|~=|!=)\s*[:=]?\s*|@v|[A-Za-z][-_])$"
-)
-_WORD_BEFORE = re.compile(r"([A-Za-z][\w.+]*?)\.*[ \t]+$")
-"""The word before a dotted quad, without the dots that end a sentence (``eth0. 10.0.0.1``)."""
+
+
+@functools.cache
+def _version_before() -> re.Pattern[str]:
+    return re.compile(
+        r"(?i)(?:(?:\b(?:v|version|ver|release|rev|build)|==|>=|<=|~=|!=)\s*[:=]?\s*|@v|[A-Za-z][-_])$"
+    )
+
+
+@functools.cache
+def _word_before() -> re.Pattern[str]:
+    """The word before a dotted quad, without the dots that end a sentence (``eth0. 10.0.0.1``)."""
+    return re.compile(r"([A-Za-z][\w.+]*?)\.*[ \t]+$")
+
+
 PRODUCT_WORDS = frozenset(
     {"tensorrt", "trt", "cuda", "cudnn", "cublas", "nccl", "driver", "libnvinfer", "torch",
      "python", "onnxruntime", "openvino", "rocm", "triton", "vllm", "jetpack", "firmware"}
@@ -306,11 +334,17 @@ NETWORK_WORDS = frozenset(
     }
 )  # fmt: skip
 """A dotted quad after one of these words is an address; after any other word, a version."""
-_INTERNAL_V4 = [
-    ipaddress.ip_network(net)
-    for net in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10")
-]
-_INTERNAL_V6 = [ipaddress.ip_network(net) for net in ("fc00::/7", "fe80::/10")]
+_INTERNAL_V4 = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10")
+_INTERNAL_V6 = ("fc00::/7", "fe80::/10")
+
+
+@functools.cache
+def _internal_networks(version: int) -> list[Any]:
+    """The internal networks of an IP ``version``, made at the first address a text holds
+    (``ipaddress`` is imported then: most runs' texts hold none)."""
+    import ipaddress
+
+    return [ipaddress.ip_network(net) for net in (_INTERNAL_V4 if version == 4 else _INTERNAL_V6)]
 
 
 _FQDN: dict[str, str] = {}
@@ -510,13 +544,13 @@ class Sanitizer:
                 if rule != "private-key":  # a value, never the next line's text glued to it
                     value = views.LINE_END.split(value, maxsplit=1)[0].strip()
                 # A key's value is its base64 lines, not its armour or the text's line breaks.
-                pieces = _BASE64_RUN.findall(value) if rule == "private-key" else [value]
+                pieces = _base64_run().findall(value) if rule == "private-key" else [value]
                 found += [
                     KnownSecret(piece, f"{rule} found in {where}")
                     for piece in pieces
                     if len(piece) >= MIN_HARVESTED_LENGTH
                     and "REDACTED" not in piece
-                    and (rule not in _CONTEXT_RULES or not _CODE_LIKE.fullmatch(piece))
+                    and (rule not in _CONTEXT_RULES or not _code_like().fullmatch(piece))
                 ]
         self.learn(found)
 
@@ -564,7 +598,7 @@ class Sanitizer:
         """40-character AWS secret keys near an access key id (mixed case: not a git SHA)."""
         window = max(0, start - _AWS_WINDOW)
         spans = []
-        for match in _AWS_SECRET.finditer(text[window : end + _AWS_WINDOW]):
+        for match in _aws_secret().finditer(text[window : end + _AWS_WINDOW]):
             if _classes(match.group()) >= 2 and any(c.isupper() for c in match.group()):
                 spans.append(("aws-secret-key", window + match.start(), window + match.end()))
         return spans
@@ -626,12 +660,13 @@ class Sanitizer:
         value = match.group()
         if "." in value and self._is_version(match):
             return value
+        import ipaddress
+
         try:
             address = ipaddress.ip_address(value)
         except ValueError:
             return value
-        networks = _INTERNAL_V4 if address.version == 4 else _INTERNAL_V6
-        if any(address in network for network in networks):
+        if any(address in network for network in _internal_networks(address.version)):
             return self._pseudonym("ip", value.lower())
         return value
 
@@ -643,9 +678,9 @@ class Sanitizer:
         network word (``connect to 10.0.0.1``) or an ordinary one (``then 10.2.3.4``)."""
         text = match.string
         before = text[max(0, match.start() - 40) : match.start()].rpartition("\n")[2]
-        if _VERSION_BEFORE.search(before):
+        if _version_before().search(before):
             return True
-        word = _WORD_BEFORE.search(before)
+        word = _word_before().search(before)
         if word is None or match.group(1) != "10":
             return False
         name = word.group(1)

@@ -40,7 +40,13 @@ of these, so a view without them (:func:`collapsed`) shows the halves side by si
 BREAK = re.compile(rf"(?:[ ]*(?:{INVISIBLE}))+(?:[ \t]*E {{2,}})?[ \t]*(?:[-+?] [ \t]*)?")
 BREAK_HINT = re.compile(r"[\x00-\x1a\x1c-\x1f\x7f]|\\[nrtbfv]|&#|#x[017]")
 """Where a break may be: a text without one has no collapsed view."""
-_ESCAPED_LINE_BREAK = re.compile(r"\\r\\n|\\n")
+
+
+@functools.cache
+def _escaped_line_break() -> re.Pattern[str]:
+    return re.compile(r"\\r\\n|\\n")
+
+
 _ESCAPES = re.compile(
     # Every escape starts with one of these: the lookahead lets the scan skip the text between
     # escapes instead of trying each alternative at every position (6x faster on JSON lines).
@@ -255,7 +261,7 @@ def views(text: str) -> list[tuple[str, AnyView | None]]:
                 found.append((flat.text, flat))
             layer = decoded(layer.text, layer)
     if "\\n" in last[0] and _FRAME.search(last[0]):  # a table in a repr or a JSON string
-        rows = View(last[0], _ESCAPED_LINE_BREAK, "\n", last[1])
+        rows = View(last[0], _escaped_line_break(), "\n", last[1])
         last = (rows.text, rows)
     if "\n" in last[0] and _FRAME.search(last[0]):
         table = TableView(*last)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import os
 import re
 import threading
@@ -67,7 +68,11 @@ among them), so that a capture stays within tens of milliseconds whatever the nu
 workers."""
 MAX_FRAMES = 32
 MAX_DUMP_BYTES = 64 << 10
-_FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.+?)\s*$')
+
+
+@functools.cache
+def _frame() -> re.Pattern[str]:
+    return re.compile(r'^\s+File "(.*)", line (\d+) in (.+?)\s*$')
 
 
 @frozen_record
@@ -148,7 +153,7 @@ def parse_dump(text: str) -> tuple[list[Frame], dict[str, int | None]]:
     for line in text.splitlines():
         if line.startswith(("Current thread", "Thread 0x", "Stack (most recent call first)")):
             threads.append((not line.startswith("Thread 0x"), []))  # one thread's own: "Stack"
-        elif (match := _FRAME.match(line)) and threads and len(threads[-1][1]) < MAX_FRAMES:
+        elif (match := _frame().match(line)) and threads and len(threads[-1][1]) < MAX_FRAMES:
             threads[-1][1].append(
                 Frame(cuts.tail(match[1], 300), int(match[2]), cuts.head(match[3], 200))
             )

@@ -148,7 +148,24 @@ def _options(hint: Any) -> tuple[Any, ...]:
     return (hint,)
 
 
-def _matches(value: Any, hint: Any) -> bool:
+_PARTS: dict[Any, tuple[tuple[Any, Any, tuple[Any, ...]], ...]] = {}
+
+
+def _parts(hint: Any) -> tuple[tuple[Any, Any, tuple[Any, ...]], ...]:
+    """``_options(hint)``, each with its ``typing.get_origin`` and ``typing.get_args``: worked
+    out once per hint (an audit read asks them for every value it holds)."""
+    try:
+        return _PARTS[hint]
+    except KeyError:
+        found = tuple((o, typing.get_origin(o), typing.get_args(o)) for o in _options(hint))
+        _PARTS[hint] = found
+        return found
+    except TypeError:  # an unhashable hint
+        return tuple((o, typing.get_origin(o), typing.get_args(o)) for o in _options(hint))
+
+
+def _matches(value: Any, hint: Any, origin: Any) -> bool:
+    """Whether ``value`` can be read as ``hint`` (``origin``: its ``typing.get_origin``)."""
     if hint is Any:
         return True
     if hint is type(None):
@@ -159,7 +176,6 @@ def _matches(value: Any, hint: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
     if hint in _SCALARS:
         return isinstance(value, hint)
-    origin = typing.get_origin(hint)
     if origin is list:
         return isinstance(value, list)
     if origin is dict:
@@ -169,19 +185,18 @@ def _matches(value: Any, hint: Any) -> bool:
 
 def _convert(value: Any, hint: Any, where: str, problems: list[str]) -> Any:
     """``value`` read as ``hint``; raises LookupError when it does not fit at all."""
-    for option in _options(hint):
-        if not _matches(value, option):
+    for option, origin, args in _parts(hint):
+        if not _matches(value, option, origin):
             continue
         if option is float and value is not None:
             return float(value)
-        origin = typing.get_origin(option)
         if origin is list:
-            (item,) = typing.get_args(option) or (Any,)
+            (item,) = args or (Any,)
             return [
                 _convert_or_skip(v, item, f"{where}[{i}]", problems) for i, v in enumerate(value)
             ]
         if origin is dict:
-            item = (typing.get_args(option) or (str, Any))[1]
+            item = (args or (str, Any))[1]
             return {
                 str(k): _convert_or_skip(v, item, f"{where}.{k}", problems)
                 for k, v in value.items()
