@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -571,8 +572,28 @@ def test_a_quoted_refusal_is_read_by_the_message_not_the_words_around_it() -> No
     assert found is not None and found.kind == "memory_noted"
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+LINE_READINGS: dict[str, list[tuple[str, str, str | None]]] = {}
+"""What ``parse_line`` reads each line as, by mechanism (each registered below with where its
+lines come from): ``test_each_mechanism_reads_its_lines``."""
+PARTS_READINGS: dict[str, list[tuple[str, str, str | None]]] = {}
+"""The same for ``parse_oom_parts``: ``test_each_mechanism_reads_its_lines_by_their_parts``."""
+
+
+def _reads(
+    table: dict[str, list[tuple[str, str, str | None]]],
+    mechanism: str,
+    cases: list[tuple[str, str | None]],
+    ids: list[str] | None = None,
+) -> None:
+    """Register a mechanism's lines and the kind each is read as, with their ids."""
+    names = ids if ids is not None else [str(n) for n in range(len(cases))]
+    assert mechanism not in table
+    table[mechanism] = [(n, line, kind) for n, (line, kind) in zip(names, cases, strict=True)]
+
+
+_reads(
+    PARTS_READINGS,
+    "k_wordings_by_their_parts",
     [
         # https://github.com/researchstudio-sat/webofneeds/issues/3177: a purpose after a
         # raised limit does not hedge it
@@ -612,9 +633,6 @@ def test_a_quoted_refusal_is_read_by_the_message_not_the_words_around_it() -> No
     ids=["raised-limit", "tex", "oom-controller", "asked-then-said", "asked", "may-indicate",
          "daemon-started"],
 )  # fmt: skip
-def test_k_wordings_by_their_parts(line: str, kind: str | None) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found is not None else None) == kind, found
 
 
 def test_source_in_a_language_fence_is_code_but_its_comments_quote_output(tmp_path: Path) -> None:
@@ -693,8 +711,9 @@ def test_a_cap_in_any_of_its_spellings_explains_the_kill(cap: str, tmp_path: Pat
     assert _triaged(tmp_path / "issue.txt", text).triage_class is TriageClass.CGROUP_OOM
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "l_wordings_by_their_parts",
     [
         # https://github.com/fsprojects/zarchive-fsharpbinding/issues/626: a namespace before
         # the exception's name is not the machine
@@ -733,9 +752,6 @@ def test_a_cap_in_any_of_its_spellings_explains_the_kill(cap: str, tmp_path: Pat
     ids=["dotnet-namespace", "system-ran-out", "gradle-cause", "own-limit", "limit-enforced",
          "avoided", "device-discarded", "never-occurs", "never-before"],
 )  # fmt: skip
-def test_l_wordings_by_their_parts(line: str, kind: str | None) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found is not None else None) == kind, found
 
 
 def test_a_fraction_of_a_byte_is_no_size() -> None:
@@ -749,8 +765,9 @@ def test_a_fraction_of_a_byte_is_no_size() -> None:
     assert found is not None and 4096 in found.fields.values(), found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "l_ends_and_failures_by_their_parts",
     [
         # https://github.com/bitrise-io/bitrise/issues/714: an end with its reason in brackets
         ('It passes the 2 first steps but the third reaches "Abort via Bitrise DEN (timeout)".',
@@ -779,9 +796,6 @@ def test_a_fraction_of_a_byte_is_no_size() -> None:
          "times-out", "request-times-out",
          "catch2-failed", "location-failure", "warning", "googletest", "tcl-exception"],
 )  # fmt: skip
-def test_l_ends_and_failures_by_their_parts(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found is not None else None) == kind, found
 
 
 @pytest.mark.parametrize(
@@ -806,8 +820,9 @@ def test_the_scanner_finds_the_new_states(text: str, expected: TriageClass, tmp_
     assert triage(Sources(paths=(log,))).triage_class is expected
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_shortage_in_its_plain_forms_is_read",
     [
         # Memory run short in the statement's plain forms, on a program's error line: each is
         # read whatever the ecosystem that prints it.
@@ -838,14 +853,12 @@ def test_the_scanner_finds_the_new_states(text: str, expected: TriageClass, tmp_
         # https://github.com/openwrt/packages/issues/417: the kernel's warning, work goes on
         ("[278624.724000] dsl_cpe_control: page allocation failure: order:4, mode:0x2000d0", None),
     ],
-)
-def test_a_shortage_in_its_plain_forms_is_read(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found is not None else None) == kind, found
+)  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "failed_tests_in_their_plain_forms",
     [
         # Failed tests in the plain forms runners share, whatever the runner.
         ("not ok 3 - should be equal", "test_failed"),  # TAP (Perl, node-tap, bats)
@@ -857,10 +870,7 @@ def test_a_shortage_in_its_plain_forms_is_read(line: str, kind: str | None) -> N
         ("✗ 2 tests failed", "test_failed"),
         ("Test Suites: 1 failed, 4 passed, 5 total", "test_failed"),  # Jest
     ],
-)
-def test_failed_tests_in_their_plain_forms(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found is not None else None) == kind, found
+)  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -920,20 +930,19 @@ def test_an_error_treated_or_counted_none_is_no_event(line: str) -> None:
     assert found is None or found.kind == "memory_noted", found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "the_same_words_that_report_stay_reports",
     [
         ("Fixed-size pool exhausted: out of memory", "host_alloc_failed"),  # an adjective
         ("oom_kill 3", "oom_kill"),
     ],
-)
-def test_the_same_words_that_report_stay_reports(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert found is not None and found.kind == kind, found
+)  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "ram_said_short_is_memory",
     [
         ("ERROR: not enough RAM", "host_alloc_failed"),
         ("ERROR: the program ran out of ram", "host_alloc_failed"),
@@ -941,10 +950,7 @@ def test_the_same_words_that_report_stay_reports(line: str, kind: str) -> None:
         ("I have enough RAM", None),
         ("IndexError: index out of range", "exception_line"),  # not memory
     ],
-)
-def test_ram_said_short_is_memory(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found is not None else None) == kind, found
+)  # fmt: skip
 
 
 def test_an_explanation_of_a_code_is_no_oom_kill() -> None:
@@ -952,8 +958,9 @@ def test_an_explanation_of_a_code_is_no_oom_kill() -> None:
     assert found is not None and found.kind == "memory_noted", found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "m_wordings_by_their_parts",
     [
         # https://github.com/davisking/dlib/issues/2340: a CUDA call giving out of memory as its
         # reason is the device's refusal, not the process's own end
@@ -996,9 +1003,6 @@ def test_an_explanation_of_a_code_is_no_oom_kill() -> None:
          "libfuzzer", "hyphen-unreported", "watchdog-limits", "error-code", "windows-code",
          "other-code", "no-memory", "no-memory-leak", "allotted", "mem", "memo"],
 )  # fmt: skip
-def test_m_wordings_by_their_parts(line: str, kind: str | None) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found is not None else None) == kind, found
 
 
 @pytest.mark.parametrize(
@@ -1027,8 +1031,9 @@ def test_m_mentions_report_nothing(line: str) -> None:
     assert found is None or found.kind == "memory_noted", found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "m_reports_stay_reports",
     [
         # the same words where they report
         ("Emscripten: Cannot enlarge memory arrays ... if you want malloc to return NULL (0) "
@@ -1038,13 +1043,11 @@ def test_m_mentions_report_nothing(line: str) -> None:
     ],
     ids=["instead-after", "title-in-a-name", "will-without-lead"],
 )  # fmt: skip
-def test_m_reports_stay_reports(line: str, kind: str) -> None:
-    found = parse_oom_parts(line)
-    assert found is not None and found.kind == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "m_ends_and_failures_by_their_parts",
     [
         # https://github.com/apache/superset/issues/8860: a dotted task name is no network word
         ("[2019-12-18 07:53:23,121: ERROR/MainProcess] Hard time limit (1200s) exceeded for "
@@ -1069,9 +1072,6 @@ def test_m_reports_stay_reports(line: str, kind: str) -> None:
     ids=["dotted-name", "network-read", "maximum-runtime", "runtime-setting", "pytest-prefixes",
          "rust-panic", "rust-assertion", "libtest-summary", "libtest-ok", "received-killed"],
 )  # fmt: skip
-def test_m_ends_and_failures_by_their_parts(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found is not None else None) == kind, found
 
 
 def test_the_kernels_reaper_names_the_victim() -> None:
@@ -1134,8 +1134,9 @@ def test_a_kill_with_memory_said_to_have_run_out(tmp_path: Path) -> None:
     assert _triaged(tmp_path / "issue.txt", hedged).triage_class is TriageClass.EXTERNAL_KILL
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "probed_forms_by_their_parts",
     [
         # the JVM's message since JDK 11: the exception raised, its detail supposing a cause
         ("java.lang.OutOfMemoryError: unable to create native thread: possibly out of memory or "
@@ -1155,9 +1156,6 @@ def test_a_kill_with_memory_said_to_have_run_out(tmp_path: Path) -> None:
     ids=["jvm-native-thread", "possibly-exception", "aborted-oom", "aborted-other",
          "program-prefix", "returning-null", "condition", "quoted-if"],
 )  # fmt: skip
-def test_probed_forms_by_their_parts(line: str, kind: str | None) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found is not None else None) == kind, found
 
 
 def test_sacct_state_cut_to_its_column_is_slurms_oom(tmp_path: Path) -> None:
@@ -1175,8 +1173,9 @@ def test_sacct_state_cut_to_its_column_is_slurms_oom(tmp_path: Path) -> None:
     assert _triaged(tmp_path / "sacct.txt", cancelled).triage_class is not TriageClass.CGROUP_OOM
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "probed_ends_by_their_parts",
     [
         # a probe of CI systems' and schedulers' ends, expected readings written first
         ("No output has been received in the last 10m0s, this potentially indicates a stalled "
@@ -1194,13 +1193,11 @@ def test_sacct_state_cut_to_its_column_is_slurms_oom(tmp_path: Path) -> None:
     ids=["no-output", "no-output-setting", "allotted-time", "requested-runtime",
          "runtime-question", "npm-errno", "unittest-fail", "unittest-ok", "cargo-test"],
 )  # fmt: skip
-def test_probed_ends_by_their_parts(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found is not None else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "an_end_read_by_its_reason",
     [
         # a retry that failed in turn is the end, not a recovery (MXNet's pooled storage)
         ("MXNetError: [12:00:00] src/storage/./pooled_storage_manager.h:157: cudaMalloc retry "
@@ -1213,13 +1210,11 @@ def test_probed_ends_by_their_parts(line: str, kind: str | None) -> None:
     ],
     ids=["retry-failed", "retrying", "terminated-for-a-refusal", "terminated-for-a-kill"],
 )  # fmt: skip
-def test_an_end_read_by_its_reason(line: str, kind: str) -> None:
-    found = parse_oom_parts(line)
-    assert found is not None and found.kind == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "the_node_in_the_statements_own_sentence",
     [
         # the node named only in advice after the statement (MySQL's error 1041)
         ("ERROR 1041 (HY000): Out of memory; check if mysqld or some other process uses all "
@@ -1229,9 +1224,6 @@ def test_an_end_read_by_its_reason(line: str, kind: str) -> None:
     ],
     ids=["advice-after", "node-in-the-statement"],
 )  # fmt: skip
-def test_the_node_in_the_statements_own_sentence(line: str, kind: str) -> None:
-    found = parse_oom_parts(line)
-    assert found is not None and found.kind == kind, found
 
 
 def test_the_cuda_drivers_refusal_on_the_host_is_the_hosts() -> None:
@@ -1241,8 +1233,9 @@ def test_the_cuda_drivers_refusal_on_the_host_is_the_hosts() -> None:
     assert found is not None and found.kind == "host_alloc_failed", found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_count_of_things_killed_is_no_kill",
     [
         ("Killed 3 idle connections", None),
         ("Killed 12 long running queries", None),
@@ -1251,13 +1244,11 @@ def test_the_cuda_drivers_refusal_on_the_host_is_the_hosts() -> None:
     ],
     ids=["count-of-connections", "count-of-queries", "shell-word", "shell-word-command"],
 )  # fmt: skip
-def test_a_count_of_things_killed_is_no_kill(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found is not None else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "jenkins_abort_is_a_cancel",
     [
         ("Aborted by admin", "canceled"),
         ("Finished: ABORTED", "canceled"),
@@ -1266,9 +1257,6 @@ def test_a_count_of_things_killed_is_no_kill(line: str, kind: str | None) -> Non
     ],
     ids=["aborted-by", "finished-aborted", "build-was-aborted", "supposed"],
 )  # fmt: skip
-def test_jenkins_abort_is_a_cancel(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found is not None else None) == kind, found
 
 
 def test_a_hosts_dmesg_naming_docker_is_no_platform(tmp_path: Path) -> None:
@@ -1283,8 +1271,9 @@ def test_a_hosts_dmesg_naming_docker_is_no_platform(tmp_path: Path) -> None:
     assert result.triage_class is TriageClass.GLOBAL_OOM, result.summary
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "part_n2_read_by_mechanism",
     [
         # part N2's lines, each with a counter-case
         ("what: std::bad_alloc", "memory_noted"),  # alone, outside a pasted log: a mention
@@ -1308,9 +1297,6 @@ def test_a_hosts_dmesg_naming_docker_is_no_platform(tmp_path: Path) -> None:
          "malloc-call", "calloc-of-bytes", "open-failed", "lock-down", "mlock", "mmap",
          "openvz-ub", "host-kernel"],
 )  # fmt: skip
-def test_part_n2_read_by_mechanism(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found is not None else None) == kind, found
 
 
 def test_the_number_after_an_identifiers_word_is_no_size() -> None:
@@ -1362,8 +1348,9 @@ def test_probe_nine_by_mechanism(tmp_path: Path, text: str, expected: TriageClas
         assert result.triage_class is expected, result.summary
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "an_oom_met_by_switching_to_a_cheaper_way_is_handled",
     [
         ("WARNING: Not enough memory to continue with full-resolution; switching to tiled mode",
          "oom_handled"),
@@ -1372,9 +1359,6 @@ def test_probe_nine_by_mechanism(tmp_path: Path, text: str, expected: TriageClas
     ],
     ids=["fallback", "oom-while-switching", "fallback-failed"],
 )  # fmt: skip
-def test_an_oom_met_by_switching_to_a_cheaper_way_is_handled(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert found is not None and found.kind == kind, found
 
 
 @pytest.mark.parametrize(
@@ -1398,8 +1382,9 @@ def test_a_structured_logs_message_field_is_a_record(
     assert result.triage_class is expected, result.summary
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "an_allocation_verb_and_its_object_then_fail",
     [
         # OceanBase's observer.log: the object between the verb and its failure
         ("[2021-06-07 19:38:53.589284] ERROR [LIB] ob_malloc (ob_malloc.h:38) [79518][226] [lt=5]"
@@ -1412,13 +1397,11 @@ def test_a_structured_logs_message_field_is_a_record(
     ],
     ids=["oceanbase-ob-malloc", "alloc-buffer", "free-failed", "allocated-ok"],
 )  # fmt: skip
-def test_an_allocation_verb_and_its_object_then_fail(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found is not None else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "a_limit_crossed_in_the_programs_own_panic_is_its_refusal",
     [
         # Databend's alloc-error hook: its own tracker refused, and it panicked with a backtrace
         ("memory usage 15.0 GB(15041424373) exceeds limit 15.0 GB(15032385536) backtrace= "
@@ -1433,13 +1416,11 @@ def test_an_allocation_verb_and_its_object_then_fail(line: str, kind: str | None
     ],
     ids=["databend-hook", "rust-panicked", "no-panic", "kernel-panic"],
 )  # fmt: skip
-def test_a_limit_crossed_in_the_programs_own_panic_is_its_refusal(line: str, kind: str) -> None:
-    found = parse_oom_parts(line)
-    assert found is not None and found.kind == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "an_oom_that_appears_or_seems_to_happen_is_a_guess",
     [
         # rspack's issue title: the author's guess at what ended the step
         ("[Issue] rspack appears to run out of memory and fail silenty on local and CI bundle "
@@ -1452,9 +1433,6 @@ def test_a_limit_crossed_in_the_programs_own_panic_is_its_refusal(line: str, kin
     ],
     ids=["rspack-title", "seems-to-have", "go-runtime", "appears-elsewhere"],
 )  # fmt: skip
-def test_an_oom_that_appears_or_seems_to_happen_is_a_guess(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert found is not None and found.kind == kind, found
 
 
 @pytest.mark.parametrize(
@@ -1477,8 +1455,9 @@ def test_a_time_limit_named_by_its_length_is_found(
     assert result.triage_class is expected, result.summary
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_limit_report_whose_kill_field_is_false_killed_nothing",
     [
         # Erlang's max_heap_size report with its kill switch off: it only logged
         ("2021-09-05T12:16:26.175959+00:00 [error] Process:          <0.2120.0> on node "
@@ -1494,9 +1473,6 @@ def test_a_time_limit_named_by_its_length_is_found(
     ],
     ids=["erlang-kill-false", "erlang-kill-true", "kill-in-words"],
 )  # fmt: skip
-def test_a_limit_report_whose_kill_field_is_false_killed_nothing(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert found is not None and found.kind == kind, found
 
 
 @pytest.mark.parametrize(
@@ -1608,8 +1584,9 @@ def test_a_list_item_that_names_a_kind_of_problem_reports_nothing(
     assert result.triage_class is expected, result.summary
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "an_oom_as_the_object_of_a_persons_clause_is_their_account",
     [
         # Typesense's issue: the error is the object of the person's clause, mid-sentence
         ("Initially, we do have 8GB RAM and 4 vcpus. All the memories was occupied by the "
@@ -1624,9 +1601,6 @@ def test_a_list_item_that_names_a_kind_of_problem_reports_nothing(
     ],
     ids=["typesense", "they-hit", "exit-code", "bad-alloc-named", "program"],
 )  # fmt: skip
-def test_an_oom_as_the_object_of_a_persons_clause_is_their_account(line: str, kind: str) -> None:
-    found = parse_oom_parts(line)
-    assert found is not None and found.kind == kind, found
 
 
 @pytest.mark.parametrize(
@@ -1671,8 +1645,9 @@ def test_a_test_named_with_what_ended_it_is_a_failed_test(
     assert result.triage_class is expected, result.summary
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "a_signal_between_a_kill_and_its_memory_cause_is_read",
     [
         # Yosys' issue: a run wrapper names the signal between the kill and its memory cause
         ("**<<<<< Terminated by signal 9 (SIGKILL) due to explosive use of memory. >>>>>**",
@@ -1684,13 +1659,11 @@ def test_a_test_named_with_what_ended_it_is_a_failed_test(
     ],
     ids=["yosys-wrapper", "limit-named", "signal-alone", "user-request"],
 )  # fmt: skip
-def test_a_signal_between_a_kill_and_its_memory_cause_is_read(line: str, kind: str | None) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "a_streams_label_pastes_the_programs_words_into_a_sentence",
     [
         # Av1an's issue: a stream's label pastes the source filter's own words into the sentence
         ("Since I used latest pre-build av1an at this time, I got the error source pipe stderr:  "
@@ -1705,13 +1678,11 @@ def test_a_signal_between_a_kill_and_its_memory_cause_is_read(line: str, kind: s
     ],
     ids=["av1an", "av1an-intro", "no-label", "never-saw", "supposed"],
 )  # fmt: skip
-def test_a_streams_label_pastes_the_programs_words_into_a_sentence(line: str, kind: str) -> None:
-    found = parse_oom_parts(line)
-    assert found is not None and found.kind == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "a_request_of_zero_bytes_is_no_shortage",
     [
         # megalodon's issue: guppy's limit line for a request of nothing, 64 bytes in use
         ("2022-02-17 14:30:06.553515 [guppy/info] CUDA device 0 reached memory limit while trying "
@@ -1726,13 +1697,11 @@ def test_a_streams_label_pastes_the_programs_words_into_a_sentence(line: str, ki
     ],
     ids=["guppy-zero", "zero-host", "guppy-sized", "zero-free"],
 )  # fmt: skip
-def test_a_request_of_zero_bytes_is_no_shortage(line: str, kind: str) -> None:
-    found = parse_oom_parts(line)
-    assert found is not None and found.kind == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "the_shells_killed_quoted_as_output_is_a_kill",
     [
         # PDAL's issue: the shell's word for a killed command, quoted as the output one got
         ("I have attempted this in both the conda version as well as the Docker version of PDAL "
@@ -1745,13 +1714,11 @@ def test_a_request_of_zero_bytes_is_no_shortage(line: str, kind: str) -> None:
     ],
     ids=["pdal", "backticks", "supposed", "label"],
 )  # fmt: skip
-def test_the_shells_killed_quoted_as_output_is_a_kill(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "an_oom_offered_as_one_of_either_outcome_is_foretold",
     [
         # xarray-spatial's bug report: an OOM as one of two outcomes foretold, not one seen
         ("A 20000x20000 raster (400M pixels) tries to grab ~15 GB and either OOM-kills or "
@@ -1764,9 +1731,6 @@ def test_the_shells_killed_quoted_as_output_is_a_kill(line: str, kind: str | Non
     ],
     ids=["xarray-spatial", "runs-out-or", "either-cause", "either-way"],
 )  # fmt: skip
-def test_an_oom_offered_as_one_of_either_outcome_is_foretold(line: str, kind: str) -> None:
-    found = parse_oom_parts(line)
-    assert found is not None and found.kind == kind, found
 
 
 @pytest.mark.parametrize(
@@ -1786,8 +1750,9 @@ def test_a_program_that_threw_a_signal_died_of_it(line: str, code: int | None) -
     assert (found.fields.get("code") if found else None) == code, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "a_gpus_capacity_exceeded_is_its_memory",
     [
         # readfish's issue: guppy's server refuses to start, the GPU's capacity named as exceeded
         ("[guppy/error] run_server: Maximum GPU capacity exceeded. Try decreasing "
@@ -1800,13 +1765,11 @@ def test_a_program_that_threw_a_signal_died_of_it(line: str, code: int | None) -
     ],
     ids=["guppy", "disk", "cpu", "streams"],
 )  # fmt: skip
-def test_a_gpus_capacity_exceeded_is_its_memory(line: str, kind: str | None) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_kill_given_as_the_reason_of_an_error_is_a_kill",
     [
         # Semgrep's canned message: the kill given as the reason the user sees an error
         ("                    You are seeing this because the engine was killed.",
@@ -1819,9 +1782,6 @@ def test_a_gpus_capacity_exceeded_is_its_memory(line: str, kind: str | None) -> 
     ],
     ids=["semgrep", "worker", "pbs-ncpus", "cpu", "preemption"],
 )  # fmt: skip
-def test_a_kill_given_as_the_reason_of_an_error_is_a_kill(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
 @pytest.mark.parametrize(
@@ -1844,8 +1804,9 @@ def test_a_kill_for_time_or_memory_is_a_kill(line: str, kind: str | None) -> Non
     assert (used_up is None) == (kind != "oom_kill"), used_up
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "a_cause_that_seems_or_can_be_is_supposed",
     [
         # TypeScript-Sublime-Plugin's issue: the person's guess at why tsserver's heap ran out
         ("Is there anything I can do about that? I am working on a relatively large project and "
@@ -1860,13 +1821,11 @@ def test_a_kill_for_time_or_memory_is_a_kill(line: str, kind: str | None) -> Non
     ],
     ids=["tsserver-seems-like", "mkdocs-can-involve", "limit", "like"],
 )  # fmt: skip
-def test_a_cause_that_seems_or_can_be_is_supposed(line: str, kind: str) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "a_paste_introduced_by_its_occasion_reports_the_end",
     [
         # Semgrep's issue: a paste introduced by the moment it was taken, the pod's OOM kill
         ("I believe I'm running into the same error while running as a container in Kubernetes. "
@@ -1880,9 +1839,6 @@ def test_a_cause_that_seems_or_can_be_is_supposed(line: str, kind: str) -> None:
     ],
     ids=["semgrep", "after-it-was", "kind-of-run", "avoided", "no-occasion"],
 )  # fmt: skip
-def test_a_paste_introduced_by_its_occasion_reports_the_end(line: str, kind: str) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found else None) == kind, found
 
 
 _THRUST = "terminate called after throwing an instance of 'thrust::system::detail::bad_alloc'\n"
@@ -1915,8 +1871,9 @@ def test_an_allocation_exception_carrying_another_error_is_not_memory(
     assert triage(Sources(paths=(log,))).triage_class is expected
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "an_errors_name_spoken_of_as_a_kind_is_a_mention",
     [
         # OctoPrint's maintainer: the error's name spoken of as a kind, what it is
         ("A `MemoryError` is sadly something outside of the control of OctoPrint. It might be "
@@ -1931,13 +1888,11 @@ def test_an_allocation_exception_carrying_another_error_is_not_memory(
     ],
     ids=["octoprint", "means", "is-raised", "the-was-raised", "got-a", "bare"],
 )  # fmt: skip
-def test_an_errors_name_spoken_of_as_a_kind_is_a_mention(line: str, kind: str) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_log_records_prefix_leaves_its_message_first",
     [
         # Zephyr's twister: a log record's prefix, then the time limit's words as its message
         ("2022-01-18 20:29:53,541 - twister - DEBUG - Timed out while monitoring serial output "
@@ -1952,13 +1907,11 @@ def test_an_errors_name_spoken_of_as_a_kind_is_a_mention(line: str, kind: str) -
     ],
     ids=["twister", "info", "connection", "setting", "supposed"],
 )  # fmt: skip
-def test_a_log_records_prefix_leaves_its_message_first(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_process_that_got_a_killing_signal_ended_by_it",
     [
         # dune: a rule's command "(got signal KILL)", the signal by its short name
         ("> js_of_ocaml .js/uucp/uucp.cma.js (got signal KILL)", "exit_code"),
@@ -1970,13 +1923,11 @@ def test_a_log_records_prefix_leaves_its_message_first(line: str, kind: str | No
     ],
     ids=["dune", "number", "forgot", "handler", "unnamed"],
 )  # fmt: skip
-def test_a_process_that_got_a_killing_signal_ended_by_it(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "an_end_the_work_went_on_past_is_a_fallback",
     [
         # sccache: the server gone, the work carried on another way in the same sentence
         ("sccache: warning: The server looks like it shut down unexpectedly, compiling locally "
@@ -1989,13 +1940,11 @@ def test_a_process_that_got_a_killing_signal_ended_by_it(line: str, kind: str | 
     ],
     ids=["sccache", "falling-back", "no-fallback", "next-sentence"],
 )  # fmt: skip
-def test_an_end_the_work_went_on_past_is_a_fallback(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_kill_told_before_its_reading_as_memory_is_the_kill",
     [
         # solc's user: the kill told first (after their own circumstance), their reading of it
         # as memory after
@@ -2016,9 +1965,6 @@ def test_an_end_the_work_went_on_past_is_a_fallback(line: str, kind: str | None)
     ],
     ids=["solc", "linker", "jupyter", "mlserver", "their-when", "docs"],
 )  # fmt: skip
-def test_a_kill_told_before_its_reading_as_memory_is_the_kill(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
 _COCOAPODS = "活动监视器显示 ruby 进程所占用的内存持续飙升 11 ~ 19.95 GB\uff0c直到被系统杀死\u3002"
@@ -2084,8 +2030,9 @@ def test_a_kill_after_memory_said_used_up_is_the_machines(
     assert triage(Sources(paths=(issue,))).triage_class is expected
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "an_oom_a_thing_may_cause_is_foretold",
     [
         # typst's feature request: an OOM kill foretold as what caching "may cause"
         ("When compiling a large document with barely no duplicated contents, most computation "
@@ -2097,13 +2044,11 @@ def test_a_kill_after_memory_said_used_up_is_the_machines(
     ],
     ids=["typst", "could-cause", "caused"],
 )  # fmt: skip
-def test_an_oom_a_thing_may_cause_is_foretold(line: str, kind: str) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "work_failed_due_over_time_ran_out_of_time",
     [
         # vcpkg's CI: a run failed because it went past its time ("due over time")
         ("osx ci is failed lately due over time after 2 days.", "timeout"),
@@ -2118,13 +2063,11 @@ def test_an_oom_a_thing_may_cause_is_foretold(line: str, kind: str) -> None:
     ],
     ids=["vcpkg", "overtime", "ran-overtime", "grew", "failed-grew", "v8-walltime"],
 )  # fmt: skip
-def test_work_failed_due_over_time_ran_out_of_time(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_rename_said_out_of_memory_is_not_memory",
     [
         # PyInstaller under Wine: os.rename's error worded as memory, one path to another
         ("OSError: [WinError 8] Not enough memory: 'Z:\\\\src\\\\dist\\\\test_mem.exe."
@@ -2139,13 +2082,11 @@ def test_work_failed_due_over_time_ran_out_of_time(line: str, kind: str | None) 
     ],
     ids=["pyinstaller-wine", "errno-rename", "shm-path", "no-path", "winerror-8"],
 )  # fmt: skip
-def test_a_rename_said_out_of_memory_is_not_memory(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "a_restart_a_cheaper_way_handles_the_shortage",
     [
         # vcpkg: the build restarted a cheaper way, the memory it ran short of handled
         ("- Restarting Build without parallelism because memory exceeded", "oom_handled"),
@@ -2156,9 +2097,6 @@ def test_a_rename_said_out_of_memory_is_not_memory(line: str, kind: str) -> None
     ],
     ids=["vcpkg", "fewer-workers", "plain-restart", "container"],
 )  # fmt: skip
-def test_a_restart_a_cheaper_way_handles_the_shortage(line: str, kind: str) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found else None) == kind, found
 
 
 GRAPHITE = (
@@ -2188,8 +2126,9 @@ def test_a_traceback_in_a_language_fence_is_output(tmp_path: Path) -> None:
         assert _triaged(tmp_path / "issue.txt", source).triage_class is TriageClass.UNKNOWN
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "a_persons_sentence_running_on_to_the_killer_acting_reports_it",
     [
         # syslog-ng: a person's sentence runs on to the OOM killer acting
         ("We are using syslog-ng in our embedded ARM based device with max. memory of 250MB. We "
@@ -2206,11 +2145,6 @@ def test_a_traceback_in_a_language_fence_is_output(tmp_path: Path) -> None:
     ],
     ids=["syslog-ng", "and-then", "never", "question", "condition", "modal", "setting"],
 )  # fmt: skip
-def test_a_persons_sentence_running_on_to_the_killer_acting_reports_it(
-    line: str, kind: str
-) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found else None) == kind, found
 
 
 COLLECTD = (
@@ -2246,8 +2180,9 @@ def test_the_oom_killers_task_list_shows_it_ran(tmp_path: Path) -> None:
         assert _triaged(tmp_path / "issue.txt", text).triage_class is TriageClass.UNKNOWN, text
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "the_systems_kill_in_the_active_voice_is_a_kill",
     [
         # APISIX: the system's kill told in the active voice, of one process
         ("Then the system kill this nginx worker, and the download was terminated.",
@@ -2262,9 +2197,6 @@ def test_the_oom_killers_task_list_shows_it_ran(tmp_path: Path) -> None:
     ],
     ids=["apisix", "os-killed", "condition", "wish", "let", "general", "switch"],
 )  # fmt: skip
-def test_the_systems_kill_in_the_active_voice_is_a_kill(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
 def test_a_use_a_hundredfold_its_normal_is_memory_blown_up() -> None:
@@ -2283,8 +2215,9 @@ def test_a_use_a_hundredfold_its_normal_is_memory_blown_up() -> None:
         assert memory_used_up(said, "issue.txt") is None, said
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "macos_memorystatus_killing_is_the_machines_memory_killer",
     [
         # OrbStack: macOS's Jetsam by its kernel name, killing for memory
         ("memorystatus: killing largest compressed process OrbStack Helper [58077] 56616 MB",
@@ -2298,11 +2231,6 @@ def test_a_use_a_hundredfold_its_normal_is_memory_blown_up() -> None:
     ],
     ids=["orbstack", "idle", "figures", "level", "never"],
 )  # fmt: skip
-def test_macos_memorystatus_killing_is_the_machines_memory_killer(
-    line: str, kind: str | None
-) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
 COLIMA = (
@@ -2385,8 +2313,9 @@ def test_a_rule_told_of_any_container_and_a_reason_not_given_report_nothing(
         assert (found.kind if found else None) == kind, (line, found)
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "an_options_value_refused_by_the_parser_is_no_shortage",
     [
         # uhyve: clap refusing an option's value, its reason worded as memory
         ("error: invalid value '184KiB' for '--memory-size <MEMORY_SIZE>': Not enough guest "
@@ -2403,9 +2332,6 @@ def test_a_rule_told_of_any_container_and_a_reason_not_given_report_nothing(
     ],
     ids=["uhyve", "argparse", "no-option", "check-alone", "qemu", "allocation"],
 )  # fmt: skip
-def test_an_options_value_refused_by_the_parser_is_no_shortage(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
 def test_the_cxx_runtimes_what_line_is_read_in_any_case() -> None:
@@ -2416,8 +2342,9 @@ def test_the_cxx_runtimes_what_line_is_read_in_any_case() -> None:
     assert parse_line("what():") is None  # nothing after it
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_signal_number_in_an_option_is_the_signal",
     [
         # delta-rs: Rust's Option around the signal's number ("signal: Some(9)")
         ("DEBUG Command exited with signal: Some(9)", "terminated_externally"),
@@ -2429,9 +2356,6 @@ def test_the_cxx_runtimes_what_line_is_read_in_any_case() -> None:
     ],
     ids=["delta-rs", "bare", "sigterm", "none", "code"],
 )  # fmt: skip
-def test_a_signal_number_in_an_option_is_the_signal(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
 @pytest.mark.parametrize(
@@ -2459,8 +2383,9 @@ def test_a_wish_for_what_a_program_should_do_on_a_condition_is_no_report(
         assert found is not None and found.kind == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "a_modal_before_the_words_foretells_rather_than_reports",
     [
         # faasd's PR, OpenFaaS' question, Trigger.dev's docs: what will, would or may happen
         ("Memory limits now work and a function will be killed with OOM", "memory_noted"),
@@ -2479,11 +2404,6 @@ def test_a_wish_for_what_a_program_should_do_on_a_condition_is_no_report(
     ],
     ids=["faasd", "openfaas", "trigger-docs", "negated", "date", "retry", "after", "no-event"],
 )  # fmt: skip
-def test_a_modal_before_the_words_foretells_rather_than_reports(
-    line: str, kind: str | None
-) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found else None) == kind, found
 
 
 @pytest.mark.parametrize(
@@ -2515,8 +2435,9 @@ def test_a_when_that_is_no_persons_tells_a_habit_not_an_event(line: str, kind: s
         assert found is not None and found.kind == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "a_feature_asked_for_in_the_imperative_is_no_report",
     [
         # Pipedream's feature request: what a program should show
         ("Show the step that caused the Out of Memory error", "memory_noted"),
@@ -2526,13 +2447,11 @@ def test_a_when_that_is_no_persons_tells_a_habit_not_an_event(line: str, kind: s
     ],
     ids=["pipedream", "please", "statement"],
 )  # fmt: skip
-def test_a_feature_asked_for_in_the_imperative_is_no_report(line: str, kind: str) -> None:
-    found = parse_oom_parts(line)
-    assert found is not None and found.kind == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "a_reckoning_from_an_estimate_is_no_report",
     [
         # Modal's risk analysis: estimates, then arrows to what they would lead to
         ("- With `max_inputs=100`, even 3-4 concurrent search requests \u2248 200-400MB "
@@ -2543,13 +2462,11 @@ def test_a_feature_asked_for_in_the_imperative_is_no_report(line: str, kind: str
     ],
     ids=["modal", "tilde", "no-estimate"],
 )  # fmt: skip
-def test_a_reckoning_from_an_estimate_is_no_report(line: str, kind: str) -> None:
-    found = parse_oom_parts(line)
-    assert found is not None and found.kind == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_wrapped_line_of_prose_ending_in_a_comma_is_no_code",
     [
         # Knative's PR, a paragraph hard-wrapped near 80 columns: the line ends in a comma
         ("three `eventing-webhook` replicas get `OOMKilled` and enter `CrashLoopBackOff`,",
@@ -2561,13 +2478,11 @@ def test_a_reckoning_from_an_estimate_is_no_report(line: str, kind: str) -> None
     ],
     ids=["knative", "short", "enum", "code"],
 )  # fmt: skip
-def test_a_wrapped_line_of_prose_ending_in_a_comma_is_no_code(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "a_memory_setting_exceeded_is_a_limit_crossed",
     [
         # Pipedream's execution message: a memory setting named by what it is, exceeded
         ("you've exceeded the default memory for this workflow, see "
@@ -2579,9 +2494,6 @@ def test_a_wrapped_line_of_prose_ending_in_a_comma_is_no_code(line: str, kind: s
     ],
     ids=["pipedream", "allotted", "usage", "condition"],
 )  # fmt: skip
-def test_a_memory_setting_exceeded_is_a_limit_crossed(line: str, kind: str | None) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found else None) == kind, found
 
 
 @pytest.mark.parametrize(
@@ -2613,8 +2525,9 @@ def test_a_message_quoted_as_what_the_reader_may_see_is_an_example(
         assert got == expected, got
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "memory_refused_by_a_verb_of_giving_is_an_allocation_refused",
     [
         # Stata (synth_runner's issue): memory the system refuses to provide, by its verb
         ("op. sys. refuses to provide memory", "host_alloc_failed"),
@@ -2625,11 +2538,6 @@ def test_a_message_quoted_as_what_the_reader_may_see_is_an_example(
     ],
     ids=["stata", "grant", "information", "condition"],
 )  # fmt: skip
-def test_memory_refused_by_a_verb_of_giving_is_an_allocation_refused(
-    line: str, kind: str | None
-) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found else None) == kind, found
 
 
 @pytest.mark.parametrize(
@@ -2658,8 +2566,9 @@ def test_a_refusal_in_french_is_read_with_its_octets(
         assert not any(key.endswith("_bytes") for key in found.fields), found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "an_error_quoted_in_its_own_form_with_its_figure_is_a_report",
     [
         # glmmSeq's issue: the program's error in its own form in a person's sentence, its figure
         ("I'm following the vignette. If I'm using the model ~disease+(1|condition)+covar1, R "
@@ -2671,15 +2580,11 @@ def test_a_refusal_in_french_is_read_with_its_octets(
     ],
     ids=["glmmseq", "unlabelled", "no-figure"],
 )  # fmt: skip
-def test_an_error_quoted_in_its_own_form_with_its_figure_is_a_report(
-    line: str, kind: str | None
-) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "a_container_said_out_of_memory_without_a_verb_is_its_limit",
     [
         # shinyapps.io (cytomarker's issue): a container's own status quoted, its verb left out
         ("causes a memory kill error `oom- container out of memory` on shinyapps.io deployments.",
@@ -2693,11 +2598,6 @@ def test_an_error_quoted_in_its_own_form_with_its_figure_is_a_report(
     ],
     ids=["shinyapps", "verbless", "refusal", "container-after", "title"],
 )  # fmt: skip
-def test_a_container_said_out_of_memory_without_a_verb_is_its_limit(
-    line: str, kind: str | None
-) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found else None) == kind, found
 
 
 @pytest.mark.parametrize(
@@ -2721,8 +2621,9 @@ def test_an_exception_first_on_its_line_in_a_language_fence_was_printed(
     assert in_source(before, line) is source
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "an_assertion_comparing_expected_and_found_is_a_failed_test",
     [
         # Jetty's flaky test: an assertion library's comparison, expected against found
         ("org.opentest4j.AssertionFailedError: expected: <0> but was: <1>", "test_failed"),
@@ -2735,13 +2636,11 @@ def test_an_exception_first_on_its_line_in_a_language_fence_was_printed(
     ],
     ids=["opentest4j", "junit3", "bare-assert", "chai", "value-error"],
 )  # fmt: skip
-def test_an_assertion_comparing_expected_and_found_is_a_failed_test(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_test_result_count_and_a_test_named_with_its_exception_are_failed_tests",
     [
         # Payara's PR: Jenkins' test result with its count of failures
         ("Test Result (1 failure / +1)", "test_failed"),
@@ -2756,15 +2655,11 @@ def test_an_assertion_comparing_expected_and_found_is_a_failed_test(line: str, k
     ],
     ids=["jenkins", "liberty", "no-failures", "zero", "wait-alone"],
 )  # fmt: skip
-def test_a_test_result_count_and_a_test_named_with_its_exception_are_failed_tests(
-    line: str, kind: str | None
-) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_signal_9_in_parentheses_or_sent_by_number_is_a_kill",
     [
         # Termux's terminal: the end's own signal in parentheses, quoted by its user
         ("Termux work obnormaly and kill the termux process by **[Process completed (signal 9) - "
@@ -2781,13 +2676,11 @@ def test_a_test_result_count_and_a_test_named_with_its_exception_are_failed_test
     ],
     ids=["termux", "kivy", "exit-code", "sig-3", "signal-15", "if"],
 )  # fmt: skip
-def test_a_signal_9_in_parentheses_or_sent_by_number_is_a_kill(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_kill_whose_cause_is_one_of_two_in_parentheses_supposes_memory",
     [
         # Cordova's camera plugin: the WebView's kill, its cause one of two in parentheses
         ("E/chromium: [ERROR:aw_browser_terminator.cc(89)] Render process (9006) kill (OOM or "
@@ -2804,15 +2697,11 @@ def test_a_signal_9_in_parentheses_or_sent_by_number_is_a_kill(line: str, kind: 
     ],
     ids=["webview", "service", "oom-alone", "aside", "no-memory"],
 )  # fmt: skip
-def test_a_kill_whose_cause_is_one_of_two_in_parentheses_supposes_memory(
-    line: str, kind: str | None
-) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_memory_killer_reporting_a_process_over_its_own_limit_is_that_limit",
     [
         # gomobile's iOS extension: the memory killer reporting the process's own hard limit
         ("16:12:49.226  kernel: memorystatus: exceeded mem limit: ActiveHard 50 MB (fatal)",
@@ -2828,15 +2717,11 @@ def test_a_kill_whose_cause_is_one_of_two_in_parentheses_supposes_memory(
     ],
     ids=["jetsam-limit", "gomemlimit", "jetsam-largest", "lmk", "lsf"],
 )  # fmt: skip
-def test_a_memory_killer_reporting_a_process_over_its_own_limit_is_that_limit(
-    line: str, kind: str | None
-) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "work_that_failed_to_start_in_a_stated_duration_ran_out_of_time",
     [
         # XHarness: the launch that failed to start in a stated duration, after its kills
         ("[07:34:56] dbug: Test failed to start in 0.3 minutes", "timeout"),
@@ -2847,15 +2732,11 @@ def test_a_memory_killer_reporting_a_process_over_its_own_limit_is_that_limit(
     ],
     ids=["xharness", "if", "connect", "no-duration"],
 )  # fmt: skip
-def test_work_that_failed_to_start_in_a_stated_duration_ran_out_of_time(
-    line: str, kind: str | None
-) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "an_errno_joined_to_memory_exhausted_by_its_colon_alone_adds_nothing",
     [
         # a build farm's compiler: the statement, then perror's errno after its colon alone
         ("virtual memory exhausted: Operation not permitted", "host_alloc_failed"),
@@ -2867,11 +2748,6 @@ def test_work_that_failed_to_start_in_a_stated_duration_ran_out_of_time(
     ],
     ids=["eperm", "enomem", "containerd"],
 )  # fmt: skip
-def test_an_errno_joined_to_memory_exhausted_by_its_colon_alone_adds_nothing(
-    line: str, kind: str
-) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
 @pytest.mark.parametrize(
@@ -2905,8 +2781,9 @@ def test_a_timeout_naming_a_pid_ends_the_run_when_that_pid_is_killed(
     assert result.triage_class is expected, result.summary
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_summary_field_stating_success_is_a_pass",
     [
         # Launchpad's buildd: the summary block's status field
         ("Status: successful", "run_passed"),
@@ -2920,9 +2797,6 @@ def test_a_timeout_naming_a_pid_ends_the_run_when_that_pid_is_killed(
     ],
     ids=["buildd", "build-status", "exception", "failed", "sentence"],
 )  # fmt: skip
-def test_a_summary_field_stating_success_is_a_pass(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
 def test_a_summary_field_stating_success_passes_the_run(tmp_path: Path) -> None:
@@ -2931,8 +2805,9 @@ def test_a_summary_field_stating_success_passes_the_run(tmp_path: Path) -> None:
     assert triage(Sources(paths=(log,))).triage_class is TriageClass.PASSED
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_word_of_a_links_path_names_no_limit",
     [
         # openQA's maintainer: the step is a link's path, the kernel's kill names no limit
         ("It often (https://openqa.suse.de/tests/524500#step/gcc5_Cpp_compilation/19) happens "
@@ -2943,9 +2818,6 @@ def test_a_summary_field_stating_success_passes_the_run(tmp_path: Path) -> None:
     ],
     ids=["openqa", "job-named"],
 )  # fmt: skip
-def test_a_word_of_a_links_path_names_no_limit(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
 @pytest.mark.parametrize(
@@ -2983,8 +2855,9 @@ def test_a_limit_of_memory_hit_is_memory_used_up(text: str, used_up: bool) -> No
     assert (memory_used_up(text + "\n", "issue.md") is not None) is used_up
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_panic_on_a_deadline_passed_ran_out_of_time",
     [
         # LUCI's build host: a Go panic whose value is the context's deadline passed; Cloud
         # Build's gcloud, the same words as its error after the build's TIMEOUT
@@ -2998,13 +2871,11 @@ def test_a_limit_of_memory_hit_is_memory_used_up(text: str, used_up: bool) -> No
     ],
     ids=["luci", "error", "got", "nil"],
 )  # fmt: skip
-def test_a_panic_on_a_deadline_passed_ran_out_of_time(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "a_cgroup_named_as_the_kills_scope_outranks_a_node_named_before",
     [
         # OpenPAI's user: the kernel's memcg line quoted after the node the dmesg was read on
         ("Check the dmesg on node 10.151.40.161, found ` Memory cgroup out of memory: Kill "
@@ -3017,11 +2888,6 @@ def test_a_panic_on_a_deadline_passed_ran_out_of_time(line: str, kind: str | Non
     ],
     ids=["openpai", "node-low", "global"],
 )  # fmt: skip
-def test_a_cgroup_named_as_the_kills_scope_outranks_a_node_named_before(
-    line: str, kind: str
-) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found else None) == kind, found
 
 
 @pytest.mark.parametrize(
@@ -3050,8 +2916,9 @@ def test_a_platform_named_inside_unspaced_script_is_found() -> None:
     assert platform_named("the status is NOOMKILLEDX\n", "issue.md") is None
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "machines_taken_back_by_their_platform_ended_the_run",
     [
         # Azure ML's pipeline error: the nodes pre-empted, in an exception's message
         ("The error message is UserError: AzureMLCompute job failed. PreemptionError: Nodes of "
@@ -3066,9 +2933,6 @@ def test_a_platform_named_inside_unspaced_script_is_found() -> None:
     ],
     ids=["azureml", "nodes", "worker", "can-be", "may-be", "value-error"],
 )  # fmt: skip
-def test_machines_taken_back_by_their_platform_ended_the_run(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
 @pytest.mark.parametrize(
@@ -3091,8 +2955,9 @@ def test_a_drivers_constant_asked_about_is_no_report(line: str, kind: str | None
     assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_refusal_with_its_verb_clipped_to_alloc_is_read",
     [
         # Part N28 (GPU compute libraries, LLM runtimes): DJL's MXNet engine, "alloc" clipped
         ('Exception in thread "main" ai.djl.engine.EngineException: MXNet engine call failed: '
@@ -3107,13 +2972,11 @@ def test_a_drivers_constant_asked_about_is_no_report(line: str, kind: str | None
     ],
     ids=["mxnet", "allocate", "supposed", "longer-name", "jittor"],
 )  # fmt: skip
-def test_a_refusal_with_its_verb_clipped_to_alloc_is_read(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_host_allocation_call_names_the_hosts_memory",
     [
         # Part N28: stable-diffusion.cpp's host allocator, a library's prefix before "malloc"
         ("ggml_aligned_malloc: insufficient memory (attempted to allocate 2268047721628.89 MB)",
@@ -3126,13 +2989,11 @@ def test_a_refusal_with_its_verb_clipped_to_alloc_is_read(line: str, kind: str |
     ],
     ids=["ggml-aligned", "pinned", "metal", "cuda-malloc"],
 )  # fmt: skip
-def test_a_host_allocation_call_names_the_hosts_memory(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "out_of_device_memory_as_one_word_is_the_devices",
     [
         # Part N28: LLamaSharp's Vulkan backend; "out of device memory" joined into one word
         # names the device's memory as the words apart do
@@ -3148,13 +3009,11 @@ def test_a_host_allocation_call_names_the_hosts_memory(line: str, kind: str) -> 
     ],
     ids=["llamasharp", "vk-hpp", "falling-back"],
 )  # fmt: skip
-def test_out_of_device_memory_as_one_word_is_the_devices(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_persons_first_sentence_introduces_no_later_one",
     [
         # Part N30 (scientific Python): h5py's issue; the person's first sentence introduces
         # nothing of the second, which states what the code did
@@ -3171,13 +3030,11 @@ def test_out_of_device_memory_as_one_word_is_the_devices(line: str, kind: str) -
     ],
     ids=["h5py", "person-tells", "question"],
 )  # fmt: skip
-def test_a_persons_first_sentence_introduces_no_later_one(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_kill_after_memory_told_growing_is_one_occasion",
     [
         # Part N30: the OME-Zarr resave tool; memory told growing, then the job killed
         ("the memory keeps increasing and the job gets killed when it runs out of pod memory "
@@ -3191,13 +3048,11 @@ def test_a_persons_first_sentence_introduces_no_later_one(line: str, kind: str) 
     ],
     ids=["ome-zarr", "lithops", "no-story", "may"],
 )  # fmt: skip
-def test_a_kill_after_memory_told_growing_is_one_occasion(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_memory_calls_failure_with_code_12_is_enomem",
     [
         # Part N30: netCDF4-python on macOS; malloc's mmap failing with ENOMEM's number
         ("Python(574) malloc: **\\* mmap(size=16777216) failed (error code=12)",
@@ -3208,9 +3063,6 @@ def test_a_kill_after_memory_told_growing_is_one_occasion(line: str, kind: str) 
     ],
     ids=["macos-malloc", "exit", "write"],
 )  # fmt: skip
-def test_a_memory_calls_failure_with_code_12_is_enomem(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
 @pytest.mark.parametrize(
@@ -3236,8 +3088,9 @@ def test_a_drivers_constant_a_change_handles_is_no_report(line: str, kind: str |
     assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_constant_a_change_handles_is_no_report_read_whole",
     [
         # the same lines read whole: not again with the constant spelled as words, a log's lead
         # before the bullet or not
@@ -3253,13 +3106,11 @@ def test_a_drivers_constant_a_change_handles_is_no_report(line: str, kind: str |
     ],
     ids=["journald-lead", "take-into-account", "handle", "add-colon", "returned"],
 )  # fmt: skip
-def test_a_constant_a_change_handles_is_no_report_read_whole(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "another_attempt_is_a_retry",
     [
         # Part N28: the SYCL program manager's retry, in other words
         ("Currently if program manager faces one of the errors  - UR_RESULT_ERROR_OUT_OF_RESOURCES "
@@ -3271,9 +3122,6 @@ def test_a_constant_a_change_handles_is_no_report_read_whole(line: str, kind: st
     ],
     ids=["sycl", "person-attempt"],
 )  # fmt: skip
-def test_another_attempt_is_a_retry(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
 # Parts N33 and N36
@@ -3301,8 +3149,9 @@ def test_a_line_that_is_one_code_span_is_read_as_a_paste(
     assert triage(Sources(paths=(artifact,))).triage_class is expected
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_quoted_killed_a_program_ended_with_is_a_kill",
     [
         # Spidy's report: the crawler ended with the shell's word, quoted
         ('Spidy aborts with "Killed". Do you have a clue why?', "shell_killed"),
@@ -3313,13 +3162,11 @@ def test_a_line_that_is_one_code_span_is_read_as_a_paste(
     ],
     ids=["spidy", "exited", "never", "asked"],
 )  # fmt: skip
-def test_a_quoted_killed_a_program_ended_with_is_a_kill(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_kill_the_person_tried_is_no_end",
     [
         # olmOCR's user killed the desktop to free VRAM: a remedy tried, not the run's end
         ("Even tried killing the GUI to release more VRAM. ", None),
@@ -3331,13 +3178,11 @@ def test_a_quoted_killed_a_program_ended_with_is_a_kill(line: str, kind: str | N
     ],
     ids=["olmocr", "tried-to", "lowmemorykiller", "killed-after"],
 )  # fmt: skip
-def test_a_kill_the_person_tried_is_no_end(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    PARTS_READINGS,
+    "code_spans_pair_from_the_start_and_an_avoided_error_is_none",
     [
         # Tika's PR: a short code span's closing mark opens no span over the words after it
         ("- The `tika` deployment in `applications-production` has been crash-looping: both "
@@ -3357,13 +3202,11 @@ def test_a_kill_the_person_tried_is_no_end(line: str, kind: str | None) -> None:
     ],
     ids=["tika-oomkilled", "tika-instead-of", "docs-quote", "exit-message", "raised"],
 )  # fmt: skip
-def test_code_spans_pair_from_the_start_and_an_avoided_error_is_none(line: str, kind: str) -> None:
-    found = parse_oom_parts(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "memory_used_up_a_later_kill_and_a_limits_error_met",
     [
         # wkhtmltopdf's user: the machine's memory and swap used up, then the kill
         ("After it taken up all my memory and swap, it was killed by system...", "node_oom_kill"),
@@ -3388,9 +3231,6 @@ def test_code_spans_pair_from_the_start_and_an_avoided_error_is_none(line: str, 
     ids=["wkhtmltopdf", "selenium", "cloud-run", "if", "no-kill", "denied", "denied-after",
          "might", "whether", "advice"],
 )  # fmt: skip
-def test_memory_used_up_a_later_kill_and_a_limits_error_met(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
 @pytest.mark.parametrize(
@@ -3469,8 +3309,9 @@ def test_a_ranks_tagged_traceback_from_its_frames_is_printed_not_source(
     assert triage(Sources(paths=(artifact,))).triage_class is expected
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_launchers_error_that_is_the_steps_state_alone_is_its_oom",
     [
         # Part N31: submitit's Slurm job; srun's error, the state alone, no task named
         ("srun: error: Out Of Memory", "slurm_oom"),
@@ -3487,13 +3328,11 @@ def test_a_ranks_tagged_traceback_from_its_frames_is_printed_not_source(
     ],
     ids=["submitit", "task", "tasks", "lead", "question", "prose", "resources"],
 )  # fmt: skip
-def test_a_launchers_error_that_is_the_steps_state_alone_is_its_oom(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_unit_of_work_timed_out_hyphenated_ran_out_of_time",
     [
         # Part N31: submitit; the job's state written as one hyphenated word
         ("submitit.core.utils.UncompletedJobError: Job not requeued because: timed-out and not "
@@ -3504,13 +3343,11 @@ def test_a_launchers_error_that_is_the_steps_state_alone_is_its_oom(line: str, k
     ],
     ids=["submitit", "request", "connection"],
 )  # fmt: skip
-def test_a_unit_of_work_timed_out_hyphenated_ran_out_of_time(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "the_shells_killed_named_as_the_error_got_is_a_kill",
     [
         # Part N26: DyGIE++'s training; the shell's status with its pid named the only error
         ('6835 Killed is the only error, then I ran"bash ./scripts/train/train_genia_lightweight'
@@ -3523,13 +3360,11 @@ def test_a_unit_of_work_timed_out_hyphenated_ran_out_of_time(line: str, kind: st
     ],
     ids=["dygiepp", "output", "quoted", "denied", "explained"],
 )  # fmt: skip
-def test_the_shells_killed_named_as_the_error_got_is_a_kill(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "what_a_change_lets_a_program_catch_is_no_report",
     [
         # Part N26: caikit's pull request; what the change lets the trainer catch
         ("- Add subprocess exit code handling for training to allow capturing OOM type failures "
@@ -3542,13 +3377,11 @@ def test_the_shells_killed_named_as_the_error_got_is_a_kill(line: str, kind: str
     ],
     ids=["caikit", "enables", "supports", "while-handling", "while-capturing"],
 )  # fmt: skip
-def test_what_a_change_lets_a_program_catch_is_no_report(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_tests_setup_error_section_is_a_failed_test",
     [
         # Part N31: ipyparallel's CI; pytest's section head for a fixture's error
         ("______________________ ERROR at setup of test_sum_on_dist ______________________",
@@ -3561,13 +3394,11 @@ def test_what_a_change_lets_a_program_catch_is_no_report(line: str, kind: str) -
     ],
     ids=["ipyparallel", "teardown", "lead", "prose", "collecting"],
 )  # fmt: skip
-def test_a_tests_setup_error_section_is_a_failed_test(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "an_oom_told_as_a_stated_limits_result_is_its_kill",
     [
         # Part N31: enroot under systemd; the limit with its size, the OOM told as its result
         ("We set systemd\u2019s MemoryMax=3G, and this resulted in an OOM during enroot create. "
@@ -3580,16 +3411,14 @@ def test_a_tests_setup_error_section_is_a_failed_test(line: str, kind: str | Non
     ],
     ids=["enroot", "led-to", "will", "might", "asked"],
 )  # fmt: skip
-def test_an_oom_told_as_a_stated_limits_result_is_its_kill(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
 # Parts N32 and N35
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_refusal_with_a_size_among_its_words_is_read",
     [
         # MultiMC's user: the JVM's refusal with the heap's size between its words
         ("Error: Could not reserve enough space for 4188160KB object heap", "host_alloc_failed"),
@@ -3600,13 +3429,11 @@ def test_an_oom_told_as_a_stated_limits_result_is_its_kill(line: str, kind: str)
     ],
     ids=["sized", "unsized", "advice", "init"],
 )  # fmt: skip
-def test_a_refusal_with_a_size_among_its_words_is_read(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "an_oom_exception_caught_is_handled",
     [
         # tModLoader's request: the OOM exception caught by the game, which goes on
         ("> Sometimes an OutOfMemory exception happens and we catch the exception. It has been "
@@ -3620,13 +3447,11 @@ def test_a_refusal_with_a_size_among_its_words_is_read(line: str, kind: str | No
     ],
     ids=["tmodloader", "we-catch", "not-caught", "uncaught", "terminate"],
 )  # fmt: skip
-def test_an_oom_exception_caught_is_handled(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "the_oom_killers_setting_is_no_kill",
     [
         # Pterodactyl's question: the OOM killer's setting, nothing killed
         ("OOM Killer Disabled", "memory_noted"),
@@ -3639,13 +3464,11 @@ def test_an_oom_exception_caught_is_handled(line: str, kind: str) -> None:
     ],
     ids=["disabled", "enabled", "i-disabled", "kernel", "triggered", "enabled-then-killed"],
 )  # fmt: skip
-def test_the_oom_killers_setting_is_no_kill(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_size_judged_not_enough_is_a_requirement",
     [
         # a game server's updater: the machine's memory checked against a requirement
         ("Sep 19 09:32:17 supervisord: valheim-updater ERROR - 1.71 GiB is not enough memory - "
@@ -3659,13 +3482,11 @@ def test_the_oom_killers_setting_is_no_kill(line: str, kind: str) -> None:
     ],
     ids=["valheim", "of-ram", "to-allocate", "not-enough-first", "available"],
 )  # fmt: skip
-def test_a_size_judged_not_enough_is_a_requirement(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_kill_on_a_machine_named_with_its_memory_is_the_machines",
     [
         # TensorCircuit's user: the machine named with its memory, its "job" the work it ran
         ("I use a machine with 36 cores and 251GB memory run the script. The backend is set as "
@@ -3680,13 +3501,11 @@ def test_a_size_judged_not_enough_is_a_requirement(line: str, kind: str) -> None
     ],
     ids=["tensorcircuit", "container", "job", "slurm"],
 )  # fmt: skip
-def test_a_kill_on_a_machine_named_with_its_memory_is_the_machines(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "errors_spoken_of_as_kinds_are_no_report",
     [
         # Luanti's feature request: errors spoken of as kinds, not one run's error
         ("Minetest completely crashes due to Bad_Alloc and other errors from lack of memory (as "
@@ -3697,13 +3516,11 @@ def test_a_kill_on_a_machine_named_with_its_memory_is_the_machines(line: str, ki
     ],
     ids=["luanti", "one-error", "terminate"],
 )  # fmt: skip
-def test_errors_spoken_of_as_kinds_are_no_report(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "an_oom_wished_for_or_denied_is_no_report",
     [
         # tModLoader's issue title under a log's lead: what the game should do, proposed
         ("2025-02-03 04:05:06,789 ERROR [worker-1] # OutOfMemory should crash to desktop "
@@ -3724,9 +3541,6 @@ def test_errors_spoken_of_as_kinds_are_no_report(line: str, kind: str) -> None:
     ids=["tmodloader", "should-be-thrown", "pytket", "without", "thrown", "should-not",
          "no-memory", "error"],
 )  # fmt: skip
-def test_an_oom_wished_for_or_denied_is_no_report(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
 # Markdown headings (an issue's "# Title"): read without their marks, weaker than the text's lines
@@ -3804,8 +3618,9 @@ def test_a_heading_does_not_outweigh_a_negative_of_the_text(tmp_path: Path) -> N
     assert alone.triage_class is TriageClass.HOST_ALLOC_FAILED, alone.summary
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "a_time_limit_stated_crossed_is_a_timeout",
     [
         # a time limit and its crossing said together, as an error's words are: Go's context
         # error as gopls' regression test printed it, and chromedp's title
@@ -3821,13 +3636,11 @@ def test_a_heading_does_not_outweigh_a_negative_of_the_text(tmp_path: Path) -> N
     ],
     ids=["gopls", "chromedp", "error", "vitess-got", "network", "may"],
 )  # fmt: skip
-def test_a_time_limit_stated_crossed_is_a_timeout(line: str, kind: str | None) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
-@pytest.mark.parametrize(
-    ("line", "kind"),
+_reads(
+    LINE_READINGS,
+    "an_abort_after_a_refusal_on_its_line_is_the_refusal",
     [
         # bitiodine's Rust binary: the allocator's refusal and the shell's abort on one line,
         # glued as the issue shows it and as a terminal shows it with a space between
@@ -3841,9 +3654,6 @@ def test_a_time_limit_stated_crossed_is_a_timeout(line: str, kind: str | None) -
     ],
     ids=["glued", "spaced", "abort-alone", "segfault"],
 )  # fmt: skip
-def test_an_abort_after_a_refusal_on_its_line_is_the_refusal(line: str, kind: str) -> None:
-    found = parse_line(line)
-    assert (found.kind if found else None) == kind, found
 
 
 @pytest.mark.parametrize(
@@ -3881,3 +3691,23 @@ def test_a_bold_deciding_line_decides_as_written(
     tmp_path: Path, text: str, expected: TriageClass
 ) -> None:
     assert _triage_text(tmp_path, text).triage_class is expected
+
+
+def _params(table: dict[str, list[tuple[str, str, str | None]]]) -> list[Any]:
+    return [
+        pytest.param(line, kind, id=f"{mechanism}-{name}")
+        for mechanism, cases in table.items()
+        for name, line, kind in cases
+    ]
+
+
+@pytest.mark.parametrize(("line", "kind"), _params(LINE_READINGS))
+def test_each_mechanism_reads_its_lines(line: str, kind: str | None) -> None:
+    found = parse_line(line)
+    assert (found.kind if found is not None else None) == kind, found
+
+
+@pytest.mark.parametrize(("line", "kind"), _params(PARTS_READINGS))
+def test_each_mechanism_reads_its_lines_by_their_parts(line: str, kind: str | None) -> None:
+    found = parse_oom_parts(line)
+    assert (found.kind if found is not None else None) == kind, found
