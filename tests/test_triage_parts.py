@@ -20,6 +20,14 @@ from qualify.evidence.pod import memory_used_up, platform_named
 from qualify.triage import Sources, Triage, TriageClass, triage
 from tests.test_triage_corpus import CORPUS
 
+
+def _triage_text(tmp_path: Path, text: str) -> Triage:
+    """``text`` triaged as a file of its own, its kind detected from its content."""
+    log = tmp_path / "issue.txt"
+    log.write_text(text, encoding="utf-8")
+    return triage(Sources(paths=(log,)))
+
+
 CASES = [
     (
         "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying "
@@ -2025,9 +2033,7 @@ def test_memory_said_used_up_in_more_words(text: str, used_up: bool) -> None:
 def test_a_kill_after_memory_said_used_up_is_the_machines(
     tmp_path: Path, text: str, expected: TriageClass
 ) -> None:
-    issue = tmp_path / "issue.md"
-    issue.write_text(text)
-    assert triage(Sources(paths=(issue,))).triage_class is expected
+    assert _triage_text(tmp_path, text).triage_class is expected
 
 
 _reads(
@@ -2906,9 +2912,7 @@ _reads(
 def test_a_latin_word_inside_unspaced_script_is_read(
     tmp_path: Path, text: str, expected: TriageClass
 ) -> None:
-    artifact = tmp_path / "issue.md"
-    artifact.write_text(text)
-    assert triage(Sources(paths=(artifact,))).triage_class is expected
+    assert _triage_text(tmp_path, text).triage_class is expected
 
 
 def test_a_platform_named_inside_unspaced_script_is_found() -> None:
@@ -3144,9 +3148,7 @@ _reads(
 def test_a_line_that_is_one_code_span_is_read_as_a_paste(
     tmp_path: Path, text: str, expected: TriageClass
 ) -> None:
-    artifact = tmp_path / "issue.md"
-    artifact.write_text(text)
-    assert triage(Sources(paths=(artifact,))).triage_class is expected
+    assert _triage_text(tmp_path, text).triage_class is expected
 
 
 _reads(
@@ -3252,9 +3254,7 @@ _reads(
 def test_a_printed_objects_message_and_a_timeouts_identifier_are_read(
     tmp_path: Path, text: str, expected: TriageClass
 ) -> None:
-    artifact = tmp_path / "issue.md"
-    artifact.write_text(text)
-    assert triage(Sources(paths=(artifact,))).triage_class is expected
+    assert _triage_text(tmp_path, text).triage_class is expected
 
 
 @pytest.mark.parametrize(
@@ -3304,9 +3304,7 @@ def test_the_full_cuda_message_decides_over_a_bare_head(
 def test_a_ranks_tagged_traceback_from_its_frames_is_printed_not_source(
     tmp_path: Path, text: str, expected: TriageClass
 ) -> None:
-    artifact = tmp_path / "issue.md"
-    artifact.write_text(text)
-    assert triage(Sources(paths=(artifact,))).triage_class is expected
+    assert _triage_text(tmp_path, text).triage_class is expected
 
 
 _reads(
@@ -3544,12 +3542,6 @@ _reads(
 
 
 # Markdown headings (an issue's "# Title"): read without their marks, weaker than the text's lines
-
-
-def _triage_text(tmp_path: Path, text: str) -> Triage:
-    log = tmp_path / "issue.txt"
-    log.write_text(text, encoding="utf-8")
-    return triage(Sources(paths=(log,)))
 
 
 @pytest.mark.parametrize(
