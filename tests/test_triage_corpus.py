@@ -711,10 +711,6 @@ KNOWN_MISSES = {
         "instance killed.`'): the build half reads a quoted message as the report (EXTERNAL_KILL); "
         "the label, unsure, reads the docs request as prose only (UNKNOWN)"
     ),
-    "host-p4-mcmc-autotune-allocation-error-in-pdmatrix-pgfoster-p4-phylogenetics-8.txt": (
-        "p4's terse 'allocation error in pdmatrix 2.' names no memory: an allocation error alone "
-        "may be of any resource, so no rule reads it; the label, unsure, reads p4's C malloc"
-    ),
     "neg-termux-clang-compile-crash-top-shows-memory-termux-termux-app-3811.txt": (
         "the class is right (UNKNOWN); the person's 'At first, I thought it was out of memory' is "
         "cited as a mention, not `top`'s Mem line the label names, which no rule reads"
@@ -839,10 +835,6 @@ KNOWN_MISSES = {
         "'the job will be stuck in limbo until it auto-cancels after a default of 6 hours' tells "
         "a CI default in the future tense, which the rules read as a supposition, not a time "
         "limit that ended a run"
-    ),
-    "host-browsertrix-js-heap-long-crawl-webrecorder-browsertrix-crawler-909.txt": (
-        "the deciding line is the issue's '# ' title, read as a code comment (and as a mention "
-        "without its mark), and the V8 GC trace under it was cut before its FATAL line"
     ),
     "kill-gotenberg-ecs-memory-limit-gotenberg-gotenberg-96.txt": (
         "'ECS killing the container when the memory limit is reached' tells the graph's drops "

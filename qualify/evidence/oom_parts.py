@@ -150,6 +150,10 @@ _SAID = re.compile(
     + r"|"
     + _TOO_MUCH
     + r"|out of (?:[\w-]+ ){0,4}mem(?:ory)?\b|:\s*out-of-memory\b|\boom\b|outofmemory|out_of_memory"
+    # Java's OutOfMemoryError by its short name (Helidon's "Within 5 minutes OOME on the
+    # helidon-se kicks in"); an allocation's error with no memory named (p4's "allocation error in
+    # pdmatrix 2.")
+    r"|\boome\b|\ballocation error\b"
     r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
     r"|resource[_ ]exhausted"
     r"|out of swap|(?:failed|unable) to reclaim (?:\w+ )?memory"
@@ -250,7 +254,8 @@ name, not a report (pytest's own FAILED lines are read by the pytest parser)."""
 _EVENT = re.compile(
     r"error(?!s)|exception(?!s)|fatal|fail|kill|abort|panic|can't|cannot|can not|unable|terminat"
     r"|couldn't|could not"
-    r"|exceed|sigterm|sigkill|evict|refused|refuses|exhausted|crash|\boom\b|low memory|running low"
+    r"|exceed|sigterm|sigkill|evict|refused|refuses|exhausted|crash|\boome?\b|low memory"
+    r"|running low"
     r"|would exceed|to continue|paging file is too small|\bwhat\(\):|bad alloc|\btried to alloc"
     r"|impossible d'allouer"
     r"|\boom(?:s|ed|'d)\b"
@@ -704,6 +709,7 @@ _ALLOCATING = re.compile(
     r"|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough|bad allocation"
     r"|\babort\w*\W{0,3}\(\s*(?:oom|out of memory)\s*\)"
     r"|insufficient|too little|out of (?:[\w-]+ ){0,4}mem(?:ory)?\b|outofmemory|out_of_memory"
+    r"|\boome\b"
     r"|outofdevicememory|out_of_device_memory"
     r"|\b(?:fail\w*|error|exception)\b.{0,60}\boom\b|\boom\b.{0,60}\b(?:fail\w*|error|exception)\b"
     r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
@@ -724,7 +730,7 @@ _ACCELERATOR = re.compile(
 )
 _HOST = re.compile(
     r"\b(?:cpu\w*|host|ram|system memory|physical memory|heap|memoryerror|nomemoryerror|bad_alloc"
-    r"|bad allocation"
+    r"|oome|bad allocation"
     r"|malloc|mmap|node|swap|jvm|java\w*|javascript|runtime: out of memory|defaultcpuallocator"
     r"|fork|errno 12|enomem|gc overhead|paging file|winerror|out of swap"
     r"|(?!\w*(?:cuda|hip|gpu|device|vk|metal|sycl|npu|acl|cl_))\w+_(?:aligned_)?(?:m|c|re)alloc)\b"
@@ -1494,15 +1500,19 @@ of memory, we dynamically scale the number of microbatches"): what did not happe
 it names another end: Emscripten's "... if you want malloc to return NULL (0) instead of this
 abort".) Its subject may be named ("instead of the JVM raising a catchable `OutOfMemoryError`",
 Tika's PR), the error quoted."""
-_CONDITION = re.compile(r"\b(?:if|whenever|in case|unless)\b[^.;:!?\"`'()\[\]]*$")
+_CONDITION = re.compile(
+    r"\b(?:if|whenever|in case|unless)\b[^.;:!?\"`'()\[\]]*$|\b(?:on|upon) (?:an? |the )?$"
+)
 """A condition opened before the words in their clause (advice's "Increase the memory limit if
-your pods get OOMKilled frequently"): supposed, not reported. (At the line's start, ``_HEDGE``
+your pods get OOMKilled frequently"), or "on" just before them (Armeria's PR: "Added JVM flags
+that drops heap dump on OOME"): supposed, not reported. (At the line's start, ``_HEDGE``
 reads it; a quote or a bracket after it is what a report says.)"""
 _WHEN = re.compile(
     r"(?:^|[.!?]\s+)(?:(?!\b(?:i|we|i'm|we're|i've|we've)\b)[^.!?])*"
-    r"\bwhen (?:got|gets?|getting|it|they|the|an?|this|that|there)\b[^.;:!?,\"`'()\[\]]*$"
+    r"\bwhen (?:(?:got|gets?|getting|it|they|the|an?|this|that|there)\b[^.;:!?,\"`'()\[\]]*)?$"
 )
-"""A ``when`` whose clause holds the words and is no person's, in a sentence no person tells
+"""A ``when`` whose clause holds the words, or that they follow at once ("Devs get more clue
+when OOME occurs during tests"), and is no person's, in a sentence no person tells
 (Pipedream's feature request: "When the workflow throws Out of Memory error, there's no further
 information", Lithops': "Cloud Function service kills the entire action when got out of
 memory"): each time it happens, not once, as a condition is. Turborepo's "We are encountering
