@@ -90,6 +90,10 @@ KNOWN_MISSES = {
         "labelled no memory exhaustion (a request of 2^64 bytes, an overflow); read as an "
         "allocation refused whose summary names the overflow, as two Unreal rows are labelled"
     ),
+    "neg-plink-bogus-out-of-memory-message-chrchang-plink-ng-16.txt": (
+        'on its class; what is cited is the list item calling plink\'s "Out of memory" message '
+        "incorrect (a mention), where the label cites plink's warning that shows the real cause"
+    ),
     "neg-lammps-failed-to-allocate-negative-bytes-ncachex-mpi-abort-lammps-lammps-1532.txt": (
         "labelled no memory exhaustion (a negative size, an overflow); read as an allocation "
         "refused whose summary names the overflow"
@@ -734,11 +738,6 @@ KNOWN_MISSES = {
     "149.txt": (
         "the class is right (UNKNOWN); the forecast 'will cause to run out of swap space' is "
         "cited, not the configuration sentence on the low memory killer the label names"
-    ),
-    "host-helidon-se-load-test-oome-helidon-io-helidon-685.txt": (
-        "'Within 5 minutes OOME on the helidon-se kicks in': the JVM's error by its short name in "
-        "prose; read as OOME, it turned a build-config negative ('drops heap dump when OOME "
-        "occurs') wrong, so no rule reads it"
     ),
     "kill-flowise-render-ran-out-of-memory-over-2gb-flowiseai-flowise-1932.txt": (
         "Render's 'Ran out of memory (used over 2GB) while running your code' is the plan's "

@@ -3725,6 +3725,29 @@ _reads(
     ids=["helidon", "p4", "armeria-when", "armeria-on", "armeria-wish", "plural"],
 )  # fmt: skip
 
+_reads(
+    PARTS_READINGS,
+    "list_items_and_messages_called_wrong",
+    [
+        # a Markdown list's item is read as its words, as a "- " item is: Helidon's step list,
+        # Cellpose's item holding PyTorch's error (the person's "If I run ...": a mention,
+        # figures and all)
+        ("* Within 5 minutes OOME on the helidon-se kicks in", "host_alloc_failed"),
+        ("*  If I run using the argument  --diameter 25, it will crash and output this error : "
+         "_RuntimeError: CUDA out of memory. Tried to allocate 196.00 MiB (GPU 0; 7.76 GiB "
+         "total capacity; 5.68 GiB already allocated; 64.62 MiB free; 5.93 GiB reserved in "
+         "total by PyTorch)", "memory_noted"),
+        # counter-case: a C comment's continuation, indented, is code (CP2K's banner)
+        (" *   ___       MPI error 471936271 in mpi_cart_sub @ mp_cart_sub : Other MPI   *",
+         None),
+        # plink's PR item: the message called incorrect just before its words did not happen
+        ("* Since `glm_common_init` returns `RET_SUCCESS` to `glm_linear_assoc`/"
+         "`glm_logistic_assoc` when it skips, the program shows an incorrect \"Out of memory\" "
+         "error message.", "memory_noted"),
+    ],
+    ids=["helidon", "cellpose", "cp2k-comment", "plink-called-wrong"],
+)  # fmt: skip
+
 
 def _params(table: dict[str, list[tuple[str, str, str | None]]]) -> list[Any]:
     return [

@@ -210,7 +210,7 @@ _CODE = re.compile(
     # v8::...::FatalProcessOutOfMemory(...) + 616", gdb's "#3 0x... in", lldb's "frame #3:"
     r"|\w\+0x[0-9a-f]+/0x[0-9a-f]+\b|0x[0-9a-f]{8,}\s.*\s\+ \d+\s*$"
     r"|^\s*#\d+\s+0x[0-9a-f]+ in |^\s*frame #\d+:"
-    r"|^\s*\*\s|^\s*[\"'].*[,({;+\\]\s*$|^(?!.*\w\. [A-Z]).*[({+\\]\s*$"
+    r"|^\s+\*\s|^\s*[\"'].*[,({;+\\]\s*$|^(?!.*\w\. [A-Z]).*[({+\\]\s*$"
     # ending in a comma: code when it holds code's punctuation or is short (an enum's
     # ``OutOfMemory,``); a hard-wrapped paragraph's line, near the wrap column, is prose
     # (Knative's PR: "three `eventing-webhook` replicas get `OOMKilled` and enter
@@ -229,6 +229,11 @@ def _quoted_code(line: str) -> bool:
     """Whether ``line`` is source code (:data:`_CODE`). A program's log line that ends open is
     a wrapped line, not code (Android's kernel wraps "lowmemorykiller: Killing 'x' (123), adj
     900," before "to free 81920kB")."""
+    if line.startswith("* "):
+        # a Markdown list's item, read as its words as a "- " item is (a C comment's
+        # continuation is indented: " * "; Cellpose's "*  If I run ... it will crash and output
+        # this error : _RuntimeError: CUDA out of memory. ...")
+        return _quoted_code(line[2:].lstrip())
     if _CODE.search(line) is None:
         return False
     if _MESSAGE_FIELD.match(line):
@@ -663,6 +668,12 @@ _WISHED_AFTER = re.compile(r"\w*\s*(?:exceptions?|errors?)?\s*(?:should|must|oug
 """The words as the subject of a wish, a modal of duty after them (tModLoader's issue title
 "OutOfMemory should crash to desktop"): what a program should do, proposed, not what happened."""
 _NONE_OF = re.compile(r"\b(?:no|without)\s+$")
+_CALLED_WRONG = re.compile(
+    r"\b(?:incorrect|wrong|bogus|misleading|spurious|erroneous|false|confusing|inaccurate)"
+    r"\s+[`\"'*]?$"
+)
+"""A message called wrong just before its words (plink's PR: "the program shows an incorrect
+\"Out of memory\" error message"): what the message says did not happen."""
 """An out of memory error denied by "no" or "without" just before its words (pytket-cutensornet's
 issue title "Provide a simulation mode that guarantees no out of memory errors"): none happened or
 none is wanted. (Not "no enough memory": there "no" is a learner's "not".)"""
@@ -1052,6 +1063,7 @@ def parse_oom_parts(
         or _denied(low, said) or _other_error(low, said) or _LOCKING.search(low)
         or _OTHER_CODE.search(low, said.end())
         or _AVOIDED.search(low[max(0, said.start() - 60) : said.start()])
+        or _CALLED_WRONG.search(low, max(0, said.start() - 20), said.start())
         or _CONDITION.search(low[max(0, said.start() - 80) : said.start()])
         or (
             _WHEN.search(low[: said.start()]) and "kill" not in low[said.end() :]
