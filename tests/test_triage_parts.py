@@ -3554,11 +3554,6 @@ _reads(
         # MultiMC's title holds the JVM's refusal; the body says only "object heap"
         ("host-multimc-could-not-reserve-object-heap-multimc-launcher-3246.txt",
          TriageClass.HOST_ALLOC_FAILED, 1),
-        # Browsertrix's title is V8's own words ("JavaScript heap out of memory and high Memory
-        # Usuage long lasting Crawls"), no person's sentence; the body's GC trace is cut before
-        # V8's fatal line: the title decides
-        ("host-browsertrix-js-heap-long-crawl-webrecorder-browsertrix-crawler-909.txt",
-         TriageClass.HOST_ALLOC_FAILED, 1),
         # olmOCR's title "Out of Memory Error on a 12GB GPU": the body's torch.OutOfMemoryError
         # decides, and is what is cited
         ("gpu-olmocr-vllm-torch-oom-allenai-olmocr-424.txt", TriageClass.CUDA_OOM_CAPACITY, 13),
@@ -3571,8 +3566,7 @@ _reads(
         ("kill-gfortran-f951-out-of-memory-allocating-then-ice-killed-openfast-openfast-154.txt",
          TriageClass.EXTERNAL_KILL, 3),
     ],
-    ids=["mineru", "multimc", "browsertrix", "olmocr-body", "tensorboard-asked",
-         "gfortran-heading"],
+    ids=["mineru", "multimc", "olmocr-body", "tensorboard-asked", "gfortran-heading"],
 )  # fmt: skip
 def test_a_heading_decides_only_when_the_text_does_not(
     name: str, expected: TriageClass, line: int
@@ -3689,22 +3683,6 @@ def test_a_bold_deciding_line_decides_as_written(
     tmp_path: Path, text: str, expected: TriageClass
 ) -> None:
     assert _triage_text(tmp_path, text).triage_class is expected
-
-
-def test_a_title_of_an_errors_words_decides_but_a_persons_does_not(tmp_path: Path) -> None:
-    # Browsertrix's title as its issue gives it, over a body that decides nothing
-    title = "# JavaScript heap out of memory and high Memory Usuage long lasting Crawls\n"
-    body = "In Version 1.8.1 I first encountered the following error:\n"
-    titled = _triage_text(tmp_path, title + body)
-    assert titled.triage_class is TriageClass.HOST_ALLOC_FAILED, titled.summary
-    assert titled.confidence == "low", titled.confidence
-    # counter-cases: the same words asked, and told by a person, decide nothing
-    for heading in (
-        "# JavaScript heap out of memory on long crawls?\n",
-        "# I think we run out of memory on long crawls\n",
-    ):
-        result = _triage_text(tmp_path, heading + body)
-        assert result.triage_class is TriageClass.UNKNOWN, (heading, result.summary)
 
 
 _reads(

@@ -45,17 +45,15 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # heap out of memory and high Memory Usuage ...", a title naming no event) to its label's
     # class, read as a logged message. An issue's "# " title is read as a heading, with or
     # without a lead before it: the title rows of parts N35 and N36 (MultiMC's, MinerU's) no
-    # longer move; Browsertrix's title, now read as a heading, no longer decides behind
-    # journald's lead
-    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 20),
+    # longer move
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 18),
     "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 34),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),
     # a line set in bold in a report (Markdown's strong emphasis around the whole line): 50 rows
     # moved before a line that is one strong span was read as its words, 13 after (two of them
-    # an issue's "# " title, bold around a heading; five move under the other leads too), 14
-    # since Browsertrix's title is read as a heading
-    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 14),
+    # an issue's "# " title, bold around a heading; five move under the other leads too)
+    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 13),
     # each line of the deciding paragraph an item of a Markdown list ("* "), read as its words
     # as a "- " item is: 388 rows moved with the deciding line alone an item when a "* " was read
     # as a C comment's continuation, 30 now (most of them test runners' lines whose parsers

@@ -41,7 +41,6 @@ from qualify.evidence.oom_parts import (
     in_context,
     in_fence,
     in_source,
-    parse_oom_parts,
 )
 from qualify.records import frozen_record
 from qualify.untrusted import open_regular
@@ -642,14 +641,6 @@ def _heading(
         return
     said = _HEADING.sub("", said, count=1)
     found = parse_line(unquoted(said))
-    if (
-        found is not None and found.kind == "memory_noted" and found.fields.get("unreported")
-        and not said.rstrip().endswith("?")
-    ):  # fmt: skip
-        # a title that is the error's own words, neither asked nor a person's sentence
-        # ("JavaScript heap out of memory and high Memory Usage"): what the issue reports, as a
-        # fenced line's words are
-        found = parse_oom_parts(unquoted(said), reported=True) or found
     if found is None or found.kind == "memory_noted":
         return
     if found.kind in CONTEXT_KINDS:
