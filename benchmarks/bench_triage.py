@@ -1,11 +1,14 @@
 """Triage of a 1 GB console log with a CUDA OOM message near the end: time and peak RSS.
 
-    .venv/bin/python benchmarks/bench_triage.py [--size-mb 1024] [--keep PATH] [--log plain|dense]
+    .venv/bin/python benchmarks/bench_triage.py [--size-mb 1024] [--keep PATH]
+        [--log plain|dense|retry]
 
-Two logs: ``plain`` (build, test and server lines that name no memory or timeout) and ``dense``
+Three logs: ``plain`` (build, test and server lines that name no memory or timeout), ``dense``
 (every third line mentions memory or a timeout without reporting a failure: a vLLM server's
 memory profiling, a retrying HTTP client, pytest-timeout's header; the lines a scanner cannot
-drop on a cheap word test). Both end with the same OOM message 1 MiB before the end.
+drop on a cheap word test) and ``retry`` (every other line urllib3's warning of a read that
+timed out and is retried: a line the scanner must read, the same message under a new
+timestamp each time). All end with the same OOM message 1 MiB before the end.
 
 Target: under 10 s on the 2-core development machine, memory flat (the scan reads
 2 MiB blocks; peak RSS must not grow with the log). The machine is shared, so the CPU time of
@@ -46,7 +49,14 @@ DENSE = [
     FILLER[0],
     FILLER[2],
 ]
-LOGS = {"plain": FILLER, "dense": DENSE}
+RETRY = [
+    b"2024-04-14T21:50:00.0100000Z WARNING:urllib3.connectionpool:Retrying (Retry(total=4, "
+    b"connect=None, read=None, redirect=None, status=None)) after connection broken by "
+    b"'ReadTimeoutError(\"HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out. "
+    b"(read timeout=10)\")': /api/models/microsoft/phi-4\n",
+    FILLER[1],
+]
+LOGS = {"plain": FILLER, "dense": DENSE, "retry": RETRY}
 
 
 def write_log(path: Path, size_bytes: int, lines: list[bytes] = FILLER) -> None:

@@ -262,3 +262,51 @@ def test_split_is_at_a_line_boundary(tmp_path: Path) -> None:
     with path.open("rb") as handle:
         assert scan._line_boundary(handle.fileno(), 10, 14000) == 14000
     assert scan.scan_log(path, workers=2) == scan.scan_log(path, workers=1)
+
+
+# urllib3's warning of a read retried, as a retry loop repeats it under a new timestamp
+_RETRIED = (
+    "WARNING:urllib3.connectionpool:Retrying (Retry(total=4, connect=None, read=None, "
+    "redirect=None, status=None)) after connection broken by 'ReadTimeoutError(\"HTTPSConnection"
+    "Pool(host='huggingface.co', port=443): Read timed out. (read timeout=10)\")': /api/models\n"
+)
+
+
+def test_a_repeated_message_is_read_once_and_each_line_gets_its_own_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[str] = []
+
+    def counted(line: str) -> object:
+        reads.append(line)
+        return parse_line(line)
+
+    monkeypatch.setattr(scan, "parse_line", counted)
+    lines = [f"2024-04-14T21:50:{second:02d}.0100000Z Killed\n" for second in range(6)] + [
+        f"2024-04-14T21:51:{second:02d}.0100000Z {_RETRIED}" for second in range(6)
+    ]
+    log = tmp_path / "console.log"
+    log.write_text("".join(lines))
+    result = scan.scan_log(log, workers=1)
+    # every line is cited with its own number and its reading, and no two share one
+    killed = [s for s in result.signals if s.evidence.line <= 6]
+    assert [s.evidence.line for s in killed] == [1, 2, 3, 4, 5, 6]
+    assert len({id(s.signal) for s in result.signals}) == len(result.signals)
+    # each distinct message was read once, whatever its timestamp
+    assert reads.count("Killed") == 1, reads
+    assert len(reads) == len(set(reads))
+
+
+def test_the_readings_kept_are_bounded_and_every_message_is_still_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scan, "_READ_MEMO", 2)
+    log = tmp_path / "console.log"
+    log.write_text("".join(f"step {n}: process {n} Killed\n" for n in range(7)) * 2)
+    bounded = scan.scan_log(log, workers=1)
+    monkeypatch.setattr(scan, "_READ_MEMO", 1 << 20)
+    kept = scan.scan_log(log, workers=1)
+    assert [(s.evidence.line, s.signal) for s in bounded.signals] == [
+        (s.evidence.line, s.signal) for s in kept.signals
+    ]
+    assert len(bounded.signals) == 14

@@ -577,8 +577,26 @@ def _keep(part: _Part, line: int, text: str, found: LineSignal) -> None:
         part.signals.append((line, text, found))
 
 
+_READ_MEMO = 4096
+"""Distinct messages whose reading a scan keeps: a retry loop's line, its header stripped,
+is read once ("read timed out, retrying" on every other line of a 1 GB log)."""
+
+
+def _read(memo: dict[str, LineSignal | None], said: str) -> LineSignal | None:
+    """``parse_line`` of ``said`` without its quoting, once per distinct text (a copy of the
+    reading, so that no two lines share one)."""
+    if said in memo:
+        found = memo[said]
+        return None if found is None else LineSignal(found.kind, dict(found.fields))
+    if len(memo) >= _READ_MEMO:
+        memo.clear()
+    found = memo[said] = parse_line(unquoted(said))
+    return None if found is None else LineSignal(found.kind, dict(found.fields))
+
+
 def _scan_range(fd: int, start: int, stop: int) -> _Part:
     part = _Part()
+    memo: dict[str, LineSignal | None] = {}
     for line, offset, raw in iter_candidates(fd, start, stop, part):
         text = raw.decode("utf-8", errors="replace")
         hit = raw.find(_CUDA_HIT)
@@ -606,10 +624,10 @@ def _scan_range(fd: int, start: int, stop: int) -> _Part:
         said = message(text)
         record, said = said, structured(said) or said  # (a structured log's message first)
         first = said
-        found, led = parse_line(unquoted(said)), False
+        found, led = _read(memo, said), False
         for reading in (body(said), record if record is not said else None):
             if reading is not None and (found is None or found.kind == "memory_noted"):
-                again = parse_line(unquoted(reading))
+                again = _read(memo, reading)
                 if again is not None and (found is None or again.kind != "memory_noted"):
                     found, said, led = again, reading, reading is not record
         text = plain(text)
