@@ -42,6 +42,10 @@ HELD_OUT_TABLES = {
     "n42": "ecosystems no other part names: formal verification, provers, SAT/SMT solvers",
     "n43": "ecosystems no other part names: astronomy, astrophysics and radio astronomy software",
     "n44": "ecosystems no other part names: data version control, artifact stores, large files",
+    "n45": "ecosystems no other part names: finite-element, CFD and multiphysics solvers, meshers",
+    "n46": "ecosystems no other part names: embedded firmware builds, RTOSes and device firmware",
+    "n47": "ecosystems no other part names: cheminformatics, docking and molecular ML",
+    "n48": "ecosystems no other part names: document toolchains, typesetting, site generators",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -91,6 +95,10 @@ UNLISTED = frozenset(
         "n42",
         "n43",
         "n44",
+        "n45",
+        "n46",
+        "n47",
+        "n48",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose
