@@ -703,3 +703,72 @@ def test_a_report_page_that_cannot_be_written_is_a_problem_in_the_audit(tmp_path
         assert problems[0] == "earlier" and len(problems) == 2, problems
         assert problems[1].startswith("qualify could not write report.html: IsADirectoryError")
     assert "IsADirectoryError" in (run_dir / "debug.log").read_text()
+
+
+def _runs_by_one_expression(text: str) -> tuple[list[tuple[int, int, bool]], set[str]]:
+    """``_simple_runs`` as one expression over the whole text finds them (how it was done)."""
+    import re
+
+    from qualify.publish.bundle import _JSON_TOKEN, _JSON_TOKEN_TEXT
+
+    scalar = (
+        rf"(?>{_JSON_TOKEN_TEXT}|-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?"
+        r"|true|false|null)"
+    )
+    value = rf"(?>{scalar}|\[(?:{scalar}(?:, ?{scalar})*+)?\])"
+    member = rf"{_JSON_TOKEN_TEXT}: ?{value}"
+    lines = re.compile(rf"(?:\{{(?:{member}(?:, ?{member})*+)?\}}\n)*+")
+    pieces: list[tuple[int, int, bool]] = []
+    position, length = 0, len(text)
+    while position < length:
+        run = lines.match(text, position)
+        end = run.end() if run else position
+        if end > position:
+            pieces.append((position, end, True))
+        if end < length:
+            stop = text.find("\n", end)
+            stop = length if stop < 0 else stop + 1
+            pieces.append((end, stop, False))
+            end = stop
+        position = end
+    tokens: set[str] = set()
+    for start, end, simple in pieces:
+        if simple:
+            tokens.update(_JSON_TOKEN.findall(text, start, end))
+    return pieces, tokens
+
+
+def test_simple_runs_are_those_one_expression_finds() -> None:
+    """The pieces and strings of a JSON-lines text, read line by line or (every line simple,
+    no backslash) from its quotes, are those one expression over the text finds, the strings
+    in the same order; texts made of lines of every kind, then with characters changed."""
+    from qualify.publish.bundle import _simple_runs
+
+    lines = [
+        '{"event":"test_phase","state":"start","when":"setup","nodeid":"t.py::a[1-2]","line":3,'
+        '"t":1796562007.246274,"mono":23537.24671,"pid":10240}\n',
+        '{"event":"collection","nodeids":["t.py::a","t.py::b"],"n":-0.5e+3,"ok":true,"x":null}\n',
+        '{"event":"x", "spaced": "kept", "l": [1, "a"], "e": []}\n',
+        '{"a":"x\\ny \\u00e9 \\"q\\" \\/"}\n',
+        '{"a":"\\q"}\n',
+        '{"o":{"x":1}}\n',
+        '{"procs":[[1,"python",2]],"test":null}\n',
+        "{}\n",
+        '{"n":01}\n',
+        '{"a":"b"}\r\n',
+        '{"a":"tab\there"}\n',
+        '{"a":"para\u2028graph","z":"\x00"}\n',
+        '{"a":"b"',
+    ]
+    alphabet = [*'"{}[],: \n\\\x00\x01\t0123456789-.eEtrufalsn', "\\n", '\\"', "\\u00e9"]
+    randomly = random.Random(4)
+    for attempt in range(3000):
+        text = "".join(randomly.choice(lines) for _ in range(randomly.randint(0, 6)))
+        for _ in range(attempt % 3):
+            if text:
+                at = randomly.randrange(len(text))
+                text = text[:at] + randomly.choice(alphabet) + text[at + randomly.randint(0, 1) :]
+        pieces, tokens = _simple_runs(text)
+        expected_pieces, expected_tokens = _runs_by_one_expression(text)
+        assert pieces == expected_pieces, text
+        assert list(tokens) == list(expected_tokens), text

@@ -647,3 +647,32 @@ def test_kept_among_searches_many_texts_in_batches(monkeypatch: pytest.MonkeyPat
     whole = Sanitizer({"DEPLOY_TOKEN": SPLIT_VALUE}, IDENTITIES).kept_among(texts)
     monkeypatch.setattr(sanitize, "_JOINED_BYTES", 64)
     assert Sanitizer({"DEPLOY_TOKEN": SPLIT_VALUE}, IDENTITIES).kept_among(texts) == whole
+
+
+def test_each_trigger_part_is_looked_for_by_its_literal_start() -> None:
+    """A part of the trigger is searched only in a text that holds its literal start: the
+    characters every match of it begins with."""
+    assert [sanitize.literal_prefix(part) for part in ("a|b", "(a|b)c", "[|]x", "x[]|]")] == [
+        "",
+        "",
+        "",
+        "x",
+    ]
+    assert [sanitize.literal_prefix(part) for part in ("ab?", "ab{2}", r"ab\.c", "a(?:b)")] == [
+        "a",
+        "a",
+        "ab",
+        "a",
+    ]
+    # Every match in this module's examples starts with its part's literal start.
+    with open(__file__, encoding="utf-8") as handle:
+        examples = handle.read().lower()
+    found = 0
+    for part in sanitize._TRIGGER.parts:
+        prefix = sanitize.literal_prefix(part.pattern)
+        assert prefix and part.pattern.startswith(prefix), part.pattern
+        for match in part.finditer(examples):
+            assert match.group().startswith(prefix), (part.pattern, match.group())
+            found += 1
+        assert (prefix in examples) == (part in sanitize._TRIGGER.present(examples))
+    assert found > 100

@@ -259,27 +259,12 @@ class _Writer:
         return cleaned
 
     def _json_lines(self, text: str) -> str:
-        """A JSON-lines file: its runs of simple lines (``_SIMPLE_LINES``: what the harness
+        """A JSON-lines file: its runs of simple lines (``_simple_runs``: what the harness
         writes) are read by their strings, each distinct string asked of the sanitizer once
         (``Sanitizer.kept_among``); a simple line holding no string that cleaning changes is
         published as written, the others are cleaned as ``_json_line`` cleans any other line."""
-        pieces: list[tuple[int, int, bool]] = []  # (start, end, simple), whole lines each
-        position, length = 0, len(text)
-        while position < length:
-            run = _SIMPLE_LINES.match(text, position)  # (it matches nothing at worst)
-            end = run.end() if run else position
-            if end > position:
-                pieces.append((position, end, True))
-            if end < length:
-                stop = text.find("\n", end)
-                stop = length if stop < 0 else stop + 1
-                pieces.append((end, stop, False))
-                end = stop
-            position = end
+        pieces, tokens = _simple_runs(text)
         simple = [(start, end) for start, end, is_simple in pieces if is_simple]
-        tokens: set[str] = set()
-        for start, end in simple:
-            tokens.update(_JSON_TOKEN.findall(text, start, end))
         strings = {token: json.loads(token) if "\\" in token else token[1:-1] for token in tokens}
         kept = self.sanitizer.kept_among(list(dict.fromkeys(strings.values())))
         changed = [token for token, string in strings.items() if string not in kept]
@@ -352,18 +337,107 @@ after a colon or a comma (a subset of JSON: what it matches, ``json.loads`` read
 _JSON_TOKEN_TEXT = r'"[^"\\\x00-\x1f]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*+)*+"'
 _JSON_TOKEN = re.compile(_JSON_TOKEN_TEXT)
 """A JSON string as written (escapes and all)."""
-_SIMPLE_SCALAR = (
-    rf"(?>{_JSON_TOKEN_TEXT}|-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?"
-    r"|true|false|null)"
+_STRING = "\x00"
+"""What stands for each string in ``_skeleton``'s text: a character no simple line holds."""
+_SKELETON_SCALAR = (
+    rf"(?>{_STRING}|-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?|true|false|null)"
 )
-_SIMPLE_VALUE = rf"(?>{_SIMPLE_SCALAR}|\[(?:{_SIMPLE_SCALAR}(?:, ?{_SIMPLE_SCALAR})*+)?\])"
-_SIMPLE_MEMBER = rf"{_JSON_TOKEN_TEXT}: ?{_SIMPLE_VALUE}"
-_SIMPLE_LINES = re.compile(rf"(?:\{{(?:{_SIMPLE_MEMBER}(?:, ?{_SIMPLE_MEMBER})*+)?\}}\n)*+")
-"""Lines that are each a JSON object of scalars and lists of scalars, with no space but one
-after a colon or a comma, each ending in a line feed (a subset of JSON lines: every ``"`` in
-them opens or closes a string, so ``_JSON_TOKEN`` finds their strings exactly). Possessive and
-atomic throughout: the alternatives exclude each other by their first character, and nothing
-is given back (five times faster over a suite's events than the same pattern backtracking)."""
+_SKELETON_VALUE = rf"(?>{_SKELETON_SCALAR}|\[(?:{_SKELETON_SCALAR}(?:, ?{_SKELETON_SCALAR})*+)?\])"
+_SKELETON_MEMBER = rf"{_STRING}: ?{_SKELETON_VALUE}"
+
+
+@functools.cache
+def _skeleton() -> re.Pattern[str]:
+    """Simple lines with each string written as ``_STRING`` (their skeleton): lines that are
+    each a JSON object of scalars and lists of scalars, with no space but one after a colon or
+    a comma, each ending in a line feed (a subset of JSON lines: every ``"`` in them opens or
+    closes a string, so ``_JSON_TOKEN`` finds their strings exactly). Possessive and atomic
+    throughout: the alternatives exclude each other by their first character, and nothing is
+    given back. Compiled at first use."""
+    return re.compile(rf"(?:\{{(?:{_SKELETON_MEMBER}(?:, ?{_SKELETON_MEMBER})*+)?\}}\n)*+")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f]")
+_DIGITS = str.maketrans("23456789", "11111111")
+
+
+def _simple_tokens(text: str) -> set[str] | None:
+    """The strings of ``text`` as written (what ``_JSON_TOKEN`` finds), when it is whole
+    simple lines (``_simple_runs``) and holds no backslash; else None.
+
+    Without a backslash, a string of a simple line is a quote, characters other than a quote
+    or a control character, and a quote: the text split at its quotes alternates between what
+    stands outside the strings and the strings' insides. It is simple lines exactly when no
+    inside holds a control character and the outsides, each string written as ``_STRING``
+    (which the text does not hold; a control character outside a string, a line's end aside,
+    is no skeleton's), are ``_skeleton``'s lines: a search of a third of the text, with no
+    regular expression over each string (the set is made in the order ``_JSON_TOKEN`` finds
+    them)."""
+    if "\\" in text or _STRING in text:
+        return None
+    parts = text.split('"')
+    if not len(parts) % 2:
+        return None  # (a quote left open)
+    insides = dict.fromkeys(parts[1::2])  # (a string is checked once, however often it stands)
+    if _CONTROL.search("".join(insides)):
+        return None
+    # Each distinct line's skeleton is matched once, its digits but 0 written 1 (what the
+    # skeleton tells of a digit: whether it is 0): lines that differ by their times alone are
+    # one line.
+    lines = _STRING.join(parts[0::2]).translate(_DIGITS).split("\n")
+    if lines.pop():
+        return None  # (the last line has no line feed)
+    shapes = dict.fromkeys(lines)
+    if shapes and _skeleton().fullmatch("\n".join(shapes) + "\n") is None:
+        return None
+    return {f'"{inside}"' for inside in insides}
+
+
+def _simple_runs(text: str) -> tuple[list[tuple[int, int, bool]], set[str]]:
+    """The text's pieces, in order, each (start, end, simple): a run of simple lines, or one
+    line that is not (the last one cut, or anything but a flat record); and the strings of the
+    simple lines as written, in the order ``_JSON_TOKEN`` finds them. A line is simple when its
+    strings, each written as ``_STRING``, leave a line of ``_skeleton``: without a backslash,
+    its strings are what its quotes delimit (``_simple_tokens``); with one, what
+    ``_JSON_TOKEN`` finds from each quote outside a string (a quote that opens no string, or a
+    backslash outside one, stays in the skeleton, where no line holds it)."""
+    whole = _simple_tokens(text)  # (the usual events file: every line simple)
+    if whole is not None:
+        return ([(0, len(text), True)] if text else []), whole
+    pieces: list[tuple[int, int, bool]] = []
+    tokens: set[str] = set()
+    lines = text.split("\n")
+    cut = lines.pop()  # ("" after a last line feed)
+    skeleton = _skeleton()
+    position = run = 0  # run: where the current run of simple lines started
+    for line in lines:
+        end = position + len(line) + 1
+        if _STRING in line:
+            found = None
+        elif "\\" in line:
+            found = _JSON_TOKEN.findall(line)
+            shape = _JSON_TOKEN.sub(_STRING, line)
+        else:
+            parts = line.split('"')
+            found = parts[1::2]
+            shape = _STRING.join(parts[0::2])
+            if not len(parts) % 2 or _CONTROL.search("".join(found)):
+                found = None
+            else:
+                found = [f'"{inside}"' for inside in found]
+        if found is not None and skeleton.fullmatch(shape + "\n"):
+            tokens.update(found)
+        else:
+            if run < position:
+                pieces.append((run, position, True))
+            pieces.append((position, end, False))
+            run = end
+        position = end
+    if run < position:
+        pieces.append((run, position, True))
+    if cut:
+        pieces.append((position, len(text), False))
+    return pieces, tokens
 
 
 _FOUND_BY_SEARCH = 32

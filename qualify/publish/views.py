@@ -37,7 +37,12 @@ column), a backspace (a spinner), in any spelling a channel gives it. A value is
 of these, so a view without them (:func:`collapsed`) shows the halves side by side."""
 # Runs of invisible characters (with the spaces around them) and what follows a wrap: the
 # indentation, pytest's ``E   `` prefix and a diff's ``+``/``-``/``?`` marker.
-BREAK = re.compile(rf"(?:[ ]*(?:{INVISIBLE}))+(?:[ \t]*E {{2,}})?[ \t]*(?:[-+?] [ \t]*)?")
+# Every match starts with a space or an invisible character's first: the lookahead lets the
+# scan pass over the other positions at one test each (twice as fast on a JUnit file).
+BREAK = re.compile(
+    r"(?=[ \x00-\x1a\x1c-\x1f\x7f\\&#])"
+    rf"(?:[ ]*(?:{INVISIBLE}))+(?:[ \t]*E {{2,}})?[ \t]*(?:[-+?] [ \t]*)?"
+)
 BREAK_HINT = re.compile(r"[\x00-\x1a\x1c-\x1f\x7f]|\\[nrtbfv]|&#|#x[017]")
 """Where a break may be: a text without one has no collapsed view."""
 
