@@ -285,9 +285,11 @@ KNOWN_MISSES = {
         "'Image generator watchdog is aborting image generation': a watchdog's abort is not read "
         "as a time limit (labelled TIMEOUT; the gatherer was unsure: TIMEOUT or HOST_ALLOC_FAILED)"
     ),
-    "kill-helm-upgrade-timed-out-waiting-helm-helm-1826.txt": (
-        "Helm's 'timed out waiting for the condition': a wait's time running out is not read as "
-        "the run's time limit (a lock's or a network's wait words it the same way)"
+    "neg-sccache-maybe-server-runs-oom-shut-down-unexpectedly-timed-out-googleapis-google-"
+    "cloud-cpp-12274.txt": (
+        "sccache's 'error: Timed out waiting for server startup' before make's Error 2 is read as "
+        "the waiter's time limit, as Helm's 'timed out waiting for the condition' is labelled; "
+        "this label, unsure whether it failed the build, reads it as no end (UNKNOWN)"
     ),
     "kill-incus-host-oom-random-vms-killed-lxc-incus-2116.txt": (
         "the class is right; 'Have a say in what the OOM killer kills' is cited, not 'my host "

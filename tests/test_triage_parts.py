@@ -2654,10 +2654,11 @@ _reads(
         ("testTraceSourceForLibertyLogging:componenttest.exception.TopologyException: "
          "2020-08-05-02:43:11:826 Timed out waiting for application [TestApp] to start.",
          "test_failed"),
-        # counter-cases: no failures counted; the wait's words alone (a wait's time, no test's)
+        # counter-cases: no failures counted; the wait's words alone, no test's: the waiter's
+        # time limit (it gave up), not a failed test
         ("Test Result (no failures)", None),
         ("Test Result (0 failures / -1)", None),
-        ("Timed out waiting for application [TestApp] to start.", None),
+        ("Timed out waiting for application [TestApp] to start.", "timeout"),
     ],
     ids=["jenkins", "liberty", "no-failures", "zero", "wait-alone"],
 )  # fmt: skip

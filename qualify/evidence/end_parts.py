@@ -140,13 +140,15 @@ _AFTER_DURATION = re.compile(
 after 60 minutes``): its time ran out."""
 _NETWORK = re.compile(
     r"(?<![.\w])(?:connect\w*|socket|request|http\w*|https|read|write|handshake|dns|lock"
-    r"|waiting for|wait for|await\w*|poll\w*|ping|heartbeat|rpc|grpc|curl|wget|fetch\w*|download\w*"
+    r"|poll\w*|ping|heartbeat|rpc|grpc|curl|wget|fetch\w*|download\w*"
     r"|upload\w*|ssh|tcp|udp|tls|ssl|url|proxy|network|navigation|selector|element|locator"
     r"|response|acquire|mutex|semaphore|receive|recv|send|i/o|io|port|address|host"
     r"|registry|pull\w*|push\w*|clone|git|npm|pip|apt|repository)\b"
 )
-"""A network's or a wait's time running out: not the run's own time limit. (A word of a dotted
-name is the name's: Celery's task ``email_reports.send`` sends nothing.)"""
+"""A network's time running out (a connection, a request, a read, a lock): not the run's own
+time limit. (A word of a dotted name is the name's: Celery's task ``email_reports.send`` sends
+nothing.) A wait's is the waiter's: it gave up (Helm's "Error: UPGRADE FAILED: timed out waiting
+for the condition"), unless what it waited on is a network's."""
 _SUPPOSED = re.compile(
     r"\b(?:if|when|whether|unless|may|might|could|can|would|should|will|to avoid|to prevent"
     r"|prevent\w*|avoid\w*|how to|how do|why|config\w*|set(?:ting)?|increas\w*|rais\w*|bump\w*"
@@ -200,7 +202,7 @@ def _supposed(low: str, match: re.Match[str]) -> bool:
 
 
 def _networked(low: str, match: re.Match[str]) -> bool:
-    """Whether the clause of ``match`` names a network's or a wait's time (a path elsewhere on the
+    """Whether the clause of ``match`` names a network's time (a path elsewhere on the
     line, ``E:\\Git\\...``, is another clause)."""
     return _NETWORK.search(low, *_clause(low, match)) is not None
 
