@@ -823,9 +823,9 @@ KNOWN_MISSES = {
         "read as neither a kill nor memory running out"
     ),
     "gpu-cugraph-rmm-maximum-pool-size-exceeded-rapidsai-cugraph-2769.txt": (
-        "RMM's error alone in a fence marked python is read as source (UNKNOWN); read alone, "
-        "'Maximum pool size exceeded' is the pool's configured maximum (CUDA_OOM_BUDGET), as the "
-        "build half's cuDF row is labelled, while this row is labelled the device full"
+        "RMM's error alone in a fence marked python is what it printed; 'Maximum pool size "
+        "exceeded' is the pool's configured maximum (CUDA_OOM_BUDGET), as the build half's cuDF "
+        "row is labelled, while this row is labelled the device full"
     ),
     "host-obspy-read-merge-memory-error-obspy-obspy-2019.txt": (
         "'If I try to read and merge all files, the process maxes out my memory and swap ... and I "

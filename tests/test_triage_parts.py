@@ -1126,7 +1126,11 @@ SESSION = (
 def test_an_interactive_sessions_output_is_no_source(tmp_path: Path) -> None:
     result = _triaged(tmp_path / "issue.txt", SESSION)
     assert result.triage_class is TriageClass.HOST_ALLOC_FAILED, result.summary
-    source = SESSION.replace(">>> ", "")  # the same lines as a program's source
+    # without the prompts, the error's line still holds no statement: printed (a line in a
+    # language fence with no statement's shape); the same error raised is the program's source
+    printed = SESSION.replace(">>> ", "")
+    assert _triaged(tmp_path / "issue.txt", printed).triage_class is TriageClass.HOST_ALLOC_FAILED
+    source = printed.replace("MemoryError: std::bad_alloc", 'raise MemoryError("std::bad_alloc")')
     assert _triaged(tmp_path / "issue.txt", source).triage_class is TriageClass.UNKNOWN
 
 
@@ -2622,6 +2626,31 @@ _reads(
     ids=["armeria", "caused-by", "throw", "catch", "raise"],
 )  # fmt: skip
 def test_an_exception_first_on_its_line_in_a_language_fence_was_printed(
+    before: str, line: str, source: bool
+) -> None:
+    assert in_source(before, line) is source
+
+
+@pytest.mark.parametrize(
+    ("before", "line", "source"),
+    [
+        # OpenFold's issue: the shell's status after PyTorch's error, in a fence marked Python;
+        # cugraph's: RMM's refusal alone in one. No statement holds neither punctuation nor a
+        # keyword: what the program printed
+        ("```python\ntorch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 128.00 "
+         "GiB.\n[rank: 3] Child process with PID 11479 terminated with code 1.\n", "Killed",
+         False),
+        ("```python\n", "MemoryError: std::bad_alloc: out_of_memory: RMM failure at:/conda/envs/"
+         "rapids-22.10/include/rmm/mr/device/pool_memory_resource.hpp:193: Maximum pool size "
+         "exceeded", False),
+        # counter-cases: statements, by their punctuation or their keyword (Woodpecker's Go)
+        ("```go\n", "\tstepState.ExitCode = 137", True),
+        ("```python\n", "import resource", True),
+        ("```python\n", "print(torch.cuda.memory_summary())", True),
+    ],
+    ids=["openfold-killed", "cugraph-rmm", "assignment", "import", "call"],
+)  # fmt: skip
+def test_a_line_in_a_language_fence_with_no_statement_shape_was_printed(
     before: str, line: str, source: bool
 ) -> None:
     assert in_source(before, line) is source

@@ -45,8 +45,10 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # heap out of memory and high Memory Usuage ...", a title naming no event) to its label's
     # class, read as a logged message. An issue's "# " title is read as a heading, with or
     # without a lead before it: the title rows of parts N35 and N36 (MultiMC's, MinerU's) no
-    # longer move
-    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 18),
+    # longer move. Two more since (20): Open Liberty's "Timed out waiting for application" read
+    # as the waiter's time limit behind the lead, and cugraph's RMM error, read as printed in
+    # its Python fence, no longer in a fence behind the lead
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 20),
     "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 34),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),

@@ -1250,6 +1250,8 @@ def in_source(before: str, line: str) -> bool:
     at = max(i for i, text in enumerate(lines) if _FENCE.match(text))
     if _SOURCE_FENCE.match(lines[at]) is None:
         return False
+    if _NOT_A_STATEMENT.match(line):
+        return False  # no statement's punctuation or keyword: what the program printed
     if any(_TRACEBACK_HEAD.match(text) for text in lines[at + 1 :]):
         return False  # a traceback pasted in a fence marked for its language: what was printed
     # An interactive session (Python's ``>>>``, IPython's ``In [1]:``): the lines without a prompt
@@ -1259,6 +1261,16 @@ def in_source(before: str, line: str) -> bool:
     )
 
 
+_NOT_A_STATEMENT = re.compile(
+    r"^(?!\s*(?:import|from|package|using|include|return|raise|throw|if|else|for|while|def|class"
+    r"|fn|func|let|var|val|const|pub|use|mod|static|public|private|protected|void|int|print\w*"
+    r"|echo|assert|await|async|yield|@)\b)[^(){}\[\];=]*$"
+)
+"""A line in a fence marked for a language that holds none of a statement's punctuation (no
+call, block, index, assignment or terminator) and starts with none of its keywords (OpenFold's
+"Killed" after PyTorch's error under ```` ```python ````, cugraph's "MemoryError: std::bad_alloc:
+out_of_memory: RMM failure at:/conda/...: Maximum pool size exceeded"): what the program
+printed, pasted under its language's highlighting."""
 _TRACEBACK_HEAD = re.compile(
     r"^\s*Traceback \(most recent call last\):\s*$"
     r"|^[^\"]{0,80}?(?<!\S)File \"[^\"]+\", line \d+, in [\w<>.]+\s*$"
