@@ -81,21 +81,18 @@ def _run_again(state: _TestState) -> bool:
     return state.again or state.outcome not in ("failed", "error")
 
 
-def _apply(state: _TestState, event: dict[str, Any]) -> None:
-    when = str(event.get("when"))
-    if event.get("state") == contract.TEST_START:
-        if when == "setup" and _run_again(state):  # the attempt before is discarded
-            state.reruns += 1
-            state.outcome = state.message = state.text = state.kind = None
-            state.duration, state.properties = 0.0, ()  # (the last attempt's, as pytest's)
-            state.output.clear()
-            state.phases_ended.clear()
-            state.again = False
-        state.open_when = when
-        if "file" in event:  # the setup's start says where the test is
-            state.file, state.line = event.get("file"), event.get("line")
-        return
-    _end(state, when, event)
+def _start(state: _TestState, when: str, event: dict[str, Any]) -> None:
+    """A start line: the phase started (a setup's start may begin a rerun)."""
+    if when == "setup" and _run_again(state):  # the attempt before is discarded
+        state.reruns += 1
+        state.outcome = state.message = state.text = state.kind = None
+        state.duration, state.properties = 0.0, ()  # (the last attempt's, as pytest's)
+        state.output.clear()
+        state.phases_ended.clear()
+        state.again = False
+    state.open_when = when
+    if "file" in event:  # the setup's start says where the test is
+        state.file, state.line = event.get("file"), event.get("line")
 
 
 def _end(state: _TestState, when: str, event: dict[str, Any]) -> None:
@@ -186,17 +183,27 @@ class ProgressReplay:
     def feed(self, events: Iterable[Any]) -> None:
         """Apply the next events (values that are not objects are skipped)."""
         states = self._states
+        phase, start = contract.TEST_PHASE, contract.TEST_START
         for event in events:
-            if not isinstance(event, dict):
+            # (the exact types json.loads makes tested first: a long run's many lines)
+            if event.__class__ is not dict and not isinstance(event, dict):
                 continue
             self._result = None
             kind = event.get("event")
-            if kind == contract.TEST_PHASE:
-                nodeid = str(event.get("nodeid"))
+            if kind == phase:
+                nodeid = event.get("nodeid")
+                if nodeid.__class__ is not str:
+                    nodeid = str(nodeid)
                 state = states.get(nodeid)
                 if state is None:
                     state = states[nodeid] = _TestState(nodeid)
-                _apply(state, event)
+                when = event.get("when")
+                if when.__class__ is not str:
+                    when = str(when)
+                if event.get("state") == start:
+                    _start(state, when, event)
+                else:
+                    _end(state, when, event)
             elif kind == contract.COLLECTION:
                 self._collected = [str(n) for n in event.get("nodeids", [])]
                 for nodeid in self._collected:
@@ -259,9 +266,9 @@ def _case(state: _TestState) -> JUnitCase | None:
         state.text,
         state.file,
         state.line,
-        kind=state.kind,
-        properties=state.properties,
-        output=tuple(state.output),
+        state.kind,
+        state.properties,
+        tuple(state.output),
     )
 
 

@@ -270,6 +270,10 @@ class _Writer:
         changed = [token for token, string in strings.items() if string not in kept]
         marked = iter(_lines_holding(text, simple, changed))
         held = next(marked, None)  # the next line to clean, (start, end)
+        # A marked line without a backslash whose strings (between its quotes) include one that
+        # cleaning changes is cleaned as a whole record straight away: ``_json_line``'s look at
+        # its strings would find that one not kept (``kept_among`` asked ``keeps`` of it).
+        touched = {string for token, string in strings.items() if string not in kept}
         out = []
         for start, end, is_simple in pieces:
             if not is_simple:
@@ -277,7 +281,12 @@ class _Writer:
                 continue
             position = start
             while held is not None and held[0] < end:
-                out += [text[position : held[0]], self._json_line(text[held[0] : held[1]])]
+                line = text[held[0] : held[1]]
+                if "\\" not in line and not touched.isdisjoint(line.split('"')[1::2]):
+                    cleaned = self._json_record(line)
+                else:
+                    cleaned = self._json_line(line)
+                out += [text[position : held[0]], cleaned]
                 position = held[1]
                 held = next(marked, None)
             out.append(text[position:end])
@@ -292,6 +301,12 @@ class _Writer:
             _json_string().findall(line)
         ):
             return line
+        return self._json_record(line, ending)
+
+    def _json_record(self, line: str, ending: str | None = None) -> str:
+        """A line cleaned as the record it holds (``_json_line`` after its strings)."""
+        if ending is None:
+            ending = line[len(line.rstrip("\r\n")) :]
         try:
             cleaned = self.sanitizer.clean_json(json.loads(line))
             return json.dumps(cleaned, ensure_ascii=False) + ending
@@ -540,14 +555,14 @@ class JsonlFields:
                     pairs[key, value] = None
 
         for record in values:  # the usual flat record without a call per field
-            if not isinstance(record, dict):
+            if record.__class__ is not dict and not isinstance(record, dict):
                 walk("", record)
                 continue
-            for key, value in record.items():
-                if value.__class__ is str:
-                    pairs[key, value] = None
-                elif key not in _UNLEARNED_NUMBERS:
-                    walk(key, value)
+            for item in record.items():  # (the item is the pair: no tuple made again)
+                if item[1].__class__ is str:
+                    pairs[item] = None
+                elif item[0] not in _UNLEARNED_NUMBERS:
+                    walk(*item)
 
     def text(self, garbled: Iterable[bytes] = ()) -> str:
         """The pairs, one per line, then the undecodable lines whole."""
