@@ -668,15 +668,15 @@ _WISHED_AFTER = re.compile(r"\w*\s*(?:exceptions?|errors?)?\s*(?:should|must|oug
 """The words as the subject of a wish, a modal of duty after them (tModLoader's issue title
 "OutOfMemory should crash to desktop"): what a program should do, proposed, not what happened."""
 _NONE_OF = re.compile(r"\b(?:no|without)\s+$")
+"""An out of memory error denied by "no" or "without" just before its words (pytket-cutensornet's
+issue title "Provide a simulation mode that guarantees no out of memory errors"): none happened or
+none is wanted. (Not "no enough memory": there "no" is a learner's "not".)"""
 _CALLED_WRONG = re.compile(
     r"\b(?:incorrect|wrong|bogus|misleading|spurious|erroneous|false|confusing|inaccurate)"
     r"\s+[`\"'*]?$"
 )
 """A message called wrong just before its words (plink's PR: "the program shows an incorrect
 \"Out of memory\" error message"): what the message says did not happen."""
-"""An out of memory error denied by "no" or "without" just before its words (pytket-cutensornet's
-issue title "Provide a simulation mode that guarantees no out of memory errors"): none happened or
-none is wanted. (Not "no enough memory": there "no" is a learner's "not".)"""
 _SIZE_JUDGED = re.compile(
     r"(?<![\w.])\d[\d.,]*\s?[kmgt]i?b (?:of (?:\w+ )?(?:ram|memory) )?(?:is|are) (?:not enough"
     r"|insufficient|too little)\b(?![^.;]{0,60}\balloc)"
