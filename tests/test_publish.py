@@ -711,13 +711,17 @@ def _runs_by_one_expression(text: str) -> tuple[list[tuple[int, int, bool]], set
 
     from qualify.publish.bundle import _JSON_TOKEN, _JSON_TOKEN_TEXT
 
+    # (plain quantifiers and groups: the possessive and atomic forms it was written with match
+    # wrongly on Python 3.11.2, whose fix came in a later 3.11 release; each alternative here
+    # excludes the others by its first character, so the matches are the same)
+    token = _JSON_TOKEN_TEXT.replace("*+", "*")
     scalar = (
-        rf"(?>{_JSON_TOKEN_TEXT}|-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?"
+        rf"(?:{token}|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
         r"|true|false|null)"
     )
-    value = rf"(?>{scalar}|\[(?:{scalar}(?:, ?{scalar})*+)?\])"
-    member = rf"{_JSON_TOKEN_TEXT}: ?{value}"
-    lines = re.compile(rf"(?:\{{(?:{member}(?:, ?{member})*+)?\}}\n)*+")
+    value = rf"(?:{scalar}|\[(?:{scalar}(?:, ?{scalar})*)?\])"
+    member = rf"{token}: ?{value}"
+    lines = re.compile(rf"(?:\{{(?:{member}(?:, ?{member})*)?\}}\n)*")
     pieces: list[tuple[int, int, bool]] = []
     position, length = 0, len(text)
     while position < length:
