@@ -1,14 +1,15 @@
 """Triage of a 1 GB console log with a CUDA OOM message near the end: time and peak RSS.
 
     .venv/bin/python benchmarks/bench_triage.py [--size-mb 1024] [--keep PATH]
-        [--log plain|dense|retry]
+        [--log plain|dense|retry|distinct]
 
 Three logs: ``plain`` (build, test and server lines that name no memory or timeout), ``dense``
 (every third line mentions memory or a timeout without reporting a failure: a vLLM server's
 memory profiling, a retrying HTTP client, pytest-timeout's header; the lines a scanner cannot
 drop on a cheap word test) and ``retry`` (every other line urllib3's warning of a read that
 timed out and is retried: a line the scanner must read, the same message under a new
-timestamp each time). All end with the same OOM message 1 MiB before the end.
+timestamp each time) and ``distinct`` (the same warning for a new URL each time, a crawler's: no
+two messages alike, so each is read). All end with the same OOM message 1 MiB before the end.
 
 Target: under 10 s on the 2-core development machine, memory flat (the scan reads
 2 MiB blocks; peak RSS must not grow with the log). The machine is shared, so the CPU time of
@@ -56,15 +57,23 @@ RETRY = [
     b"(read timeout=10)\")': /api/models/microsoft/phi-4\n",
     FILLER[1],
 ]
-LOGS = {"plain": FILLER, "dense": DENSE, "retry": RETRY}
+LOGS = {"plain": FILLER, "dense": DENSE, "retry": RETRY, "distinct": RETRY}
 
 
-def write_log(path: Path, size_bytes: int, lines: list[bytes] = FILLER) -> None:
-    """``size_bytes`` of CI-like lines, the OOM message 1 MiB before the end."""
+def write_log(
+    path: Path, size_bytes: int, lines: list[bytes] = FILLER, *, distinct: bool = False
+) -> None:
+    """``size_bytes`` of CI-like lines, the OOM message 1 MiB before the end; ``distinct``: each
+    block's lines end in a path of their own."""
     block = b"".join(lines * (12000 // len(lines)))
     with path.open("wb") as handle:
         written = 0
         while written < size_bytes - (1 << 20):
+            if distinct:
+                block = b"".join(
+                    line.replace(b"/phi-4\n", b"/page-%d\n" % (written + at))
+                    for at, line in enumerate(lines * (12000 // len(lines)))
+                )
             handle.write(block)
             written += len(block)
         handle.write(OOM.read_bytes())
@@ -87,7 +96,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = args.keep or Path(tmp) / "console.log"
-        write_log(path, args.size_mb << 20, LOGS[args.log])
+        write_log(path, args.size_mb << 20, LOGS[args.log], distinct=args.log == "distinct")
         load = os.getloadavg()[0]
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         user_before, system_before = cpu_seconds()

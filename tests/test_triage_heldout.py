@@ -46,6 +46,10 @@ HELD_OUT_TABLES = {
     "n46": "ecosystems no other part names: embedded firmware builds, RTOSes and device firmware",
     "n47": "ecosystems no other part names: cheminformatics, docking and molecular ML",
     "n48": "ecosystems no other part names: document toolchains, typesetting, site generators",
+    "n49": "ecosystems no other part names: blockchain nodes, validators and contract tools",
+    "n50": "ecosystems no other part names: federated chat, social and mail servers",
+    "n51": "ecosystems no other part names: game engines, renderers and graphics kits",
+    "n52": "ecosystems no other part names: trading bots, backtesting and econometrics",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -99,6 +103,10 @@ UNLISTED = frozenset(
         "n46",
         "n47",
         "n48",
+        "n49",
+        "n50",
+        "n51",
+        "n52",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 
 from qualify.evidence.evidence_line import LineSignal
+from qualify.evidence.prefilter import guarded
 
 _UNIT = (
     r"process(?:es)?|task|job|step|build|test(?: case)?|worker|command|container|pod|run"
@@ -34,7 +35,7 @@ _UNIT = (
     r"|application|app|server|training|benchmark|simulation|solver|check|hook|spec"
 )
 _UNIT_WORD = re.compile(rf"\b(?:{_UNIT})\b")
-_KILL = re.compile(
+_KILL = guarded(
     r"\b(?:was|were|been|being|got|get|gets|is|are) (?:\w+ly )?killed\b"
     r"|^\W*(?:[\w.-]+: )?killed\b(?!\s+\d+\s+(?:\w+ ){0,2}\w+s\b)|\b(?:"
     + _UNIT
@@ -75,7 +76,7 @@ _KILL_CODE = re.compile(
 """An end with the code a shell gives a process killed by SIGKILL (137) or SIGTERM (143), or the
 signal's negative number a runtime gives (``exit status -9``); after "code" or "status" alone,
 137 (``returned a non-zero code: 137``, the scanner's needles for it)."""
-_FAILED_TESTS = re.compile(
+_FAILED_TESTS = guarded(
     r"^\s*\[ +failed +\] \S"  # GoogleTest
     r"|^\s*fail\s+\S+\.(?:test|spec)\.\w+\b|^\s*fail\t\S+\t"  # Jest; go test's package line
     r"|^\s*(?!0\b)\d+ failing\s*$"  # mocha

@@ -52,6 +52,7 @@ from qualify.evidence.evidence_line import LineSignal
 from qualify.evidence.gpu_lines import parse_engine_line
 from qualify.evidence.gpu_lines import parse_tensorrt_line as _parse_tensorrt
 from qualify.evidence.oom_parts import handled_code, parse_oom_parts, supposes
+from qualify.evidence.prefilter import guarded
 from qualify.evidence.structure import names_memory, read_fields, spelled
 
 __all__ = ["KB", "LineSignal", "parse_line"]
@@ -101,7 +102,7 @@ _EXIT = re.compile(
 )
 _SIGNAL_NAMED = re.compile(r"\bsig(kill|term)\b")
 """A killing signal named on a line (lowercased)."""
-_SIGNAL_EXIT = re.compile(
+_SIGNAL_EXIT = guarded(
     r"\(signal: (\d+),"  # Rust's ExitStatus: "(signal: 9, SIGKILL: kill)"
     r"|(?i:(?:killed|terminated|died|exited|ended|stopped|received|\bgot)(?: \w+){0,2}?"
     r" (?:by|due to|with|of|on|from)? ?(?:the )?'?signal)\W{0,2}(?:SIG)?"
@@ -144,7 +145,7 @@ _AGENT_LOST = re.compile(
 )
 """A CI agent gone mid-job: Buildkite's "agent lost", Azure Pipelines' "The agent: X lost
 communication with the server" and "We stopped hearing from agent X"."""
-_EXTERNALLY = re.compile(
+_EXTERNALLY = guarded(
     r"(?i)\b(?:terminated|killed|stopped) by (?:the |an |some )?(?:external|outside"
     r"|operating system|os\b|system\b|scheduler\b|host\b)"
     r"|(?i:\b(?:daemon|driver|worker|agent|runner|executor|process|instance|host|node|vm|machine"
@@ -172,7 +173,7 @@ Whoever ended it said nothing of why; a line that also says the reason is read f
 too (Ray's "The worker died unexpectedly while executing this task"); nor is a thread
 interrupted (TorchServe's "Backend worker monitoring thread interrupted or backend worker process
 died.", a Java thread's shutdown)."""
-_CARRIED_ON = re.compile(r"[^.;]*?\b(?:instead|falling back|fell back|falls back)\b")
+_CARRIED_ON = guarded(r"[^.;]*?\b(?:instead|falling back|fell back|falls back)\b")
 """The work said to go on another way in the same sentence as the end (sccache's "The server
 looks like it shut down unexpectedly, compiling locally instead"): a fallback the program took,
 a warning, not what ended the job."""
@@ -245,7 +246,7 @@ _E_LINE = re.compile(r"^(?:\S+Z )?E {3,}(\w[\w.]*(?:Error|Exception)\b.*|assert\
 _E_LOCATION = re.compile(r"^\S+\.py:\d+: (\w+(?:Error|Exception))$")
 _SLURM_CANCEL = re.compile(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+.* \*\*\*")
 """Slurm's own cancel line (``slurmstepd-<host>: error: *** JOB 5 ON n1 CANCELLED AT ... ***``)."""
-_TIMEOUT = re.compile(
+_TIMEOUT = guarded(
     r"\+{3,} Timeout \+{3,}|~{3,} Stack of .+? \(\d+\) ~{3,}"
     r"|(?<![*'\"])Failed: Timeout (?:>[\d.]+s|\(>[\d.]+s\) from pytest-timeout)"
     r"|has exceeded the maximum execution time|execution took longer than|DUE TO TIME LIMIT"

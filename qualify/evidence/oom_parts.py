@@ -31,6 +31,7 @@ from typing import Any
 
 from qualify import cuts
 from qualify.evidence.evidence_line import LineSignal
+from qualify.evidence.prefilter import guarded
 
 _CANNOT = r"can ?not|can't|could ?not|couldn't|unable to|failed to"
 """The words of a refusal ("could not", "unable to"), shared by every reading of one."""
@@ -141,7 +142,7 @@ _SETTING_CROSSED = (
 )
 """Memory's setting said to be exceeded, the setting named by what it is (Pipedream's "you've
 exceeded the default memory for this workflow"): a limit crossed, in other words."""
-_SAID = re.compile(
+_SAID = guarded(
     _REFUSED
     + r"|"
     + _CLAUSE
@@ -428,7 +429,7 @@ def _hedged(low: str, said: re.Match[str]) -> bool:
     )
 
 
-_KILL_ALTERNATIVE = re.compile(
+_KILL_ALTERNATIVE = guarded(
     r"[^.;]{0,40}?\bor\b[^.;]{0,60}?(?:\bkill\s+-(?:9|kill)\b|\bsigkill\b|\bsignal 9\b)"
 )
 """A SIGKILL offered in the same sentence as the other cause of an end whose first cause is
@@ -710,7 +711,7 @@ _KILLER = re.compile(
 )
 """Programs and kernel parts whose work is killing for memory (a user-space OOM controller acting:
 the node's, as earlyoom is)."""
-_ALLOCATING = re.compile(
+_ALLOCATING = guarded(
     _REFUSED
     + r"|"
     + _CLAUSE
@@ -739,7 +740,7 @@ _ACCELERATOR = re.compile(
     r"|unified memory|nccl"
     r"|gaudi\w*|synhelper|device_id\W?\d+|mindspore)\b"
 )
-_HOST = re.compile(
+_HOST = guarded(
     r"\b(?:cpu\w*|host|ram|system memory|physical memory|heap|memoryerror|nomemoryerror|bad_alloc"
     r"|oome|bad allocation"
     r"|malloc|mmap|node|swap|jvm|java\w*|javascript|runtime: out of memory|defaultcpuallocator"
