@@ -404,6 +404,39 @@ def test_a_time_limit_crossed_is_a_timeout(line: str, tmp_path: Path) -> None:
     assert 2 in {e.line for e in result.decided_by}
 
 
+TIMED_OUT = [
+    # Azure Resource Manager's deployment error (https://github.com/microsoft/PartsUnlimitedMRP/
+    # issues/134): what timed out is an extension's provisioning, a word no list of units holds
+    (
+        '{ "code": "VMExtensionProvisioningTimeout", "message": "Provisioning of VM extension '
+        "'mrpsetup' has timed out. Extension installation may be taking too long, or extension "
+        'status could not be obtained." } ] } }',
+        "timeout",
+    ),
+    # counter-cases: a network's (ssh's own wording; urllib3's, as requests raises it)
+    ("ssh: connect to host 10.0.0.5 port 22: Connection timed out", None),
+    (
+        "requests.exceptions.ReadTimeout: HTTPSConnectionPool(host='huggingface.co', port=443): "
+        "Read timed out. (read timeout=10)",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "kind"), TIMED_OUT, ids=["azure", "ssh", "urllib3"])
+def test_whatever_timed_out_is_a_timeout_unless_a_networks(
+    line: str, kind: str | None, tmp_path: Path
+) -> None:
+    """Something said to have timed out, in a clause that supposes nothing and on a line that
+    names no network's part: its time limit ended it, whatever the thing is called."""
+    found = parse_line(line)
+    assert (found.kind if found is not None else None) == kind
+    log = tmp_path / "console.log"
+    log.write_text(f"Deploying\n{line}\n")
+    result = triage(Sources(paths=(log,)))
+    assert (result.triage_class is TriageClass.TIMEOUT) == (kind == "timeout")
+
+
 # Part J's wordings (tests/data/triage/SOURCES.md, part J): each line is copied from the thread
 # its comment names; the whole artifacts are in the corpus.
 PETSC = (  # https://github.com/precice/precice/issues/115

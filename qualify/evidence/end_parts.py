@@ -12,7 +12,8 @@ and schedulers they were written from. A line none of them knows is read here fo
 - **why**: its time running out, in any words that pair a time limit with its end (``timeout``,
   ``time limit``, ``deadline``, ``walltime``, ``maximum execution time``, ``ran longer than``)
   with a unit of work or a crossing (``exceeded``, ``after``, ``reached``), or given as a
-  failure's reason or a state (``failed due to timeout``, ``completed with status "TIMEOUT"``).
+  failure's reason or a state (``failed due to timeout``, ``completed with status "TIMEOUT"``);
+  anything said to have "timed out" on a line that names no network's part.
   A network's time running out (a connection, a request, a read, a lock) is not a unit of
   work's and decides nothing.
 
@@ -321,6 +322,9 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
             timed_after
             or quiet
             or stated
+            # whatever it names timed out, on a line that names no network's part (Azure's
+            # "Provisioning of VM extension 'mrpsetup' has timed out."): a time limit ended it
+            or (timed[0].startswith("timed") and _NETWORK.search(low) is None)
             or (crossed and (ended or unit or lead == "" or led or limit_of))
         ):
             return LineSignal("timeout", {"parts": True})
