@@ -126,6 +126,31 @@ def test_the_direct_writer_writes_what_junitparser_writes_over_lxml() -> None:
         assert render_junit(suite, cases, properties, timestamp, located) == expected, number
 
 
+def test_a_passed_test_is_written_as_the_general_way_writes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A passed test's line, written at once when its names need no escape, is the line the
+    general way writes (empty, bounded and hostile names, located or not)."""
+    rng = random.Random(20261206)
+    names = ["", "t", "a.b.C", "t[1-2]", "x" * 65_600, "x" * 65_700, *_HOSTILE]
+    cases = [
+        JUnitCase(
+            rng.choice(names),
+            rng.choice(names),
+            rng.choice(["passed", "passed", "skipped", "xpassed"]),
+            rng.choice([0.0, 1, 0.0005, 2.5, 12345.6789]),
+            file=rng.choice([None, "t.py"]),
+            line=rng.choice([None, 3]),
+        )
+        for _ in range(300)
+    ]
+    written = [render_junit("s", cases, {"k": "v"}, "", located) for located in (False, True)]
+    monkeypatch.setattr(writer, "_attribute_plain", lambda value: False)
+    assert [render_junit("s", cases, {"k": "v"}, "", located) for located in (False, True)] == (
+        written
+    )
+
+
 @pytest.mark.parametrize(
     ("family", "message"),
     [

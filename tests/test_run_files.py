@@ -190,3 +190,93 @@ def test_run_files_and_artifacts_nested_too_deep_read_as_not_json(tmp_path: Path
     first = tmp_path / "first.jsonl"
     first.write_text('{"$report_type": ' + "[" * 5_000 + "]" * 5_000 + "}\n" + finish)
     assert detect(first) == "log"  # its first line is not a record
+
+
+_PIECES = (
+    "plain", "TestX::test_y[1-2]", "x", "", "Key", "pass", "tok", "en", "secret", "pwd:", "=>",
+    '"', "'", "\\", "%41", "&amp;", "&#10;", "#x1B", "\x1b[31m", "\n", "\t", "\x00", "\xff",
+    "\uffff", "é", "ghp_", "gl" "ab-", "://", "-----begin", "eyJ", "AKIA", "authoriz", "x-a",
+    ": ", "{", "}", TOKEN, "password=hunter2hunter2", "api_key", "10.1.2.3", "fd12:3456::1",
+)  # fmt: skip
+
+
+def _texts(rng: random.Random, count: int) -> list[str]:
+    return ["".join(rng.choices(_PIECES, k=rng.randint(0, 4))) for _ in range(count)]
+
+
+def test_the_rules_conditions_touch_a_text_as_they_touch_it_alone() -> None:
+    """What ``quiet_among`` finds of texts searched together (each search only where its
+    start is) is what every condition's whole expression finds in each text alone, whatever its
+    neighbours (the separators match no condition)."""
+    from qualify.publish import sanitize, views
+
+    def touched(text: str) -> bool:
+        lowered = sanitize._lowered(text)
+        return any(part.search(lowered) for part in sanitize._TRIGGER.parts) or any(
+            pattern.search(haystack)
+            for pattern, haystack in (
+                (sanitize._KEY_WORD, lowered),
+                (views.ESCAPE_START, text),
+                (views.BREAK_HINT, text),
+            )
+        )
+
+    rng = random.Random(20261206)
+    for _ in range(300):
+        texts = _texts(rng, rng.randint(1, 8))
+        together = sanitize._rule_touched(texts)
+        assert together == {number for number, text in enumerate(texts) if touched(text)}, texts
+        sanitizer = Sanitizer({}, Identities())
+        quiet = sanitizer.quiet_among(texts)
+        assert quiet == {text for text in texts if not touched(text)}
+
+
+def test_a_field_of_quiet_strings_holds_no_trigger_and_no_escape() -> None:
+    """The harvest leaves out the fields whose key and value no condition of the rules touches
+    (and that hold no quote): written as a line, such a field is one the harvest skips."""
+    from qualify.publish import sanitize, views
+
+    rng = random.Random(20261207)
+    sanitizer = Sanitizer({}, Identities())
+    for _ in range(2000):
+        key, value = _texts(rng, 2)
+        quiet = sanitizer.quiet_among([key, value])
+        if key in quiet and value in quiet and '"' not in key + value:
+            fields = JsonlFields()
+            fields.feed([{key: value}])
+            line = fields.text()
+            assert sanitize._TRIGGER.search(sanitize._lowered(line)) is None, line
+            assert views.ESCAPE_START.search(line) is None, line
+
+
+def test_the_harvest_of_quiet_fields_left_out_learns_the_same() -> None:
+    rng = random.Random(20261208)
+    keys = ["event", "nodeid", "api_key", "password", "msg", 'k"q', "Authorization", "t"]
+    for _ in range(40):
+        records = [
+            {rng.choice(keys): rng.choice([*_texts(rng, 1), 1, 2.5, None, [TOKEN, "x"]])}
+            for _ in range(rng.randint(1, 12))
+        ]
+        fields = JsonlFields()
+        fields.feed(records)
+        learnt = []
+        for reduced in (False, True):
+            sanitizer = Sanitizer({}, Identities())
+            quiet = sanitizer.quiet_among(fields.strings()) if reduced else ()
+            sanitizer.harvest_records(fields.text((), quiet), "events.jsonl")
+            learnt.append([(secret.value, secret.origin) for secret in sanitizer.known])
+        assert learnt[0] == learnt[1], records
+
+
+def test_only_the_lines_holding_the_bytes_are_read(tmp_path: Path) -> None:
+    """``read_jsonl`` with ``containing``: a chunk that holds the bytes nowhere is not split;
+    the records are those of the lines that hold them, a line cut at a chunk's end included."""
+    path = tmp_path / "events.jsonl"
+    lines = [json.dumps({"event": "x", "n": n, "pad": "p" * (n % 977)}) for n in range(6000)]
+    lines[5999] = json.dumps({"event": "cuda_oom", "n": 5999})
+    path.write_text("\n".join(lines) + "\n")
+    assert path.stat().st_size > 2 << 20  # (several chunks)
+    assert [r["n"] for r in read_jsonl(path, b"cuda_oom")] == [5999]
+    assert list(read_jsonl(path, b"nowhere")) == []
+    every = [r["n"] for r in read_jsonl(path, b'"pad"')]
+    assert every == list(range(5999))

@@ -27,7 +27,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from json.encoder import encode_basestring as _json_text
 from pathlib import Path
 from typing import Any
@@ -564,26 +564,51 @@ class JsonlFields:
                 elif item[0] not in _UNLEARNED_NUMBERS:
                     walk(*item)
 
-    def text(self, garbled: Iterable[bytes] = ()) -> str:
-        """The pairs, one per line, then the undecodable lines whole."""
+    def strings(self) -> list[str]:
+        """The distinct keys and string values of the pairs."""
+        keys = dict.fromkeys([key for key, _ in self._pairs])
+        return list(dict.fromkeys([*keys, *(v for _, v in self._pairs if v.__class__ is str)]))
+
+    def text(self, garbled: Iterable[bytes] = (), quiet: Collection[str] = ()) -> str:
+        """The pairs, one per line, then the undecodable lines whole; with ``quiet`` (texts no
+        necessary condition of the rules touches: ``Sanitizer.quiet_among``), without the
+        pairs of a quiet key and a quiet string value that hold no quote (written as they
+        are, such a line holds no trigger and no escape: ``Sanitizer.harvest_records`` would
+        skip it)."""
+        pairs: Iterable[tuple[str, object]] = self._pairs
+        if quiet:
+            pairs = [
+                (key, value)
+                for key, value in pairs
+                if not (
+                    value.__class__ is str
+                    and key in quiet
+                    and value in quiet
+                    and '"' not in key
+                    and '"' not in value
+                )
+            ]
         fields = [
             # json.dumps({key: value}, ensure_ascii=False), built directly for the usual string
             "{" + _json_text(key) + ": " + _json_text(value) + "}"
             if value.__class__ is str
             else json.dumps({key: value}, ensure_ascii=False)
-            for key, value in self._pairs
+            for key, value in pairs
         ]
         lines = [line.decode("utf-8", errors="surrogateescape") for line in garbled]
         return "\n".join([*fields, *lines])
 
 
-def _jsonl_fields(content: JsonlContent) -> str:
+def _jsonl_fields(content: JsonlContent, sanitizer: Sanitizer | None = None) -> str:
     """A JSON-lines file as the distinct pairs of its records and its undecodable lines
     (``JsonlFields``); the file is read as the judge read it just before (``read_all`` keeps
-    it)."""
+    it). With ``sanitizer``, without the pairs whose key and value no rule's condition touches
+    (``JsonlFields.text``): found quiet once, the strings are not searched again when the file
+    is published (``Sanitizer.kept_among``)."""
     fields = JsonlFields()
     fields.feed(content.values)
-    return fields.text(content.garbled)
+    quiet = sanitizer.quiet_among(fields.strings()) if sanitizer is not None else ()
+    return fields.text(content.garbled, quiet)
 
 
 def _read_status(run_dir: Path, relative: Path) -> os.stat_result:
@@ -611,7 +636,7 @@ def learn_from_run(run_dir: Path, sanitizer: Sanitizer) -> None:
             if relative.suffix == ".jsonl":
                 _read_status(run_dir, relative)  # (refused as it would be read)
                 content = read_all(run_dir / relative, PUBLISH_LIMIT_BYTES)
-                sanitizer.harvest_records(_jsonl_fields(content), str(relative))
+                sanitizer.harvest_records(_jsonl_fields(content, sanitizer), str(relative))
                 continue
             text = _as_text(_read(run_dir, relative))
             if text is not None:

@@ -548,6 +548,9 @@ class Sanitizer:
         self._secret_keys: dict[str, bool] = {}
         self._kept: set[str] = set()
         """Texts that cleaning leaves as they are, as a key or as a value (``keeps``)."""
+        self._quiet: set[str] = set()
+        """Texts that no necessary condition of the rules touches (``quiet_among``): what each
+        text is alone, whatever is learnt (unlike ``_kept``, never forgotten)."""
 
     # --- known secrets
 
@@ -832,34 +835,48 @@ class Sanitizer:
         return found
 
     def _touched(self, texts: Sequence[str]) -> set[int]:
-        """The indices of ``texts`` that some necessary condition of a change touches."""
+        """The indices of ``texts`` that some necessary condition of a change touches: the
+        rules' (``_rule_touched``) asked only of the texts not already found quiet, the run's
+        own (a name, an address, a known secret's chunk) of them all."""
+        quiet = self._quiet
+        loud = [number for number, text in enumerate(texts) if text not in quiet]
+        touched: set[int] = set()
+        if loud:
+            found = _rule_touched([texts[number] for number in loud])
+            touched.update(loud[number] for number in found)
         joined = _SEPARATOR.join(texts)
-        # Each text lowered on its own (``_lowered``: an ASCII text's ``lower``; the separator,
-        # never a capital, stays), rather than ``translate`` over the joined text, which the
-        # separator makes a wide string: twenty times the cost.
-        each = [_lowered(text) for text in texts]
-        lowered = _SEPARATOR.join(each)
-        # Which parts of the trigger may match is asked of the texts joined by a character no
-        # part's literal start holds either, narrow when the texts are ASCII (a faster search).
-        narrow = "\x00".join(each)
-        ends = list(itertools.accumulate(len(text) + 1 for text in texts))
         searches: list[tuple[re.Pattern[str], str, int]] = [
-            *((part, lowered, 0) for part in _TRIGGER.present(narrow)),
-            (_KEY_WORD, lowered, 0),
-            (views.ESCAPE_START, joined, 0),
-            (views.BREAK_HINT, joined, 0),
-            *((needle, joined, 0) for needle in self._identity_needles),
+            (needle, joined, 0) for needle in self._identity_needles
         ]
         if self.index.pattern is not None:
             searches.append((self.index.pattern, joined, 1))  # (the chunk is group 1)
-        touched: set[int] = set()
-        for pattern, haystack, group in searches:
-            for match in pattern.finditer(haystack):
-                start, end = match.span(group)
-                first = bisect.bisect_right(ends, start)
-                last = bisect.bisect_right(ends, max(start, end - 1))
-                touched.update(range(first, last + 1))
+        touched.update(_touching(searches, texts))
         return touched
+
+    def quiet_among(self, texts: Iterable[str]) -> set[str]:
+        """The ``texts`` that no necessary condition of the rules touches (their triggers and
+        secret keys' words, an escape's or a line break's start: ``_rule_touched``), found
+        together and remembered: what a text is alone, whatever the run's known secrets and
+        names. No rule finds anything in such a text, nor in a JSON-lines field that holds it
+        as key and value (``JsonlFields.text``): no condition matches across the field's
+        quotes, colon and space but where it also matches in the key or the value alone."""
+        quiet = self._quiet
+        unique = dict.fromkeys(texts)
+        fresh = [text for text in unique if text not in quiet]
+        found: set[str] = set()
+        start = size = 0
+        for end, text in enumerate(fresh, 1):  # batches of about _JOINED_BYTES, as kept_among
+            size += len(text) + 1
+            if size >= _JOINED_BYTES or end == len(fresh):
+                batch = fresh[start:end]
+                touched = _rule_touched(batch)
+                found.update(text for number, text in enumerate(batch) if number not in touched)
+                start, size = end, 0
+        for text in found:
+            if len(quiet) >= _MEMO_KEPT:
+                break
+            quiet.add(text)
+        return found.union(text for text in unique if text in quiet)
 
     def clean_name(self, name: str) -> str:
         """A file name: the same rules, with a marker safe in names and artifact uploads."""
@@ -917,6 +934,65 @@ _JOINED_BYTES = 4 << 20
 searched in batches: its copies stay this size)."""
 _KEY_WORD = re.compile(r"key|secret|token|pass|pwd|credential|cookie|dsn|sig")
 """A necessary condition of ``_secret_key`` (``_KEY``'s words), on the lowered text."""
+_KEY_WORD_WORDS = tuple(_KEY_WORD.pattern.split("|"))
+"""``_KEY_WORD``'s words one by one (each found by string searches)."""
+
+
+def _rule_touched(texts: Sequence[str]) -> set[int]:
+    """The indices of ``texts`` that a necessary condition of the rules touches: a part of the
+    trigger or a secret key's word, on the lowered text; where an escape or a line break may
+    start. Each is a property of a text alone (no condition matches the separator)."""
+    # The texts are joined by characters that no condition matches (none holds a lookaround):
+    # NUL for the trigger's parts and the key words (no literal start holds it, no class takes
+    # it, it is no space), and U+00FF, printable, for the escapes' and breaks' starts. ASCII
+    # texts are lowered joined; others each on its own (``_lowered``: ``translate`` over a wide
+    # joined text costs twenty times as much).
+    lowered = "\x00".join(texts)
+    if lowered.isascii():
+        lowered = lowered.lower()
+    else:
+        lowered = "\x00".join([_lowered(text) for text in texts])
+    joined = "\xff".join(texts)
+    # Each search only where a string search finds its literal start (``_TRIGGER.present``),
+    # or a character (a control character, where the joined texts are not all printable); the
+    # key words by string searches alone.
+    searches: list[tuple[re.Pattern[str], str, int]] = [
+        (part, lowered, 0) for part in _TRIGGER.present(lowered)
+    ]
+    if any(start in joined for start in views.ESCAPE_STARTS):
+        searches.append((views.ESCAPE_START, joined, 0))
+    if not joined.isprintable() or any(start in joined for start in _BREAK_STARTS):
+        searches.append((views.BREAK_HINT, joined, 0))
+    touched = _touching(searches, texts)
+    words = [word for word in _KEY_WORD_WORDS if word in lowered]
+    if words:
+        ends = list(itertools.accumulate(len(text) + 1 for text in texts))
+        for word in words:  # (a word holds no separator: it stands in one text)
+            position = lowered.find(word)
+            while position >= 0:
+                touched.add(bisect.bisect_right(ends, position))
+                position = lowered.find(word, position + len(word))
+    return touched
+
+
+_BREAK_STARTS = ("\\", "&#", "#x")
+"""What ``views.BREAK_HINT`` matches but its control characters start with (none printable)."""
+
+
+def _touching(
+    searches: Sequence[tuple[re.Pattern[str], str, int]], texts: Sequence[str]
+) -> set[int]:
+    """The indices of ``texts`` that a match of a search touches: each search a pattern, the
+    texts joined by one character (as they stand or lowered) and the group that counts."""
+    ends = list(itertools.accumulate(len(text) + 1 for text in texts))
+    touched: set[int] = set()
+    for pattern, haystack, group in searches:
+        for match in pattern.finditer(haystack):
+            start, end = match.span(group)
+            first = bisect.bisect_right(ends, start)
+            last = bisect.bisect_right(ends, max(start, end - 1))
+            touched.update(range(first, last + 1))
+    return touched
 
 
 def _secret_key(key: str) -> bool:

@@ -68,6 +68,8 @@ _ESCAPES = re.compile(
 
 
 _TRIGGERS = ("%", "\\", "&", "\x1b", "#x1")
+ESCAPE_STARTS = _TRIGGERS
+"""What an escape starts with (``ESCAPE_START``'s alternatives)."""
 ESCAPE_START = re.compile("|".join(re.escape(trigger) for trigger in _TRIGGERS))
 """Where an escape may start: a text without a match has no decoded view."""
 LINE_END = re.compile(r"\r|\n|\\[rn]|&#1[03];|&#x[aAdD];")

@@ -100,24 +100,32 @@ def read_jsonl(path: Path, containing: bytes | None = None) -> Iterator[dict[str
     except OSError:
         return
     with handle:
-        for lines in _line_batches(handle):
+        for lines in _line_batches(handle, containing=containing):
             values: list[Any] = []
             _decode_into([line for line in lines if containing in line], values, [])
             yield from (value for value in values if isinstance(value, dict))
 
 
-def _line_batches(handle: BinaryIO, limit: int = READ_LIMIT_BYTES) -> Iterator[list[bytes]]:
+def _line_batches(
+    handle: BinaryIO, limit: int = READ_LIMIT_BYTES, containing: bytes | None = None
+) -> Iterator[list[bytes]]:
     """The whole lines of the first ``limit`` bytes of data, a chunk's worth at a time (a line
-    longer than a chunk is kept whole up to ``limit``; a sparse file's holes are skipped)."""
+    longer than a chunk is kept whole up to ``limit``; a sparse file's holes are skipped). With
+    ``containing``, a chunk's worth of whole lines none of which can hold those bytes (they
+    are nowhere in it) is left out, unsplit."""
     partial: list[bytes] = []
     taken = 0
     for _, data in iter_chunks(handle):
         chunk = data[: limit - taken]
         taken += len(chunk)
         if b"\n" in chunk:
-            lines = b"".join([*partial, chunk]).split(b"\n")
-            partial = [lines.pop()]
-            yield lines
+            joined = b"".join([*partial, chunk])
+            if containing is not None and containing not in joined:
+                partial = [joined[joined.rfind(b"\n") + 1 :]]  # (the line the next chunk ends)
+            else:
+                lines = joined.split(b"\n")
+                partial = [lines.pop()]
+                yield lines
         else:
             partial.append(chunk)  # (joined once its line ends: no copy per chunk)
         if taken >= limit:
@@ -130,6 +138,14 @@ def _decode_into(lines: list[bytes], values: list[Any], garbled: list[bytes]) ->
     """The values of whole lines in one parse (tens of thousands of short test events are
     decoded at C speed); when one line is cut or garbled, line by line. A line nested deeper
     than the decoder goes (``RecursionError``, about a thousand levels) is garbled too."""
+    if len(lines) > 1 and not lines[-1]:  # whole lines, the last one ended (a file's end)
+        # Each line as it stands: a blank one among them makes the text no JSON (an empty
+        # element), a lone blank one the empty list, as without it.
+        try:
+            values += json.loads(b"[" + b",".join(lines[:-1]) + b"]")
+            return
+        except (ValueError, RecursionError):
+            pass
     kept = [line for line in lines if line.strip()]
     try:
         values += json.loads(b"[" + b",".join(kept) + b"]")
