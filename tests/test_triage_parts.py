@@ -437,6 +437,36 @@ def test_whatever_timed_out_is_a_timeout_unless_a_networks(
     assert (result.triage_class is TriageClass.TIMEOUT) == (kind == "timeout")
 
 
+SUPPOSED_TIME_LIMITS = [
+    # Laravel 5's queue worker failing a job for its attempts (Illuminate/Queue/Worker.php,
+    # MaxAttemptsExceededException): the time limit is the framework's guess at why
+    (
+        "Illuminate\\Queue\\MaxAttemptsExceededException: A queued job has been attempted too "
+        "many times. The job may have previously timed out.",
+        None,
+    ),
+    # counter-cases: the same words reported (a unit's state; Playwright's error quoted by the
+    # person who got it, https://github.com/lucgagan/auto-playwright/issues/30)
+    ("The job timed out after 60 minutes.", "timeout"),
+    (
+        "Consistently getting 'Test timeout of 30000ms exceeded.' error although "
+        "playwright.config.js has the following timeout settings:",
+        "timeout",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"), SUPPOSED_TIME_LIMITS, ids=["laravel", "job-state", "playwright"]
+)
+def test_a_time_limit_supposed_before_its_words_is_not_one(line: str, kind: str | None) -> None:
+    """A named time limit's words with a possibility or a condition before them in their clause
+    ("may have previously timed out", "if the step timed out") suppose the end; what comes after
+    them, or a clause that introduces a paste, does not."""
+    found = parse_line(line)
+    assert (found.kind if found is not None else None) == kind
+
+
 # Part J's wordings (tests/data/triage/SOURCES.md, part J): each line is copied from the thread
 # its comment names; the whole artifacts are in the corpus.
 PETSC = (  # https://github.com/precice/precice/issues/115

@@ -577,7 +577,7 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
         return LineSignal("timeout")
     if "status" in low and (stated := _STATUS_PASSED.match(line)):
         return LineSignal("run_passed", {"summary": stated[0].strip()})
-    if _timeout_words(low) and _TIMEOUT.search(line):
+    if _timeout_words(low) and (timed := _TIMEOUT.search(line)) and not _conditional(low, timed):
         nodeid = _TIMEOUT_NODEID.search(line)
         return LineSignal("timeout", {"nodeid": nodeid[1]} if nodeid else {})
     if "killed" in low and "killed process" not in low:
@@ -651,11 +651,30 @@ def _ended(line: str, low: str) -> LineSignal | None:
     timeout ..."), or ended from outside."""
     if (signalled := _signal_exit(line, low)) is not None:
         return signalled
-    if _timeout_words(low) and _TIMEOUT.search(line):
+    if _timeout_words(low) and (timed := _TIMEOUT.search(line)) and not _conditional(low, timed):
         return LineSignal("timeout")
     # (an error whose message says the machines were taken back: "PreemptionError: Nodes of
     # this job got pre-empted")
     return _ended_outside(line, low)
+
+
+_CONDITIONAL = re.compile(
+    r"\b(?:if|whether|unless|in case|may|might|could|would|should|will|can"
+    r"|to avoid|to prevent)\b"
+)
+_CLAUSE_START = re.compile(r"[.!?;]\s|:\s")
+
+
+def _conditional(low: str, timed: re.Match[str]) -> bool:
+    """Whether a time limit's words come with a condition or a possibility before them in their
+    clause ("If the step timed out, it is retried", Laravel's "The job may have previously timed
+    out."): supposed, not reported. (Words after them, or a
+    clause that introduces a paste, do not suppose it: Playwright's user, "getting 'Test
+    timeout of 30000ms exceeded.' error although ... has the following timeout settings:".)"""
+    if len(low) != len(timed.string):
+        return False
+    start = max((m.end() for m in _CLAUSE_START.finditer(low, 0, timed.start())), default=0)
+    return _CONDITIONAL.search(low, start, timed.end()) is not None
 
 
 def _signal_exit(line: str, low: str) -> LineSignal | None:
