@@ -50,6 +50,10 @@ HELD_OUT_TABLES = {
     "n50": "ecosystems no other part names: federated chat, social and mail servers",
     "n51": "ecosystems no other part names: game engines, renderers and graphics kits",
     "n52": "ecosystems no other part names: trading bots, backtesting and econometrics",
+    "n53": "ecosystems no other part names: speech recognition, synthesis and audio ML",
+    "n54": "ecosystems no other part names: e-commerce platforms and CMSes",
+    "n55": "ecosystems no other part names: network security monitoring and packet tools",
+    "n56": "ecosystems no other part names: low-code platforms and workflow automation",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -107,6 +111,10 @@ UNLISTED = frozenset(
         "n50",
         "n51",
         "n52",
+        "n53",
+        "n54",
+        "n55",
+        "n56",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose
