@@ -11,10 +11,13 @@ read at about 1.8 ms a line.
 (each branch's longest run of literal characters, or a set of them where a branch's best part
 is an alternation of its own), derived from ``re``'s own parse of the pattern rather than listed
 by hand: a line that holds none of them cannot match and is not searched. The test is one search
-of an alternation of literals, which ``re`` runs at C speed by the set of their first characters.
-A pattern with no such literals (a branch of classes only), one matched ignoring case, or one
-the parser's form is not known for is searched as it is. ``tests/test_triage_prefilter.py``
-checks the literals against every pattern's matches on the corpus' lines.
+of an alternation of literals, which ``re`` runs at C speed by the set of their first characters
+(on the lowered line where the pattern ignores case). Where only some of a pattern's branches
+have literals, the others alone are searched when none of those stands. A pattern with no such
+literals (a branch of classes only), or one the parser's form is not known for, is searched as
+it is; so is every pattern until its 32nd search (the parse is paid by long texts only).
+``tests/test_triage_prefilter.py`` checks every guarded pattern against its own matches on the
+corpora's lines.
 """
 
 from __future__ import annotations
