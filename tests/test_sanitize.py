@@ -11,7 +11,7 @@ import urllib.parse
 
 import pytest
 
-from qualify.publish import sanitize
+from qualify.publish import sanitize, views
 from qualify.publish.sanitize import TOKEN_RULES, Identities, Sanitizer
 from qualify.publish.secrets import forms as encoded_forms
 from qualify.publish.secrets import from_environment
@@ -676,3 +676,75 @@ def test_each_trigger_part_is_looked_for_by_its_literal_start() -> None:
             found += 1
         assert (prefix in examples) == (part in sanitize._TRIGGER.present(examples))
     assert found > 100
+
+
+def _quoted_corpus() -> list[str]:
+    """XML-like texts longer than a remembered text: testcase lines whose names and values
+    are the kept corpus' texts, some quoted, some meeting the markup across a quote (a key word
+    before a quote and an assignment after it), broken over lines and indented."""
+    texts = _kept_corpus()
+    rng = random.Random(52)
+    markup = ['"', '" ', '"/>\n    <testcase name="', '" classname="', "=", ":", " = ", "\n  "]
+    words = ["api_key", "password", "token", "x", "test_a", "0.001", "Secret", "pass"]
+    corpus = []
+    for _ in range(400):
+        parts = [
+            rng.choice(markup) if rng.random() < 0.4 else rng.choice(texts + words)
+            for _ in range(rng.randint(4, 40))
+        ]
+        corpus.append("<testsuite>" + "".join(parts) + " " * 260 + "</testsuite>")
+    # Most of them sent to ``clean`` by a doubt; these seldom are, their quotes met by keys and
+    # assignments, line breaks and indentation.
+    plain = ["test_a", "x", "TestY", "key", "api_key", "pass", "token", "sk-", "ghp", "_", "-"]
+    plain += ["aws", "a" * 20, "0" * 16, "=", ":", " ", "\n", "\t  ", ":=", "=>", "/", "//"]
+    plain += ["bearer ", "cookie", "Authorization", "-----BEGIN", "eyJ", "://", "hf_", "PASS"]
+    for _ in range(1200):
+        parts = [rng.choice(plain[: 11 if rng.random() < 0.9 else None]) for _ in range(12)]
+        text = "".join(rng.choice(['"', *parts]) for _ in range(len(parts)))
+        corpus.append(text + "\n    " * 60)
+    quiet = "".join(
+        f'    <testcase name="test_{n}[{n % 7}]" classname="t.TestX" time="0.00{n % 9}"/>\n'
+        for n in range(50)
+    )
+    corpus += [
+        quiet,
+        quiet + '<property name="api_key" value="' + SPLIT_VALUE + '"/>',
+        quiet + '<property name="api_key"\n value="' + SPLIT_VALUE + '"/>',
+        quiet + '<p name="password" value="hunter2hunter2"/>',
+        quiet + '<p v="ghp_' + GH[4:20] + '"\n      x="' + GH[20:] + '"/>',
+        quiet + '<p host="build-box-7" addr="10.2.3.4" six="fd12:3456:789a::1"/>',
+        quiet + '<p home="/home/alice/x" user="alice"/>',
+        quiet + '<p token"="abcdefghijklmnop12345"/>',
+        quiet + "<p a='x'>key: " + SPLIT_VALUE + "</p>",
+        quiet + "<p>a | b | c\n1 | 2 | 3</p>",
+        quiet + "<p>&amp; 100% a\\b</p>",
+    ]
+    return corpus
+
+
+def test_clean_quoted_is_clean() -> None:
+    """``clean_quoted`` gives what ``clean`` gives, and counts what it counts, whether a known
+    secret is set or not."""
+    for environ in ({}, {"DEPLOY_TOKEN": SPLIT_VALUE}):
+        for text in _quoted_corpus():
+            reference, quoted = Sanitizer(environ, IDENTITIES), Sanitizer(environ, IDENTITIES)
+            assert quoted.clean_quoted(text) == reference.clean(text), text
+            assert quoted.counts == reference.counts, text
+            assert quoted.pseudonyms == reference.pseudonyms, text
+
+
+def test_no_condition_clean_quoted_reads_by_pieces_matches_a_quote() -> None:
+    """What ``clean_quoted`` reads piece by piece never matches a double quote: the trigger's
+    parts but the key words' optional quote, a break, the dotted quad's and the IPv6 group's
+    needles (nor the faster condition standing for the first)."""
+    suffix = r"s?[\"']?\s*(?:=>|:=|[:=])"
+    for part in sanitize._TRIGGER.parts:
+        source = part.pattern.removesuffix(suffix)
+        assert '"' not in source and "\\s" not in source and "[^" not in source, source
+        assert not re.search(r"(?<!\\)\.", source), source
+    for pattern in (views.BREAK, *Sanitizer({}, IDENTITIES)._identity_needles[:2]):
+        assert not pattern.search('"'), pattern.pattern
+        assert '"' not in pattern.pattern and "[^" not in pattern.pattern, pattern.pattern
+    assert sanitize._ASSIGNED.match(" \t=>") and not sanitize._ASSIGNED.match('"=')
+    for quad in ("10.2.3.4", "1.22.333.4"):
+        assert sanitize._DOTS.search(quad)

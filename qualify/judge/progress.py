@@ -201,7 +201,24 @@ class ProgressReplay:
                 if when.__class__ is not str:
                     when = str(when)
                 if event.get("state") == start:
-                    _start(state, when, event)
+                    if when == "setup" and state.phases_ended:  # (it may begin a rerun)
+                        _start(state, when, event)
+                    else:  # (``_start``, inline: a long run's many lines)
+                        state.open_when = when
+                        if "file" in event:
+                            state.file, state.line = event.get("file"), event.get("line")
+                elif when != "collect" and event.get("outcome") == "passed":
+                    # (``_end`` of a phase that passed, inline: a teardown's end line)
+                    state.open_when = None
+                    state.phases_ended.add(when)
+                    state.duration += float(event.get("duration") or 0.0)
+                    if when == "call" and state.outcome is None:
+                        state.outcome = "passed"
+                    properties, output = event.get("properties"), event.get("output")
+                    if isinstance(properties, list):
+                        state.properties = _pairs(properties)
+                    if isinstance(output, list):
+                        state.output.extend(_pairs(output))
                 else:
                     _end(state, when, event)
             elif kind == contract.COLLECTION:

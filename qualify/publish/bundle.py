@@ -251,10 +251,11 @@ class _Writer:
                 return json.dumps(self.sanitizer.clean_json(json.loads(text)), indent=2) + "\n"
         if name.endswith(".jsonl"):
             return self._json_lines(text)
-        cleaned = self.sanitizer.clean(text)
+        xml = name.endswith(".xml")
+        cleaned = self.sanitizer.clean_quoted(text) if xml else self.sanitizer.clean(text)
         if cleaned == text:
             return cleaned  # nothing replaced: nothing broken
-        if name.endswith(".xml") and _well_formed(name, text) and not _well_formed(name, cleaned):
+        if xml and _well_formed(name, text) and not _well_formed(name, cleaned):
             cleaned = _clean_xml(text, self.sanitizer)
         return cleaned
 

@@ -777,6 +777,53 @@ class Sanitizer:
             self.counts.update(remembered[1])
         return remembered[0]
 
+    def clean_quoted(self, text: str) -> str:
+        """``clean(text)``, found unchanged without reading the whole text again where its
+        pieces between double quotes (an XML file's attribute values, its markup) say so: every
+        piece that a necessary condition of the rules touches (``quiet_among``: most values are
+        quiet) searched alone for the trigger, as it stands and collapsed.
+
+        Why that suffices: no view but the text and its collapsed view (no escape's start, no
+        table's frame), no known secret, no name or address (the identity rules' conditions,
+        ``_identity_needles``, over the whole text); no break (``views.BREAK``) and no part of
+        the trigger matches a double quote but in a key word's optional quote before
+        ``\\s*`` and an assignment, so a match that runs across a quote needs a piece after one
+        that starts with an assignment, which sends the text to ``clean``, as any doubt does."""
+        if (
+            len(text) <= _MEMO_LENGTH
+            or (self._enabled("known-secret") and bool(self.index))
+            or any(start in text for start in views.ESCAPE_STARTS)
+            or any(frame in text for frame in views.TABLE_FRAMES)
+            or self._may_name(text)
+        ):
+            return self.clean(text)
+        pieces = list(dict.fromkeys(text.split('"')))
+        quiet = self.quiet_among(pieces)
+        for piece in pieces:
+            if piece in quiet:
+                if _ASSIGNED.match(piece):
+                    return self.clean(text)
+                continue
+            flat = views.collapsed(piece).text
+            for shown in (piece, flat):
+                if _ASSIGNED.match(shown) or _TRIGGER.search(_lowered(shown)):
+                    return self.clean(text)
+        return text
+
+    def _may_name(self, text: str) -> bool:
+        """Whether an identity rule's condition (``_identity_needles``) may match in ``text``,
+        each asked the cheap way: a dotted quad's three dots (a string search starts it), an
+        internal IPv6 group before each colon, a name."""
+        if _DOTS.search(text):
+            return True
+        group, *names = self._identity_needles[1:]
+        position = text.find(":", 4)
+        while position >= 0:
+            if group.match(text, position - 4):
+                return True
+            position = text.find(":", position + 1)
+        return any(needle.search(text) for needle in names)
+
     def keeps(self, texts: Iterable[str]) -> bool:
         """Whether cleaning leaves every one of ``texts`` as it is and counts nothing, whether
         it stands as a JSON key or as a value (no key that names a secret). What a text is
@@ -922,6 +969,13 @@ class Sanitizer:
 
 
 _SCALARS = (int, float, bool)
+_DOTS = re.compile(r"\.\d{1,3}\.\d{1,3}\.")
+"""A necessary condition of the dotted quad's needle (``Sanitizer._identity_needles``) that
+starts with a literal: a string search finds where it may start."""
+_ASSIGNED = re.compile(r"\s*[:=]")
+"""What follows a key word's optional quote in the trigger's key-word parts (``=>``, ``:=``,
+``:``, ``=``, after spaces): a piece after a quote that starts so may end a match begun before
+the quote (``Sanitizer.clean_quoted``)."""
 _MEMO_KEYS = 4096
 """Key names whose secrecy is remembered, at most."""
 _MEMO_KEPT = 1 << 16

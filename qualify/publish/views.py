@@ -158,6 +158,8 @@ class View:
 
 _FRAMES = "│┃║|"
 _FRAME = re.compile(f"[{_FRAMES}]")
+TABLE_FRAMES = tuple(_FRAMES)
+"""The characters a table's frame is drawn with: a text without one has no table view."""
 
 
 class TableView:
