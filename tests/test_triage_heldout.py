@@ -54,6 +54,8 @@ HELD_OUT_TABLES = {
     "n54": "ecosystems no other part names: e-commerce platforms and CMSes",
     "n55": "ecosystems no other part names: network security monitoring and packet tools",
     "n56": "ecosystems no other part names: low-code platforms and workflow automation",
+    "n59": "ecosystems no other part names: Linux desktops, compositors and display servers",
+    "n60": "ecosystems no other part names: machine translation and classical NLP toolkits",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -115,6 +117,8 @@ UNLISTED = frozenset(
         "n54",
         "n55",
         "n56",
+        "n59",
+        "n60",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

@@ -2473,7 +2473,8 @@ _reads(
         ("Error: CUDA out of memory. Will retry with a smaller batch", "gpu_oom_handled"),
         ("The job was killed because it ran out of memory and will be retried",
          "limit_oom_kill"),
-        ("so this would just be getting OOM'd repeatedly if i was to roll it out.", None),
+        ("so this would just be getting OOM'd repeatedly if i was to roll it out.",
+         "memory_noted"),
     ],
     ids=["faasd", "openfaas", "trigger-docs", "negated", "date", "retry", "after", "no-event"],
 )  # fmt: skip
@@ -3817,6 +3818,61 @@ _reads(
          "error message.", "memory_noted"),
     ],
     ids=["helidon", "cellpose", "cp2k-comment", "plink-called-wrong"],
+)  # fmt: skip
+
+_reads(
+    PARTS_READINGS,
+    "oom_as_a_verb_whose_memory_and_risks_lowered",
+    [
+        # https://github.com/authzed/spicedb-operator/pull/445: OOM as a verb, said of pods,
+        # in the person's sentence that reports it: the pods' limit
+        ("We've observed spicedb-operator pods OOMthrashing with 250mb of limit, which feels "
+         "excessive.", "limit_oom_kill"),
+        ("The pods keep OOMing.", "limit_oom_kill"),
+        ("Our build container OOM'd twice today.", "limit_oom_kill"),
+        # counter-case: the same verb supposed
+        ("I think our pods may be OOMing.", "memory_noted"),
+        # https://github.com/JanssenProject/jans/issues/468: "throws" reports
+        ("After CE installation OpenDJ throws OutOfMemory errors. But the issue disappears "
+         "after OpenDJ service restart.", "host_alloc_failed"),
+        # https://github.com/goauthentik/authentik/issues/18915: all available memory, with a
+        # limit's size on the line, is the limit's
+        ("With 42 proxy-mode outposts and 55+ blueprints, workers consistently consume all "
+         "available memory (tested up to 16GB limit) and experience OOM kills (Exit Code 137) "
+         "every 10-30 minutes.", "limit_oom_kill"),
+        # counter-case: Colab's, no limit on the line
+        ("Your session crashed after using all available RAM.", "node_oom_kill"),
+        # https://github.com/gravitational/teleport/pull/62005: a risk lowered is supposed
+        ("Changelog: Tuned `teleport-cluster`, `teleport-kube-agent`, and `teleport-relay` Helm "
+         "charts to reduce the probability of Teleport exceeding its memory limits and being "
+         "OOM-Killed. `GOMEMLIMIT` defaults to 90% of the configured memory limits.",
+         "memory_noted"),
+    ],
+    ids=["spicedb", "pods-keep", "container-oomd", "supposed", "janssen", "authentik", "colab",
+         "teleport"],
+)  # fmt: skip
+
+_reads(
+    LINE_READINGS,
+    "timing_out_and_a_bare_outofmemory_error",
+    [
+        # https://github.com/openbao/openbao/pull/1208: "timing out" as "timed out"
+        ("The Go tests with the race detector were occasionally timing out. Increasing the "
+         "timeout to 30 minutes ensures that the tests have sufficient time to complete.",
+         "timeout"),
+        # counter-cases: a network's; a condition
+        ("The connection keeps timing out.", None),
+        ("If the upload keeps timing out, raise the limit.", None),
+        # https://github.com/dcm4che/dcm4chee-arc-light/issues/4452: a bare "OutOfMemory
+        # error" is no TensorRT's, and "may" supposes it
+        ("WADO-RS: Retrieve of bulkdata by URL referenced in retrieved metadata may cause "
+         "OutOfMemory error, caused by accumulating of attribute values on parsing the dataset "
+         "to find the requested bulkdata attribute.", "memory_noted"),
+        # counter-case: TensorRT's own (torch2trt's issue 661)
+        ("[TensorRT] ERROR: ../rtSafe/WeightsPtr.cpp (92) - OutOfMemory Error in allocate: 0",
+         "trt_oom"),
+    ],
+    ids=["openbao", "network", "condition", "dcm4chee", "tensorrt"],
 )  # fmt: skip
 
 

@@ -210,7 +210,8 @@ def _networked(low: str, match: re.Match[str]) -> bool:
 
 
 _WORDS = re.compile(
-    r"kill|term|sig|137|143|-9|-15|time|deadline|output|longer|inactiv|stall|after|fail|evict"
+    r"kill|term|sig|137|143|-9|-15|time|timing|deadline|output|longer|inactiv|stall|after|fail"
+    r"|evict"
     r"|assertion|expected equality|\[e|not ok|duration"
 )
 _TIMED_AFTER = re.compile(
@@ -324,7 +325,7 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
             or stated
             # whatever it names timed out, on a line that names no network's part (Azure's
             # "Provisioning of VM extension 'mrpsetup' has timed out."): a time limit ended it
-            or (timed[0].startswith("timed") and _NETWORK.search(low) is None)
+            or (timed[0].startswith(("timed", "timing")) and _NETWORK.search(low) is None)
             or (crossed and (ended or unit or lead == "" or led or limit_of))
         ):
             return LineSignal("timeout", {"parts": True})

@@ -93,7 +93,8 @@ def parse_tensorrt_line(line: str, low: str | None = None) -> LineSignal | None:
     engine = "onnxruntime-tensorrt" if "tensorrt_execution_provider" in low else "tensorrt"
     fatal = (
         "error code 2: outofmemory" in low
-        or "outofmemory error" in low
+        or "outofmemory error in " in low  # (its "OutOfMemory Error in allocate: 0"; a bare
+        # "OutOfMemory error" is any runtime's, a JVM's most often)
         or "out of memory error during" in low
         or "cuda runtime (out of memory)" in low
         or ("cuda error in" in low and "(out of memory)" in low)

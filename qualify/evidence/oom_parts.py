@@ -156,6 +156,7 @@ _SAID = guarded(
     # pdmatrix 2.")
     r"|\boome\b|\ballocation error\b"
     r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
+    r"|\boom(?:ed|'d|ing|'ing|thrash\w*)\b"
     r"|resource[_ ]exhausted"
     r"|out of swap|(?:failed|unable) to reclaim (?:\w+ )?memory"
     rf"|memory (?:is )?exhausted|(?:{_CANNOT})"
@@ -264,7 +265,7 @@ _EVENT = re.compile(
     r"|running low"
     r"|would exceed|to continue|paging file is too small|\bwhat\(\):|bad alloc|\btried to alloc"
     r"|impossible d'allouer"
-    r"|\boom(?:s|ed|'d)\b"
+    r"|\boom(?:s|ed|'d|ing|'ing|thrash\w*)\b|\bthr(?:ows?|owing|own|ew)\b"
     r"|^\W*\d{4}-\d\d-\d\d[t ][\d:.,]+\S*\s+(?:[ef]|fatal|error|crit\w*|severe|panic|emerg\w*)\b"
 )
 """What makes a line that names running out of memory a report of it (besides a size)."""
@@ -295,6 +296,13 @@ _CONTAINER_RAN_OUT = re.compile(
 status "Build container ran out of memory"): its memory is the container's limit, which the
 platform enforces by ending it, as a limit's kill. The verb may be left out, as a status is worded
 (shinyapps.io's "oom- container out of memory")."""
+_OOM_VERB = re.compile(r"\boom(?:ed|'d|ing|'ing|thrash\w*)\b")
+"""OOM as a verb, in any of its forms but the bare one (a noun as often): something ran out of
+memory ("the pods keep OOMing", "istio-proxy would be getting OOM'd", SpiceDB's "pods
+OOMthrashing with 250mb of limit")."""
+_CONTAINER_OOMED = re.compile(r"\b(?:container|pod)s?\b[^.;:!?]{0,40}?" + _OOM_VERB.pattern)
+"""A container or a pod said in its clause to have OOMed: what runs out of memory in a container
+is its limit, which the platform enforces by ending it, as for ``_CONTAINER_RAN_OUT``."""
 _LOG_SHAPED = re.compile(
     r"^\W{0,3}(?:\d{4}[-/.]\d\d[-/.]\d\d[t ]\d\d:\d\d"  # 2023-05-01 12:00:00, ISO 8601
     r"|\d\d:\d\d:\d\d[.,]\d+\b"  # 12:00:00.123
@@ -345,6 +353,8 @@ _HEDGE = re.compile(
     r"\b(?:possible (?:\w+ )?causes?|possibly|potential(?:ly)? (?:\w+ )?(?:causes?|reasons?)"
     r"|may have been|might be"
     r"|might have|could be|can be caused|one of the following|if you see|to avoid|to prevent"
+    r"|(?:reduc|lower|minimi[sz]|decreas)\w* (?:the )?(?:probability|risk|chances?|likelihood"
+    r"|odds|frequency) of|less likely"
     r"|\w+ly (?:means|indicates)|(?:usually|often) (?:means|indicates|caused by)"
     r"|(?:common|typical|usual|frequent|likely) (?:causes?|reasons?)"
     r"|(?:will|would|may|might|could|can) (?:\w+ )?(?:lead to|result in|cause)"
@@ -371,14 +381,15 @@ _HEDGE = re.compile(
     r"|\bto (?:track|monitor|detect|catch|debug|investigate|reproduce|simulate|test|handle)"
     r" (?:the |an? )?(?:\w+ ){0,2}(?:oom|out[ -]of[ -]memory)"
 )
-"""A cause offered as one of several, as the usual one or as a possibility ("the most common
-cause of a ``hermes_fatal`` is an Out of Memory (OOM) condition", "It is possible that
-dataloader's workers are out of shared memory", "I've seen 137 referenced as a potential OOM
-termination"), a generic explanation ("exit code 137 typically means", "Error 53200 is ...
-signal that the ... budget has run out"), advice, a condition ("If you encounter CUDA out of
-memory, try ..."), a consequence foretold (petastorm's "This will lead to OOM exception while
-loading big datasets"), an appearance (rspack's issue title "rspack appears to run out of
-memory and fail silently": the author's guess), a question put ("detect whether a OOM
+"""A cause offered as one of several, as the usual one or as a possibility ("the most common cause
+of a ``hermes_fatal`` is an Out of Memory (OOM) condition", "It is possible that dataloader's
+workers are out of shared memory", "I've seen 137 referenced as a potential OOM termination"), a
+generic explanation ("exit code 137 typically means", "Error 53200 is ... signal that the ...
+budget has run out"), advice, a condition ("If you encounter CUDA out of memory, try ..."), a
+risk lowered (Teleport's changelog: "to reduce the probability of Teleport exceeding its memory
+limits and being OOM-Killed"), a consequence foretold (petastorm's "This will lead to OOM
+exception while loading big datasets"), an appearance (rspack's issue title "rspack appears to
+run out of memory and fail silently": the author's guess), a question put ("detect whether a OOM
 happened") or a purpose ("This will help us to track OOM kills"): a mention, not a report."""
 _INTRO = re.compile(
     r"^\W*(?:this is|here is|here's|below is|the following|i (?:get|got|see|saw|am getting"
@@ -548,7 +559,7 @@ def _described(low: str) -> bool:
     if _KILLER_ACTED.search(low):
         return False  # "We found the memory usage ... increase ..., until oom-killer kicks in"
     if (
-        (_GOT_NAMED.search(low) or _MET_BY_WORK.search(low))
+        (_GOT_NAMED.search(low) or _MET_BY_WORK.search(low) or _CONTAINER_OOMED.search(low))
         and not _HEDGE.search(low) and not low.rstrip().endswith((":", "?"))
     ):  # fmt: skip
         return False  # "I get a crash with a bad_alloc error -6 and core dump."
@@ -725,6 +736,7 @@ _ALLOCATING = guarded(
     r"|outofdevicememory|out_of_device_memory"
     r"|\b(?:fail\w*|error|exception)\b.{0,60}\boom\b|\boom\b.{0,60}\b(?:fail\w*|error|exception)\b"
     r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
+    r"|\boom(?:ed|'d|ing|'ing|thrash\w*)\b"
     r"|memory (?:is )?exhausted|heap,? exhausted|java heap space|memory budget exceeded"
     r"|max(?:imum)?\.? memory (?:was |has been )?exceeded"
     r"|\brequest\w*\b[^.;]{0,40}\d[\d.,]*\s?[kmgt]i?b\b[^.;]{0,40}\bexceed\w* (?:the )?max"
@@ -1096,7 +1108,7 @@ def parse_oom_parts(
         # "memorystatus: exceeded mem limit: ActiveHard 50 MB (fatal)", is that limit's kill, not
         # the machine running low)
         if (
-            _NODE.search(low) and not _OWN_LIMIT_CROSSED.search(low)
+            _node_memory(low, numbers) and not _OWN_LIMIT_CROSSED.search(low)
             and not _SCOPE_NAMED.search(low)
         ) or (
             _MACHINE_SIZED.search(low) and not _SCOPED.search(low)
@@ -1112,8 +1124,11 @@ def parse_oom_parts(
             return LineSignal("node_oom_kill", {**fields, "ecosystem": "the kernel's OOM killer"})
         return LineSignal("oom_kill", fields)
     # (a container out of memory is ended by its platform: Amplify's "Build container ran out")
-    ended = _ENDED.search(low) is not None or _CONTAINER_RAN_OUT.search(low) is not None
-    if (ended or "crashed" in low) and not accelerator and _NODE.search(low):
+    ended = (
+        _ENDED.search(low) is not None or _CONTAINER_RAN_OUT.search(low) is not None
+        or _CONTAINER_OOMED.search(low) is not None
+    )  # fmt: skip
+    if (ended or "crashed" in low) and not accelerator and _node_memory(low, numbers):
         # A process or session ended after using all the machine's memory (Colab's "Your
         # session crashed after using all available RAM"): the node's memory.
         return LineSignal("node_oom_kill", fields)
@@ -1121,7 +1136,8 @@ def parse_oom_parts(
         # A process's end with memory as its reason (Cloud Foundry's "Exited with status 137
         # (out of memory)", an ``exit_description`` of "out of memory"): killed for memory. (A
         # crash alone may be the program's own error about memory.)
-        return LineSignal("limit_oom_kill" if _LIMIT_KILL.search(low) else "oom_kill", fields)
+        limited = _LIMIT_KILL.search(low) or _CONTAINER_OOMED.search(low)
+        return LineSignal("limit_oom_kill" if limited else "oom_kill", fields)
     if _SOFT_LIMIT.search(low) and not _DEVICE_WORD.search(low):
         return LineSignal("limit_noted", fields)  # a soft limit warns; a kill may follow
     over = numbers.get("allocated_bytes", 0) > numbers.get("limit_bytes", 1 << 62)
@@ -1158,6 +1174,15 @@ def parse_oom_parts(
         return LineSignal("node_oom_kill", fields)
     named = host or node
     return LineSignal("host_alloc_failed", {**fields, "memory_named": named})
+
+
+def _node_memory(low: str, numbers: dict[str, int]) -> bool:
+    """Whether the node's memory is named (:data:`_NODE`); "all available memory" with a limit's
+    size on the line is the limit's memory, not the node's (authentik's "workers consistently
+    consume all available memory (tested up to 16GB limit) and experience OOM kills (Exit Code
+    137)")."""
+    node = _NODE.search(low)
+    return node is not None and not (node[0].startswith("all ") and "limit_bytes" in numbers)
 
 
 def _device_oom(

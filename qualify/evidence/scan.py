@@ -220,6 +220,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"went overtime",
         b"went over time",
     ),  # pytest-timeout banner, Slurm DUE TO TIME LIMIT, libcheck's and CTest's timeouts
+    b"timing": (b"timing out",),  # "The Go tests ... were occasionally timing out"
     b" passed": (b" passed in", b" passed,", b" passed\x1b"),  # a pytest summary (coloured)
     # a run's summary field stating success ("Status: successful", a build farm's summary)
     b"status": (b"status: succ", b"status: pass", b"status:succ", b"status=succ"),
