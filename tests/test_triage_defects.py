@@ -248,7 +248,9 @@ def test_oom_message_deep_inside_one_line(tmp_path: Path, offset: int) -> None:
 @pytest.mark.parametrize("path", every_artifact(), ids=lambda p: p.name[:50])
 def test_no_unknown_value_is_printed(path: Path) -> None:
     result = triage(Sources(paths=(path,)))
-    text = render_markdown(result)
+    # (a line quoted from the input says what it says: python-chess's "Connection lost (exit
+    # code: -11, error: None)")
+    text = "\n".join(line for line in render_markdown(result).splitlines() if str(path) not in line)
     assert "None" not in text.replace("NoneType", "")
     assert "pid -" not in text
 

@@ -56,6 +56,8 @@ HELD_OUT_TABLES = {
     "n56": "ecosystems no other part names: low-code platforms and workflow automation",
     "n59": "ecosystems no other part names: Linux desktops, compositors and display servers",
     "n60": "ecosystems no other part names: machine translation and classical NLP toolkits",
+    "n63": "ecosystems no other part names: terminal emulators, shells and command-line tools",
+    "n64": "ecosystems no other part names: scientific visualization and plotting tools",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -119,6 +121,8 @@ UNLISTED = frozenset(
         "n56",
         "n59",
         "n60",
+        "n63",
+        "n64",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

@@ -3875,6 +3875,66 @@ _reads(
     ids=["openbao", "network", "condition", "dcm4chee", "tensorrt"],
 )  # fmt: skip
 
+_reads(
+    PARTS_READINGS,
+    "a_kill_by_the_kernel_an_end_of_its_own_memory_grown",
+    [
+        # https://github.com/opendilab/LightZero/issues/82: the kernel's kill, its reason quoted
+        ("The training process gets killed by the kernel. There is a log in `dmesg` stating "
+         "that the reason is \"out of memory\".", "oom_kill"),
+        # https://github.com/leela-zero/leela-zero/issues/597: OpenBLAS ends itself on an
+        # allocation it attempted
+        ("`BLAS : Program is Terminated. Because you tried to allocate too many memory "
+         "regions.`", "host_alloc_failed"),
+        # https://github.com/facebookresearch/dlrm/issues/38: MemoryError, spaced, got
+        ("What is the memory requirement for pre processing Criteo Terabyte Dataset? I am "
+         "getting Memory Error even after having more than a terabyte memory installed on the "
+         "system.", "host_alloc_failed"),
+        # https://github.com/PreferredAI/cornac/issues/654: grown to a size, then killed
+        ("Memory consumption starts at around 500MB, then quickly grows to ~60GB until, at some "
+         "point, the process is killed.", "oom_kill"),
+        # counter-cases: the kill foretold; a possibility (Turi Create's issue 225)
+        ("Memory grows to 60GB, and the process may get killed.", None),
+        ("In Recommenders, there is a possibility of running out of memory.", "memory_noted"),
+    ],
+    ids=["lightzero", "openblas", "dlrm", "cornac", "foretold", "possibility"],
+)  # fmt: skip
+
+
+POOL_FRAGMENTED = [
+    # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool
+    # holding 1.7 GiB reserved and not in use for a 146 MiB request
+    (
+        "ERROR: Out of GPU memory trying to allocate 146.250 MiB\n"
+        "Effective GPU memory usage: 99.50% (3.792 GiB/3.810 GiB)\n"
+        "Memory pool usage: 960.548 MiB (2.688 GiB reserved)\n",
+        TriageClass.CUDA_OOM_FRAGMENTATION,
+    ),
+    # counter-case: the same message, the pool's unused part smaller than the request
+    (
+        "ERROR: Out of GPU memory trying to allocate 146.250 MiB\n"
+        "Effective GPU memory usage: 99.50% (3.792 GiB/3.810 GiB)\n"
+        "Memory pool usage: 2.600 GiB (2.688 GiB reserved)\n",
+        TriageClass.CUDA_OOM_CAPACITY,
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), POOL_FRAGMENTED, ids=["room", "no-room"])
+def test_a_pool_reserved_with_room_for_the_request_is_fragmentation(
+    text: str, expected: TriageClass, tmp_path: Path
+) -> None:
+    """An accelerator's OOM whose message goes on to state its allocator's pool, in use and
+    reserved: fragmentation when the reserved memory not in use would have held the request,
+    cited on the pool's line."""
+    log = tmp_path / "train.log"
+    log.write_text("epoch 3\n" + text)
+    result = triage(Sources(paths=(log,)))
+    assert result.triage_class is expected
+    if expected is TriageClass.CUDA_OOM_FRAGMENTATION:
+        assert 4 in {e.line for e in result.decided_by}
+        assert "fragmentation" in result.summary
+
 
 def _params(table: dict[str, list[tuple[str, str, str | None]]]) -> list[Any]:
     return [

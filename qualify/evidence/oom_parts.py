@@ -142,6 +142,11 @@ _SETTING_CROSSED = (
 )
 """Memory's setting said to be exceeded, the setting named by what it is (Pipedream's "you've
 exceeded the default memory for this workflow"): a limit crossed, in other words."""
+_GETTING_MEMORY_ERROR = (
+    r"\b(?:i|we) (?:am |are |was |were |keep |kept )?(?:get|getting|got|hit|hitting|receiv\w*"
+    r"|encounter\w*|run into|ran into|running into) (?:an? |the |this )?memory error\b"
+)
+"""A person's "I am getting Memory Error" (DLRM's user): Python's MemoryError, spaced."""
 _SAID = guarded(
     _REFUSED
     + r"|"
@@ -158,6 +163,11 @@ _SAID = guarded(
     r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
     r"|\boom(?:ed|'d|ing|'ing|thrash\w*)\b"
     r"|resource[_ ]exhausted"
+    + r"|"
+    + _GETTING_MEMORY_ERROR
+    # a request refused as too big, in the program's words (OpenBLAS's "Program is Terminated.
+    # Because you tried to allocate too many memory regions.")
+    + r"|\b(?:tried|trying|attempted|attempting) to allocate too (?:many|much)\b"
     r"|out of swap|(?:failed|unable) to reclaim (?:\w+ )?memory"
     rf"|memory (?:is )?exhausted|(?:{_CANNOT})"
     r" (?:\w+ )?\w*alloc(?:ate|\b(?![ \t]+\w))"
@@ -353,6 +363,7 @@ _HEDGE = re.compile(
     r"\b(?:possible (?:\w+ )?causes?|possibly|potential(?:ly)? (?:\w+ )?(?:causes?|reasons?)"
     r"|may have been|might be"
     r"|might have|could be|can be caused|one of the following|if you see|to avoid|to prevent"
+    r"|\b(?:an?|the|some) possibility of"
     r"|(?:reduc|lower|minimi[sz]|decreas)\w* (?:the )?(?:probability|risk|chances?|likelihood"
     r"|odds|frequency) of|less likely"
     r"|\w+ly (?:means|indicates)|(?:usually|often) (?:means|indicates|caused by)"
@@ -583,6 +594,7 @@ _GOT_NAMED = re.compile(
     r"\b(?:i|we) (?:get|got|hit|see|saw|am getting|are getting|keep getting|encounter\w*|ran into"
     r"|run into|receive\w*) (?:an? |the )?(?:[\w-]+ ){0,3}(?:std::)?(?:bad_alloc|memoryerror"
     r"|outofmemoryerror|outofmemoryexception|enomem)\b"
+    r"|\b(?:i|we) (?:am |are )?(?:get|getting|got) (?:an? |the )?memory error\b"
 )
 """A person saying they got an error that only memory running out raises, by its name (DIAMOND's
 "I get a crash with a bad_alloc error -6 and core dump."): their report of it, where nothing
@@ -732,8 +744,7 @@ _ALLOCATING = guarded(
     r"|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough|bad allocation"
     r"|\babort\w*\W{0,3}\(\s*(?:oom|out of memory)\s*\)"
     r"|insufficient|too little|out of (?:[\w-]+ ){0,4}mem(?:ory)?\b|outofmemory|out_of_memory"
-    r"|\boome\b"
-    r"|outofdevicememory|out_of_device_memory"
+    r"|\boome\b|" + _GETTING_MEMORY_ERROR + r"|outofdevicememory|out_of_device_memory"
     r"|\b(?:fail\w*|error|exception)\b.{0,60}\boom\b|\boom\b.{0,60}\b(?:fail\w*|error|exception)\b"
     r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
     r"|\boom(?:ed|'d|ing|'ing|thrash\w*)\b"
@@ -784,6 +795,15 @@ _OOM_KILLER = re.compile(r"\bby the (?:kernel's |linux |linux's |system's )?oom(
 _SYSTEM_OOM = re.compile(r"\b(?:system|node|host|machine)[ _-]?oom\b")
 """An OOM of the whole system (the kubelet's "SystemOOM ... System OOM encountered, victim
 process: git"): the kernel's global OOM killer acted."""
+_BECAUSE_ALLOCATING = re.compile(
+    r"\bbecause (?:you|it|we|the (?:program|process|application)) (?:tried|attempted) to allocate\b"
+)
+"""An end whose reason given is an allocation attempted: the program ending itself on a refusal."""
+_BY_THE_KERNEL = re.compile(r"\bkilled by (?:the )?(?:linux |linux's )?kernel\b")
+"""A kill the kernel made (LightZero's "The training process gets killed by the kernel. There is a
+log in `dmesg` stating that the reason is "out of memory"."): out of memory is the reason the
+kernel gives for its kill (an OOM kill, the node's or a cgroup's), not the process's own
+allocator refusing."""
 _OWN_OOM = re.compile(r"\breason\W{1,3}(?:oom|out[ _-]of[ _-]memory)\b|\bprocess\W{1,3}oom\b")
 """A process that ended because it ran out of memory itself, by the reason given for its end
 (Chromium's and Electron's "renderer process gone (reason: oom, ...)", VS Code's "The window
@@ -1038,7 +1058,9 @@ def parse_oom_parts(
     if "-" in low and ("oom" in low or "outofmemory" in low):
         low = _OPTION.sub(lambda option: " " * len(option[0]), low)
     said = _SAID.search(low)
-    if said is None or _quoted_code(line) or _TEST_PROGRESS.search(line):
+    if said is None:
+        return _grown_then_killed(line, low)
+    if _quoted_code(line) or _TEST_PROGRESS.search(line):
         return None
     said = _past_questions(low, said)
     if said is None:  # the cause asked about ("Not Enough GPU memory?") and nothing said after
@@ -1097,9 +1119,15 @@ def parse_oom_parts(
         # A mention (a title, prose), unless the lines around show it is a program's output
         # (inside a fenced block: ``in_context``).
         return LineSignal("memory_noted", {**fields, "unreported": True})
-    if _OWN_OOM.search(low) and not _KILLER.search(low) and not accelerator:
-        # (an accelerator's API giving out of memory as its reason, dlib's "Error while
-        # calling cudaMalloc(...) ... reason: out of memory", is the device's refusal)
+    if _BECAUSE_ALLOCATING.search(low) or (
+        _OWN_OOM.search(low) and not _KILLER.search(low) and not accelerator
+        and not _BY_THE_KERNEL.search(low)
+    ):  # fmt: skip
+        # A process that ended of its own memory, by the reason given for its end (an
+        # accelerator's API giving out of memory as its reason, dlib's "Error while calling
+        # cudaMalloc(...) ... reason: out of memory", is the device's refusal), or by the
+        # allocation it attempted (OpenBLAS's "Program is Terminated. Because you tried to
+        # allocate too many memory regions."): refused, not killed.
         return LineSignal("host_alloc_failed", {**fields, "memory_named": True, "ended": True})
     if _SYSTEM_OOM.search(low):
         return LineSignal("node_oom_kill", fields)
@@ -1136,8 +1164,12 @@ def parse_oom_parts(
         # A process's end with memory as its reason (Cloud Foundry's "Exited with status 137
         # (out of memory)", an ``exit_description`` of "out of memory"): killed for memory. (A
         # crash alone may be the program's own error about memory.)
-        limited = _LIMIT_KILL.search(low) or _CONTAINER_OOMED.search(low)
-        return LineSignal("limit_oom_kill" if limited else "oom_kill", fields)
+        return LineSignal(
+            "limit_oom_kill"
+            if _LIMIT_KILL.search(low) or _CONTAINER_OOMED.search(low)
+            else "oom_kill",
+            fields,
+        )
     if _SOFT_LIMIT.search(low) and not _DEVICE_WORD.search(low):
         return LineSignal("limit_noted", fields)  # a soft limit warns; a kill may follow
     over = numbers.get("allocated_bytes", 0) > numbers.get("limit_bytes", 1 << 62)
@@ -1174,6 +1206,16 @@ def parse_oom_parts(
         return LineSignal("node_oom_kill", fields)
     named = host or node
     return LineSignal("host_alloc_failed", {**fields, "memory_named": named})
+
+
+def _grown_then_killed(line: str, low: str) -> LineSignal | None:
+    """Memory told growing in one run, then the run killed (:data:`_GREW_THEN_KILLED`), on a
+    line that says no memory ran out in other words: a kill for memory, unless supposed."""
+    if "kill" not in low or _quoted_code(line) or _TEST_PROGRESS.search(line):
+        return None
+    if _GREW_THEN_KILLED.search(low) is None or _HEDGE.search(low):
+        return None
+    return LineSignal("oom_kill", {"parts": True, **_numbers(line, low)})
 
 
 def _node_memory(low: str, numbers: dict[str, int]) -> bool:
@@ -1403,7 +1445,8 @@ def in_context(
     - an allocation refused that names no memory, after lines that name an accelerator (the
       nearest line naming any memory decides: a JAX traceback, a ggml Metal context): a device's;
     - a device OOM whose next lines (the same message, up to a blank line) state a cap on the
-      allocator ("capped at 14.000 GiB", "limit of"): that cap refused it, a budget;
+      allocator ("capped at 14.000 GiB", "limit of"): that cap refused it, a budget; or the
+      allocator's pool, reserved and in use, with room for the request: fragmentation;
     - a node's memory said to be low, with a kill within the next lines: the node killed;
     - a memory quota said to be exceeded, with a kill within the next lines (Heroku's R15 and
       its ``Stopping process with SIGKILL``): the quota enforced, a limit kill; else a warning;
@@ -1460,6 +1503,18 @@ def in_context(
                 merged = {**fields, **numbers, "what": "the cap the message states"}
                 merged["limit_bytes"] = numbers.get("limit_bytes", next(iter(numbers.values())))
                 return LineSignal("gpu_budget", merged), delta, text
+            numbers = _numbers(text, low) if "reserved" in low else {}
+            if (
+                "requested_bytes" in fields and "allocated_bytes" in numbers
+                and "reserved_bytes" in numbers
+                and numbers["reserved_bytes"] - numbers["allocated_bytes"]
+                >= fields["requested_bytes"]
+            ):  # fmt: skip
+                # the pool's reserved but unallocated memory would have held the request (CUDA.jl's
+                # "Memory pool usage: 960.548 MiB (2.688 GiB reserved)" two lines after "Out of GPU
+                # memory trying to allocate 146.250 MiB"): fragmentation, in the allocator's words
+                merged = {**fields, **numbers, "fragmentation": True}
+                return LineSignal("gpu_oom", merged), delta, text
         return found, 0, line
     if kind in ("memory_low", "limit_noted"):
         killed = "node_oom_kill" if kind == "memory_low" else "limit_oom_kill"
@@ -1598,6 +1653,12 @@ _GREW_THEN_KILLED = re.compile(
     r"(?:increas|grow|ris|climb)ing\b[^.;!?]{0,40}\b(?:and|until|till|then)"
     r" (?:the |my |our |it |\w+ )?(?:\w+ )?"
     r"(?:gets?|got|is|was) (?:\w+ly )?(?:oom[- ]?)?killed\b"
+    # or grown to a size, then the kill (Cornac's user: "Memory consumption starts at around
+    # 500MB, then quickly grows to ~60GB until, at some point, the process is killed.")
+    r"|\b(?:memory|ram|rss)(?: (?:usage|use|consumption))?\b[^.;!?]{0,40}?\b(?:grows|grew)"
+    r" (?:up )?to ~?\d[\d.,]*\s?[kmgt]i?b\b[^.;!?]{0,30}?\b(?:until|till|then|and|before)\b"
+    r"[^.;!?]{0,40}?(?<!\bmay )(?<!\bmight )(?<!\bwill )(?<!\bwould )(?<!\bcould )(?<!\bcan )"
+    r"\b(?:gets?|got|is|was) (?:\w+ly )?(?:oom[- ]?)?killed\b"
 )
 """Memory told growing in one run, then the run killed (the OME-Zarr resave's "the memory keeps
 increasing and the job gets killed when it runs out of pod memory (96G)"): a ``when`` after
@@ -1834,8 +1895,8 @@ def _quoted_reading(line: str, said: re.Match[str], fields: dict[str, Any]) -> L
     memory kill error `oom- container out of memory`"): the container's limit, whatever the words
     around."""
     quoted = _quote_holding(line, said.start())
-    if quoted is None or _LOG_SHAPED.match(line):
-        return None
+    if quoted is None or _LOG_SHAPED.match(line) or _BY_THE_KERNEL.search(line.lower()):
+        return None  # (a kill by the kernel: the quote is the reason it gave, read whole)
     message = parse_oom_parts(quoted)
     if message is None or message.kind == "memory_noted":
         return LineSignal("memory_noted", fields)

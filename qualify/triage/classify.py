@@ -296,6 +296,13 @@ def _engine_oom(hit: GpuHit, bag: Bag) -> Decision:
             )
     if api:
         summary += f" ({api})"
+    if fields.get("fragmentation") and "reserved_bytes" in fields and "allocated_bytes" in fields:
+        # the allocator's pool stated, reserved and in use: what it held unallocated
+        summary += (
+            f"; its allocator held {format_bytes(fields['reserved_bytes'])} reserved, "
+            f"{format_bytes(fields['allocated_bytes'])} of it in use: the rest would have held "
+            "the request (fragmentation)"
+        )
     numbers = []
     if "requested_bytes" in fields:
         numbers.append(f"requested {format_bytes(fields['requested_bytes'])}")
@@ -308,7 +315,10 @@ def _engine_oom(hit: GpuHit, bag: Bag) -> Decision:
     if numbers:
         summary += ": " + ", ".join(numbers)
     gaps = ["the device's free and total memory"] if "free_bytes" not in fields else []
-    gaps.append("any per-process cap or allocator cache (the message cannot show fragmentation)")
+    if not fields.get("fragmentation"):
+        gaps.append(
+            "any per-process cap or allocator cache (the message cannot show fragmentation)"
+        )
     confidence = HIGH if "free_bytes" in fields else MEDIUM
     evidence = _same_engine(hit, bag) + tuple(bag.trt_context[:2])
     triage_class = (

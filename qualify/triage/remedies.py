@@ -338,6 +338,14 @@ def engine_remedies(hit: GpuHit) -> list[str]:
         if "requested_bytes" in fields
         else ""
     )
+    if fields.get("fragmentation") and "reserved_bytes" in fields and "allocated_bytes" in fields:
+        held = fields["reserved_bytes"] - fields["allocated_bytes"]
+        return [
+            f"the allocator's pool held {format_bytes(held)} reserved but not in use, more than "
+            f"the request{requested}: the pool is fragmented; release its cached blocks "
+            "between phases (the allocator's own release call), or lower the peak that grew "
+            "the pool"
+        ]
     if engine in ("tensorrt", "onnxruntime-tensorrt") and fields.get("stage") == "runtime":
         return [
             f"TensorRT ran out of GPU memory at inference{requested}, creating an execution "
