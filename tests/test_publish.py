@@ -742,6 +742,34 @@ def _runs_by_one_expression(text: str) -> tuple[list[tuple[int, int, bool]], set
     return pieces, tokens
 
 
+def test_skeletons_are_matched_alike_with_every_digit_written_one() -> None:
+    """Simple lines' skeletons (digits 0 and 1) are ``_skeleton``'s lines exactly when
+    ``_skeletons`` finds them so (every digit written 1 where no number starts with a 0 and a
+    digit): numbers of every form, leading zeros among them, in members and lists."""
+    from qualify.publish.bundle import _skeleton, _skeletons
+
+    numbers = ["0", "01", "-0", "-01", "10", "0.1", "00.1", "1e-01", "1E+1", "0e0", "-0.0e-01"]
+    numbers += ["1.", ".1", "1e", "-", "011", "0x1", "1.0.1"]
+    rng = random.Random(20261208)
+
+    def scalar() -> str:
+        pick = rng.random()
+        if pick < 0.5:
+            return rng.choice(numbers)
+        if pick < 0.7:
+            return rng.choice(["\x00", "true", "null"])
+        items = [scalar() for _ in range(rng.randint(0, 3))]
+        return "[" + rng.choice([",", ", "]).join(items) + "]"
+
+    for _ in range(3000):
+        lines = []
+        for _ in range(rng.randint(1, 4)):
+            members = [f"\x00{rng.choice([':', ': '])}{scalar()}" for _ in range(rng.randint(0, 3))]
+            lines.append("{" + rng.choice([",", ", "]).join(members) + "}\n")
+        shapes = "".join(lines).translate(str.maketrans("23456789", "11111111"))
+        assert _skeletons(shapes) == (_skeleton().fullmatch(shapes) is not None), shapes
+
+
 def test_simple_runs_are_those_one_expression_finds() -> None:
     """The pieces and strings of a JSON-lines text, read line by line or (every line simple,
     no backslash) from its quotes, are those one expression over the text finds, the strings

@@ -634,11 +634,35 @@ def test_the_necessary_conditions_hold_no_anchor_or_lookaround() -> None:
     stands around a match would see a neighbour where one text alone has its start or end."""
     sanitizer = Sanitizer({}, IDENTITIES)
     needles = [*sanitize._TRIGGER.parts, sanitize._KEY_WORD, *sanitizer._identity_needles]
-    needles += [sanitize.views.ESCAPE_START, sanitize.views.BREAK_HINT]
+    needles += [
+        sanitize.views.ESCAPE_START,
+        sanitize.views.BREAK_HINT,
+        sanitize.views.BREAK_CONTROL,
+    ]
     for needle in needles:
         source = needle.pattern.replace("\\\\", "")
         assert not re.search(r"\(\?[=!<]|(?<!\\)[\^$]|\\[bBAZ]", source), source
     assert sanitize._SEPARATOR not in "".join(needle.pattern for needle in needles)
+
+
+def test_the_run_s_own_conditions_touch_what_their_whole_searches_touch() -> None:
+    """``kept_among``'s identity needles, each searched the cheap way (the dotted quad only
+    where ``_DOTS`` finds a start, the internal IPv6 group from the string searches of its
+    lowered starts), touch the texts their searches over the whole joined text touch; also
+    where a character lowers to two (the group searched whole)."""
+    sanitizer = Sanitizer({}, IDENTITIES)
+    pieces = [
+        "fc00:", "FD12:", "fE80::1", "Fc0", "0:", "ffe1:", "fcfe0:", "10.2.3.4", "1.2.3", ".4.5.",
+        "9.", "alice", "Build-Box-7", "x", ":", "\u0130", "\u212a", "\ufb00", "\uffff", "diff",
+    ]  # fmt: skip
+    rng = random.Random(20261208)
+    for _ in range(2000):
+        texts = [
+            "".join(rng.choices(pieces, k=rng.randint(0, 5))) for _ in range(rng.randint(1, 6))
+        ]
+        joined = sanitize._SEPARATOR.join(texts)
+        whole = [(needle, joined, 0) for needle in sanitizer._identity_needles]
+        assert sanitizer._touched(texts) == sanitize._touching(whole, texts), texts
 
 
 def test_kept_among_searches_many_texts_in_batches(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -404,9 +404,28 @@ def _simple_tokens(text: str) -> set[str] | None:
     if lines.pop():
         return None  # (the last line has no line feed)
     shapes = dict.fromkeys(lines)
-    if shapes and _skeleton().fullmatch("\n".join(shapes) + "\n") is None:
+    if shapes and not _skeletons("\n".join(shapes) + "\n"):
         return None
     return {f'"{inside}"' for inside in insides}
+
+
+_LEADING_ZEROS = tuple(
+    f"{before}{sign}0{digit}" for before in ":, [" for sign in ("", "-") for digit in "01"
+)
+"""A number's first digit 0 followed by a digit, in a skeleton whose digits are 0 and 1: where
+a number starts in a line of ``_skeleton`` (after a colon, a comma, a space or a bracket)."""
+
+
+def _skeletons(shapes: str) -> bool:
+    """Whether ``shapes`` (lines, each ended, whose digits are 0 and 1) are ``_skeleton``'s
+    lines. Where no number starts with a 0 followed by a digit (``_LEADING_ZEROS``, string
+    searches), a 0 tells nothing more than another digit: the lines are matched with every digit
+    written 1, as fewer distinct lines (the times' zeros made most of them distinct)."""
+    if not any(zero in shapes for zero in _LEADING_ZEROS):
+        lines = shapes.replace("0", "1").split("\n")
+        lines.pop()  # ("" after the last line feed)
+        shapes = "\n".join(dict.fromkeys(lines)) + "\n"
+    return _skeleton().fullmatch(shapes) is not None
 
 
 def _simple_runs(text: str) -> tuple[list[tuple[int, int, bool]], set[str]]:

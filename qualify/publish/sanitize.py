@@ -892,12 +892,16 @@ class Sanitizer:
             found = _rule_touched([texts[number] for number in loud])
             touched.update(loud[number] for number in found)
         joined = _SEPARATOR.join(texts)
-        searches: list[tuple[re.Pattern[str], str, int]] = [
-            (needle, joined, 0) for needle in self._identity_needles
-        ]
+        quad, group, *names = self._identity_needles
+        searches: list[tuple[re.Pattern[str], str, int]] = [(needle, joined, 0) for needle in names]
+        if _DOTS.search(joined):  # (the dotted quad's needle holds it: else no match)
+            searches.append((quad, joined, 0))
+        spans = _group_spans(group, joined)
+        if spans is None:
+            searches.append((group, joined, 0))
         if self.index.pattern is not None:
             searches.append((self.index.pattern, joined, 1))  # (the chunk is group 1)
-        touched.update(_touching(searches, texts))
+        touched.update(_touching(searches, texts, spans or ()))
         return touched
 
     def quiet_among(self, texts: Iterable[str]) -> set[str]:
@@ -1015,8 +1019,10 @@ def _rule_touched(texts: Sequence[str]) -> set[int]:
     ]
     if any(start in joined for start in views.ESCAPE_STARTS):
         searches.append((views.ESCAPE_START, joined, 0))
-    if not joined.isprintable() or any(start in joined for start in _BREAK_STARTS):
+    if any(start in joined for start in _BREAK_STARTS):
         searches.append((views.BREAK_HINT, joined, 0))
+    elif not joined.isprintable():  # (only control characters: ``BREAK_HINT``'s matches then)
+        searches.append((views.BREAK_CONTROL, joined, 0))
     touched = _touching(searches, texts)
     words = [word for word in _KEY_WORD_WORDS if word in lowered]
     if words:
@@ -1034,19 +1040,46 @@ _BREAK_STARTS = ("\\", "&#", "#x")
 
 
 def _touching(
-    searches: Sequence[tuple[re.Pattern[str], str, int]], texts: Sequence[str]
+    searches: Sequence[tuple[re.Pattern[str], str, int]],
+    texts: Sequence[str],
+    spans: Iterable[tuple[int, int]] = (),
 ) -> set[int]:
     """The indices of ``texts`` that a match of a search touches: each search a pattern, the
-    texts joined by one character (as they stand or lowered) and the group that counts."""
+    texts joined by one character (as they stand or lowered) and the group that counts; and
+    those that each of ``spans`` (matches found already, in the texts joined) touches."""
     ends = list(itertools.accumulate(len(text) + 1 for text in texts))
     touched: set[int] = set()
-    for pattern, haystack, group in searches:
-        for match in pattern.finditer(haystack):
-            start, end = match.span(group)
-            first = bisect.bisect_right(ends, start)
-            last = bisect.bisect_right(ends, max(start, end - 1))
-            touched.update(range(first, last + 1))
+    found = [match.span(group) for pattern, haystack, group in searches
+             for match in pattern.finditer(haystack)]  # fmt: skip
+    for start, end in itertools.chain(found, spans):
+        first = bisect.bisect_right(ends, start)
+        last = bisect.bisect_right(ends, max(start, end - 1))
+        touched.update(range(first, last + 1))
     return touched
+
+
+_GROUP_STARTS = ("fc", "fd", "fe")
+"""How a match of the internal IPv6 group's needle (``f[cde][0-9a-f]{2}:``, any case) starts,
+lowered."""
+
+
+def _group_spans(group: re.Pattern[str], joined: str) -> list[tuple[int, int]] | None:
+    """The spans of every match of the internal IPv6 group's needle ``group`` in ``joined``,
+    found where a string search of the lowered text finds a start (None when the lowered text
+    is longer: a character lowered to two); two of its matches never overlap (the fifth
+    character, a colon, is no hex digit and no ``f``), so these are ``finditer``'s matches."""
+    lowered = joined.lower()
+    if len(lowered) != len(joined):
+        return None
+    spans = []
+    for start in _GROUP_STARTS:
+        position = lowered.find(start)
+        while position >= 0:
+            match = group.match(joined, position)
+            if match is not None:
+                spans.append(match.span())
+            position = lowered.find(start, position + 1)
+    return spans
 
 
 def _secret_key(key: str) -> bool:

@@ -45,6 +45,9 @@ BREAK = re.compile(
 )
 BREAK_HINT = re.compile(r"[\x00-\x1a\x1c-\x1f\x7f]|\\[nrtbfv]|&#|#x[017]")
 """Where a break may be: a text without one has no collapsed view."""
+BREAK_CONTROL = re.compile(r"[\x00-\x1a\x1c-\x1f\x7f]")
+"""``BREAK_HINT``'s control characters: all it matches in a text without a backslash, ``&#``
+or ``#x`` (found by a scan of one class, not an alternation tried at every character)."""
 
 
 @functools.cache
