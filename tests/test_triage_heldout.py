@@ -58,6 +58,8 @@ HELD_OUT_TABLES = {
     "n60": "ecosystems no other part names: machine translation and classical NLP toolkits",
     "n63": "ecosystems no other part names: terminal emulators, shells and command-line tools",
     "n64": "ecosystems no other part names: scientific visualization and plotting tools",
+    "n67": "ecosystems no other part names: peer-to-peer networks, torrent clients, file sharing",
+    "n68": "ecosystems no other part names: video conferencing, WebRTC and streaming servers",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -123,6 +125,8 @@ UNLISTED = frozenset(
         "n60",
         "n63",
         "n64",
+        "n67",
+        "n68",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

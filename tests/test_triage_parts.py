@@ -3900,6 +3900,52 @@ _reads(
     ids=["lightzero", "openblas", "dlrm", "cornac", "foretold", "possibility"],
 )  # fmt: skip
 
+_reads(
+    PARTS_READINGS,
+    "a_refusals_message_and_a_count_of_zero_quoted",
+    [
+        # https://github.com/microsoft/fabric-toolbox/issues/31: Kusto's low memory condition
+        # with C++'s refusal in its message: refused, not the node's kill
+        ("OLE DB or ODBC error: [Expression.Error] Query execution lacks memory resources to "
+         "complete (80DA0007): Partial query failure: Low memory condition "
+         "(E_LOW_MEMORY_CONDITION). (message: 'bad allocation (E_LOW_MEMORY_CONDITION)', "
+         "details: '').", "host_alloc_failed"),
+        # counter-case: the node's memory said low with no refusal
+        ("The node was low on resource: memory. Out of memory.", "node_oom_kill"),
+        # https://github.com/lightdash/lightdash/issues/28559: "`oom_kill` 0" as code
+        ("with the kernel never involved: `pgscan` and `pgsteal` both 0, `oom_kill` 0, and a "
+         "cgroup peak of", "memory_noted"),
+    ],
+    ids=["kusto", "mysql-node", "oom-kill-zero-quoted"],
+)  # fmt: skip
+
+_reads(
+    LINE_READINGS,
+    "a_reason_after_a_duration_a_links_words_julias_signal_junits_comparison",
+    [
+        # https://github.com/lightdash/lightdash/issues/28559: the end's reason follows
+        ("This is not theoretical. A compile at a large project shape aborted after 167 s with",
+         None),
+        # counter-case: the duration alone
+        ("Build cancelled after 60 minutes", "timeout"),
+        # https://github.com/Macaulay2/M2/issues/2267: a link's scheme names no network
+        ("I noticed two recent Github Actions builds, one on [autotools](https://github.com/"
+         "Macaulay2/M2/runs/3983374880?check_suite_focus=true#step:13:2950) and one on [cmake]"
+         "(https://github.com/Macaulay2/M2/runs/3967515919?check_suite_focus=true#step:12:2966), "
+         "timed out, so I checked to see what was taking", "timeout"),
+        # counter-case: a network's own words
+        ("ssh: connect to host 10.0.0.5 port 22: Connection timed out", None),
+        # https://github.com/oscar-system/Oscar.jl/issues/2570: Julia's runtime
+        ("signal (15): Terminated", "exit_code"),
+        # https://github.com/axkr/symja_android_library/issues/826: JUnit's comparison
+        ("junit.framework.ComparisonFailure: expected:<[16/3*a+]4*c> but was:<[]4*c>",
+         "test_failed"),
+        # counter-case: no comparison stated
+        ("junit.framework.ComparisonFailure: null", "exception_line"),
+    ],
+    ids=["lightdash", "duration", "macaulay2", "ssh", "julia", "symja", "no-comparison"],
+)  # fmt: skip
+
 
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool

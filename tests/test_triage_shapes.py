@@ -47,9 +47,12 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # without a lead before it: the title rows of parts N35 and N36 (MultiMC's, MinerU's) no
     # longer move. Two more since (20): Open Liberty's "Timed out waiting for application" read
     # as the waiter's time limit behind the lead, and cugraph's RMM error, read as printed in
-    # its Python fence, no longer in a fence behind the lead
+    # its Python fence, no longer in a fence behind the lead. Logging one more since: two
+    # negatives of the parts read since (Turi Create's feature request "Catch std::bad_alloc in
+    # recommender system", SymEngine's memory-leak report) read as logged errors behind it, and
+    # one earlier row no longer moves
     "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 20),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 34),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 35),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),
     # a line set in bold in a report (Markdown's strong emphasis around the whole line): 50 rows

@@ -137,9 +137,12 @@ _CROSSED = re.compile(
 _AFTER_DURATION = re.compile(
     r"\b(?:killed|cancel+ed|stopped|aborted|terminated|interrupted)\b.{0,40}?\bafter (?:\w+ )?"
     r"[\d.]+ ?(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?)\b"
+    r"(?!,? (?:with|due to|because|from)\b)"
 )
 """Work ended after a stated duration (``Process killed after 3600 seconds``, ``Build cancelled
-after 60 minutes``): its time ran out."""
+after 60 minutes``): its time ran out; unless the end's reason follows (Lightdash's "A compile
+... aborted after 167 s with" and, on the next line, "`FATAL ERROR: Ineffective mark-compacts
+near heap limit`": the duration tells when, the reason why)."""
 _NETWORK = re.compile(
     r"(?<![.\w])(?:connect\w*|socket|request|http\w*|https|read|write|handshake|dns|lock"
     r"|poll\w*|ping|heartbeat|rpc|grpc|curl|wget|fetch\w*|download\w*"
@@ -201,6 +204,14 @@ def _supposed(low: str, match: re.Match[str]) -> bool:
         before = _SUPPOSED.search(low, start, told.start())
         return before is not None or _SUPPOSED.search(low, told.end(), stop) is not None
     return _SUPPOSED.search(low, start, stop) is not None
+
+
+_LINK = re.compile(r"\]\([a-z][a-z0-9+.-]*://[^\s)]+\)")
+"""A Markdown link's target, blanked before the line is read (Macaulay2's "two recent Github
+Actions builds, one on [autotools](https://github.com/...) and one on [cmake](https://
+github.com/...), timed out": a page linked from prose is no network the time limit's clause
+names; a request's address, Go's 'Get "https://registry.example.com/v2/": context deadline
+exceeded', stays)."""
 
 
 def _networked(low: str, match: re.Match[str]) -> bool:
@@ -296,6 +307,8 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
     low = line.lower() if low is None else low
     if not _WORDS.search(low):
         return None
+    if "](" in low:  # a link's target is no part of the sentence (its "https" no network's)
+        low = _LINK.sub(lambda link: " " * len(link[0]), low)
     if _FAILED_TESTS.search(low):
         return LineSignal("test_failed", {"parts": True})
     timed = _TIME_LIMIT.search(low) or _AFTER_DURATION.search(low)

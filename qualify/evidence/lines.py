@@ -125,6 +125,8 @@ _SIGNAL_EXIT = guarded(
     # a signal as a field's value (Jest's "ChildProcessWorker exit: exitCode = null, pid = 1378,
     # signal = SIGKILL")
     r"|\bsignal\s?[=:]\s?SIG([A-Z]+)\b"
+    # Julia's runtime, its signal's number and name ("signal (15): Terminated")
+    r"|\bsignal \((\d+)\): [A-Z][a-z]"
 )
 """A process said to have ended by a signal, as runtimes and runners word it."""
 _SIGNAL_NUMBERS = {
@@ -725,8 +727,9 @@ def parse_pytest_line(line: str, low: str | None = None) -> LineSignal | None:
     if ("fail" in low or "error" in low) and (match := _OTHER_RUNNER_FAILED.search(line)):
         name = next(group for group in match.groups() if group is not None)
         return LineSignal("test_failed", {"nodeid": name})
-    # (an exception's line without "error" holds no needle: the scanner never shows it)
-    if "error" in low and (match := _EXCEPTION.search(line)):
+    # (an exception's line without "error" holds no needle, JUnit's ComparisonFailure aside:
+    # the scanner never shows it)
+    if ("error" in low or "comparisonfailure" in low) and (match := _EXCEPTION.search(line)):
         text = cuts.head(f"{match[1]}: {match[2]}", 500)
         if (found := _by_memory(text, None)) is not None:
             return found
@@ -742,8 +745,11 @@ def parse_pytest_line(line: str, low: str | None = None) -> LineSignal | None:
     return None
 
 
-_EXCEPTION = re.compile(r"(?:^|[\s:>\]])((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (\S.*)")
-"""An exception as Python, Java and most runtimes print its last line."""
+_EXCEPTION = re.compile(
+    r"(?:^|[\s:>\]])((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception)|ComparisonFailure)): (\S.*)"
+)
+"""An exception as Python, Java and most runtimes print its last line (and JUnit 3 and 4's
+``junit.framework.ComparisonFailure``, an assertion's, named so)."""
 _ASSERTION = re.compile(r"(?:^|\.)Assertion(?:Failed)?Error$|(?:^|\.)ComparisonFailure$")
 _COMPARED = re.compile(r"\bexpected\b\W{0,3}.{0,120}?\bbut (?:was|got|found)\b", re.IGNORECASE)
 """An assertion's error whose message sets what was expected against what was found (JUnit's

@@ -788,9 +788,11 @@ _NODE = re.compile(
 _REFUSAL = re.compile(
     rf"(?:{_CANNOT}) (?:\w+ )?"
     r"(?:\w*allocate|get|obtain|map|reserve|commit)\b"
+    r"|\bbad[ _]alloc(?:ation)?\b"
 )
 """A program saying it could not get memory: a refusal, whatever else the line says of the
-system (Unity's "Could not allocate memory: System out of memory!")."""
+system (Unity's "Could not allocate memory: System out of memory!"; Kusto's "Low memory
+condition (E_LOW_MEMORY_CONDITION). (message: 'bad allocation ...')", C++'s refusal)."""
 _OOM_KILLER = re.compile(r"\bby the (?:kernel's |linux |linux's |system's )?oom(?:[- ]?killer)?\b")
 _SYSTEM_OOM = re.compile(r"\b(?:system|node|host|machine)[ _-]?oom\b")
 """An OOM of the whole system (the kubelet's "SystemOOM ... System OOM encountered, victim
@@ -1402,13 +1404,14 @@ would fail with 'Cannot allocate memory'"), what a change lets a program catch (
 subprocess exit code handling for training to allow capturing OOM type failures"): the error is the
 subject, not an event."""
 _NONE_COUNTED = re.compile(
-    r"\b(?:oom[ _-]?kill(?:ed|s)?|oomkilled|oom_kill|under_oom)[\"']?\s*[:=]?\s*[\"']?(?:false|0)\b"
-    r"(?![.\d])|\bkill(?:ed)?[\"']?\s*[:=]\s*[\"']?(?:false|no)\b"
+    r"\b(?:oom[ _-]?kill(?:ed|s)?|oomkilled|oom_kill|under_oom)[\"'`]?\s*[:=]?\s*[\"'`]?"
+    r"(?:false|0)\b(?![.\d])|\bkill(?:ed)?[\"']?\s*[:=]\s*[\"']?(?:false|no)\b"
 )
-"""An OOM state counted none or false (docker's ``"OOMKilled": false``, cgroup v2's
-``oom_kill 0``): a field of a healthy state, no event; or a limit's report whose own field says
-it killed nothing (Erlang's max_heap_size report: "maximum heap size reached, Max Heap Size:
-8388608, Total Heap Size: 35478866, Kill: false, Error Logger: true": it only logged)."""
+"""An OOM state counted none or false (docker's ``"OOMKilled": false``, cgroup v2's ``oom_kill 0``,
+also quoted as code: "`oom_kill` 0"): a field of a healthy state, no event; or a limit's report
+whose own field says it killed nothing (Erlang's max_heap_size report: "maximum heap size
+reached, Max Heap Size: 8388608, Total Heap Size: 35478866, Kill: false, Error Logger: true": it
+only logged)."""
 _BLANK_OR_TICKS = re.compile(r"^[\s`~>+]*$")
 
 

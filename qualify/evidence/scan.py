@@ -261,6 +261,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"received signal",
         b"sending signal",
         b"(signal ",
+        b"signal (",  # Julia's runtime: "signal (15): Terminated"
     ),
     # an allocation refused in words no other needle holds ("classify: unable to allocate hash
     # table memory", kraken2)
