@@ -60,6 +60,8 @@ HELD_OUT_TABLES = {
     "n64": "ecosystems no other part names: scientific visualization and plotting tools",
     "n67": "ecosystems no other part names: peer-to-peer networks, torrent clients, file sharing",
     "n68": "ecosystems no other part names: video conferencing, WebRTC and streaming servers",
+    "n71": "ecosystems no other part names: supply-chain security scanners and SBOM tools",
+    "n72": "ecosystems no other part names: time-series databases and IoT data platforms",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -127,6 +129,8 @@ UNLISTED = frozenset(
         "n64",
         "n67",
         "n68",
+        "n71",
+        "n72",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

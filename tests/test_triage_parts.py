@@ -3946,6 +3946,38 @@ _reads(
     ids=["lightdash", "duration", "macaulay2", "ssh", "julia", "symja", "no-comparison"],
 )  # fmt: skip
 
+_reads(
+    LINE_READINGS,
+    "a_bare_verb_chinese_words_attempts_left_in_case_and_an_lxc_container",
+    [
+        # https://github.com/bigcode-project/bigcode-evaluation-harness/issues/235
+        ("Hello, when I run the evaluation of the 70b model, I used 8*80G GPUs, but it still "
+         "oom. How can I evaluate the the 70b model?", "gpu_oom"),
+        # https://github.com/open-compass/VLMEvalKit/issues/382: "an OOM occurred", in Chinese
+        ("刚开始的时候\uff0c每块GPU显存在20~70GiB上下疯狂跳动\uff0c"
+         "而在第12轮左右便发生了OOM。", "gpu_oom"),
+        # https://github.com/OpenHands/benchmarks/issues/346: an attempt with attempts left
+        ("Instance django__django-12663 - 2026-01-20 21:56:40,853 - WARNING - [child] Instance "
+         "django__django-12663 failed (attempt 2/3): Conversation run failed for id=c53b0c68: "
+         "Run timed out after 3600.0 seconds. The conversation may still be running on the "
+         "server.", None),
+        # counter-case: the last attempt
+        ("Instance django__django-12663 failed (attempt 3/3): Run timed out after 3600.0 "
+         "seconds.", "timeout"),
+        # https://github.com/komoot/photon/issues/837: a kill supposed "in case"
+        ("For example, nominatim has (nominatim import --continue indexing) command line in case "
+         "the import process was accidentally killed or connection is lost.", None),
+        # https://github.com/openstreetmap/mod_tile/issues/181: Proxmox's LXC container
+        ("around tile 528 memory consumption jumps to more than 48GB which causes oom_killer "
+         "(renderd runs in a proxmox CT) to kill renderd.", "limit_oom_kill"),
+        # counter-case: no container named
+        ("around tile 528 memory consumption jumps to more than 48GB which causes oom_killer to "
+         "kill renderd.", "oom_kill"),
+    ],
+    ids=["bigcode", "vlmevalkit", "attempt-left", "last-attempt", "photon", "mod-tile",
+         "no-container"],
+)  # fmt: skip
+
 
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool

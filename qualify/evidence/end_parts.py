@@ -155,8 +155,9 @@ time limit. (A word of a dotted name is the name's: Celery's task ``email_report
 nothing.) A wait's is the waiter's: it gave up (Helm's "Error: UPGRADE FAILED: timed out waiting
 for the condition"), unless what it waited on is a network's."""
 _SUPPOSED = re.compile(
-    r"\b(?:if|when|whether|unless|may|might|could|can|would|should|will|to avoid|to prevent"
-    r"|prevent\w*|avoid\w*|how to|how do|why|config\w*|set(?:ting)?|increas\w*|rais\w*|bump\w*"
+    r"\b(?:if|when|whether|unless|in case|may|might|could|can|would|should|will|to avoid"
+    r"|to prevent|prevent\w*|avoid\w*|how to|how do|why|config\w*|set(?:ting)?|increas\w*"
+    r"|rais\w*|bump\w*"
     r"|expect(?:s|ed|ing)?"
     r"|default"
     r"|option|flag|parameter|environment variable|invalid|must be|possibly|clean(?:ing)? ?up"
@@ -204,6 +205,18 @@ def _supposed(low: str, match: re.Match[str]) -> bool:
         before = _SUPPOSED.search(low, start, told.start())
         return before is not None or _SUPPOSED.search(low, told.end(), stop) is not None
     return _SUPPOSED.search(low, start, stop) is not None
+
+
+_ATTEMPT = re.compile(r"\battempt (\d+) ?(?:/|of) ?(\d+)\b")
+"""An attempt's number among those allowed (OpenHands' benchmark runner: "Instance ... failed
+(attempt 2/3): ... Run timed out after 3600.0 seconds."): with attempts left, the work is retried,
+and what ended this one did not end the run."""
+
+
+def _attempts_left(low: str) -> bool:
+    """Whether the line numbers its attempt below those allowed (:data:`_ATTEMPT`)."""
+    attempt = _ATTEMPT.search(low) if "attempt" in low else None
+    return attempt is not None and int(attempt[1]) < int(attempt[2])
 
 
 _LINK = re.compile(r"\]\([a-z][a-z0-9+.-]*://[^\s)]+\)")
@@ -312,7 +325,7 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
     if _FAILED_TESTS.search(low):
         return LineSignal("test_failed", {"parts": True})
     timed = _TIME_LIMIT.search(low) or _AFTER_DURATION.search(low)
-    if timed is not None and _supposed(low, timed):
+    if timed is not None and (_supposed(low, timed) or _attempts_left(low)):
         return None
     if timed is not None and not _networked(low, timed):
         lead = low[: timed.start()].strip(" \t:*>#-[]")

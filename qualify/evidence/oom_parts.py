@@ -161,6 +161,7 @@ _SAID = guarded(
     # pdmatrix 2.")
     r"|\boome\b|\ballocation error\b"
     r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
+    r"|\b(?:it|still) oom\b(?![ _-]?(?:kill|score|adj|event|handler|guard|protect))"
     r"|\boom(?:ed|'d|ing|'ing|thrash\w*)\b"
     r"|resource[_ ]exhausted"
     + r"|"
@@ -275,6 +276,9 @@ _EVENT = re.compile(
     r"|running low"
     r"|would exceed|to continue|paging file is too small|\bwhat\(\):|bad alloc|\btried to alloc"
     r"|impossible d'allouer"
+    # what happened, in Chinese: occurred, happened, an error reported, crashed, failed ("在第12轮
+    # 左右便发生了OOM", VLMEvalKit's user)
+    r"|出现|发生|报错|崩溃|失败"
     r"|\boom(?:s|ed|'d|ing|'ing|thrash\w*)\b|\bthr(?:ows?|owing|own|ew)\b"
     r"|^\W*\d{4}-\d\d-\d\d[t ][\d:.,]+\S*\s+(?:[ef]|fatal|error|crit\w*|severe|panic|emerg\w*)\b"
 )
@@ -746,7 +750,10 @@ _ALLOCATING = guarded(
     r"|insufficient|too little|out of (?:[\w-]+ ){0,4}mem(?:ory)?\b|outofmemory|out_of_memory"
     r"|\boome\b|" + _GETTING_MEMORY_ERROR + r"|outofdevicememory|out_of_device_memory"
     r"|\b(?:fail\w*|error|exception)\b.{0,60}\boom\b|\boom\b.{0,60}\b(?:fail\w*|error|exception)\b"
+    # an OOM said to have occurred, in Chinese ("便发生了OOM", "出现了OOM")
+    r"|(?:出现|发生)了?\s?(?:oom|out of memory)\b"
     r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
+    r"|\b(?:it|still) oom\b(?![ _-]?(?:kill|score|adj|event|handler|guard|protect))"
     r"|\boom(?:ed|'d|ing|'ing|thrash\w*)\b"
     r"|memory (?:is )?exhausted|heap,? exhausted|java heap space|memory budget exceeded"
     r"|max(?:imum)?\.? memory (?:was |has been )?exceeded"
@@ -813,6 +820,8 @@ terminated unexpectedly (reason 'oom', ...)", "Renderer process oom"): its own a
 up, nothing killed it."""
 _LIMIT_KILL = re.compile(
     r"cgroup|memcg|container|\bpod\b|\bjob\b|\bstep\b|\bdyno\b|memory (?:usage )?limit"
+    # an LXC container, as Proxmox calls it ("renderd runs in a proxmox CT")
+    r"|\blxc\b|\b(?:proxmox|pve|lxc) ct\b"
     r"|memlimit|quota|request(?:ed)? memory|\blimit\b"
     # OpenVZ's container, its user beancounter ("Out of memory in UB 101")
     r"|\bin ub \d|beancounter"
