@@ -142,6 +142,10 @@ _SETTING_CROSSED = (
 )
 """Memory's setting said to be exceeded, the setting named by what it is (Pipedream's "you've
 exceeded the default memory for this workflow"): a limit crossed, in other words."""
+_OOM_VERB = re.compile(r"\boom(?:ed|'d|ing|'ing|thrash\w*)\b")
+"""OOM as a verb, in any of its forms but the bare one (a noun as often): something ran out of
+memory ("the pods keep OOMing", "istio-proxy would be getting OOM'd", SpiceDB's "pods
+OOMthrashing with 250mb of limit")."""
 _GETTING_MEMORY_ERROR = (
     r"\b(?:i|we) (?:am |are |was |were |keep |kept )?(?:get|getting|got|hit|hitting|receiv\w*"
     r"|encounter\w*|run into|ran into|running into) (?:an? |the |this )?memory error\b"
@@ -162,8 +166,9 @@ _SAID = guarded(
     r"|\boome\b|\ballocation error\b"
     r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
     r"|\b(?:it|still) oom\b(?![ _-]?(?:kill|score|adj|event|handler|guard|protect))"
-    r"|\boom(?:ed|'d|ing|'ing|thrash\w*)\b"
-    r"|resource[_ ]exhausted"
+    + r"|"
+    + _OOM_VERB.pattern
+    + r"|resource[_ ]exhausted"
     + r"|"
     + _GETTING_MEMORY_ERROR
     # a request refused as too big, in the program's words (OpenBLAS's "Program is Terminated.
@@ -310,10 +315,6 @@ _CONTAINER_RAN_OUT = re.compile(
 status "Build container ran out of memory"): its memory is the container's limit, which the
 platform enforces by ending it, as a limit's kill. The verb may be left out, as a status is worded
 (shinyapps.io's "oom- container out of memory")."""
-_OOM_VERB = re.compile(r"\boom(?:ed|'d|ing|'ing|thrash\w*)\b")
-"""OOM as a verb, in any of its forms but the bare one (a noun as often): something ran out of
-memory ("the pods keep OOMing", "istio-proxy would be getting OOM'd", SpiceDB's "pods
-OOMthrashing with 250mb of limit")."""
 _CONTAINER_OOMED = re.compile(r"\b(?:container|pod)s?\b[^.;:!?]{0,40}?" + _OOM_VERB.pattern)
 """A container or a pod said in its clause to have OOMed: what runs out of memory in a container
 is its limit, which the platform enforces by ending it, as for ``_CONTAINER_RAN_OUT``."""
@@ -754,8 +755,9 @@ _ALLOCATING = guarded(
     r"|(?:出现|发生)了?\s?(?:oom|out of memory)\b"
     r"|\b(?:it|and|then|that|which|model|process|job|run|training) oom(?:s|ed|'d)\b"
     r"|\b(?:it|still) oom\b(?![ _-]?(?:kill|score|adj|event|handler|guard|protect))"
-    r"|\boom(?:ed|'d|ing|'ing|thrash\w*)\b"
-    r"|memory (?:is )?exhausted|heap,? exhausted|java heap space|memory budget exceeded"
+    + r"|"
+    + _OOM_VERB.pattern
+    + r"|memory (?:is )?exhausted|heap,? exhausted|java heap space|memory budget exceeded"
     r"|max(?:imum)?\.? memory (?:was |has been )?exceeded"
     r"|\brequest\w*\b[^.;]{0,40}\d[\d.,]*\s?[kmgt]i?b\b[^.;]{0,40}\bexceed\w* (?:the )?max"
 )

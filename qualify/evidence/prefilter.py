@@ -329,17 +329,9 @@ class Guarded:
         which = self._which(string, pos, endpos)
         return None if which is None else which.match(string, pos, endpos)
 
-    def fullmatch(self, string: str, pos: int = 0, endpos: int = _MAX) -> re.Match[str] | None:
-        which = self._which(string, pos, endpos)
-        return None if which is None else which.fullmatch(string, pos, endpos)
-
     def finditer(self, string: str, pos: int = 0, endpos: int = _MAX) -> Iterator[re.Match[str]]:
         which = self._which(string, pos, endpos)
         return iter(()) if which is None else which.finditer(string, pos, endpos)
-
-    def findall(self, string: str, pos: int = 0, endpos: int = _MAX) -> list[Any]:
-        which = self._which(string, pos, endpos)
-        return [] if which is None else which.findall(string, pos, endpos)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.pattern, name)
