@@ -62,6 +62,8 @@ HELD_OUT_TABLES = {
     "n68": "ecosystems no other part names: video conferencing, WebRTC and streaming servers",
     "n71": "ecosystems no other part names: supply-chain security scanners and SBOM tools",
     "n72": "ecosystems no other part names: time-series databases and IoT data platforms",
+    "n73": "ecosystems no other part names: load and performance testing tools",
+    "n75": "ecosystems no other part names: proteomics, mass spectrometry and metabolomics tools",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -131,6 +133,8 @@ UNLISTED = frozenset(
         "n68",
         "n71",
         "n72",
+        "n73",
+        "n75",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

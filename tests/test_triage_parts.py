@@ -3978,6 +3978,53 @@ _reads(
          "no-container"],
 )  # fmt: skip
 
+_reads(
+    LINE_READINGS,
+    "an_exception_whose_class_names_a_time_out",
+    [
+        # https://github.com/rigetti/pyquil/issues/935: the compiler's RPC timed out, raised
+        ("# TimeoutError: Timeout on client tcp://127.0.0.1:5555, method name "
+         "quil_to_native_quil", "timeout"),
+        # Java's, whose line holds no "error"
+        ("java.util.concurrent.TimeoutException: Waited 30 seconds for task", "timeout"),
+        # counter-case: the message supposes its time out: an exception, no time limit reported
+        ("asyncio.exceptions.TimeoutError: the lock may be held by another worker",
+         "exception_line"),
+        # counter-case: a class that names no time out
+        ("ConnectionRefusedError: [Errno 111] Connection refused", "exception_line"),
+    ],
+    ids=["pyquil", "java", "supposed", "refused"],
+)  # fmt: skip
+
+_reads(
+    LINE_READINGS,
+    "a_kill_denied_a_dotted_step_a_killed_output_and_an_escaped_log",
+    [
+        # https://github.com/google/timesketch/issues/3111: a kill denied by "no" just before it
+        ("Using the \"timesketch-cli-client\" or the \"timesketch_importer\", I get the following "
+         "error showing in the UI detailing a MemoryError. I have 24GB RAM assigned to this VM, "
+         "there is no OOM kill in dmesg, and watching memory consumption shows a reasonable "
+         "amount still free:", "host_alloc_failed"),
+        # counter-case: the kill told
+        ("The process was OOM killed.", "oom_kill"),
+        # https://github.com/angr/angr/issues/406: a dotted name's "step" is the code's
+        ("In the end, the analysis is killed by system in one of `path.step()`. The reason is it "
+         "uses too much memory.", "oom_kill"),
+        # counter-case: a scheduler's step bounds the kill to its limit
+        ("The step was killed for exceeding memory.", "limit_oom_kill"),
+        # https://github.com/angr/angr-doc/issues/107: the shell's status word, output
+        ("after has run for about 1h 30m, angr outputs \"killed\".", "terminated_externally"),
+        # https://github.com/SpikeInterface/spikeinterface/issues/932: a log escaped into a string
+        ("raise self._exception\\nnumpy.core._exceptions._ArrayMemoryError: Unable to allocate "
+         "10.2 GiB for an array with shape (42923008, 64) and data type float32\\n\",",
+         "host_alloc_failed"),
+        # counter-case: a Windows path's backslash before an "n" escapes nothing that reads
+        ("Loading C:\\new\\models\\model.bin failed: file not found", None),
+    ],
+    ids=["timesketch", "told", "angr", "scheduler-step", "angr-doc", "spikeinterface",
+         "windows-path"],
+)  # fmt: skip
+
 
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool
@@ -4012,6 +4059,25 @@ def test_a_pool_reserved_with_room_for_the_request_is_fragmentation(
     if expected is TriageClass.CUDA_OOM_FRAGMENTATION:
         assert 4 in {e.line for e in result.decided_by}
         assert "fragmentation" in result.summary
+
+
+def test_the_refusal_that_states_its_figures_speaks_for_the_others(tmp_path: Path) -> None:
+    """Of several refusals, the one that states the most figures is the summary's and is cited
+    first (https://github.com/sleuthkit/autopsy/issues/155: the JVM's bare OutOfMemoryError lines
+    before its "Native memory allocation (malloc) failed to allocate 215744 bytes")."""
+    log = tmp_path / "hs_err.log"
+    log.write_text(
+        "java.lang.OutOfMemoryError\n"
+        "# java.lang.OutOfMemoryError\n"
+        "# There is insufficient memory for the Java Runtime Environment to continue.\n"
+        "# Native memory allocation (malloc) failed to allocate 215744 bytes for "
+        "Chunk::newException: java.lang.OutOfMemoryError thrown from the UncaughtExceptionHandler "
+        'in thread "Timeable Event Queue Watch Dog"\n'
+    )
+    result = triage(Sources(paths=(log,)))
+    assert result.triage_class is TriageClass.HOST_ALLOC_FAILED
+    assert result.decided_by[0].line == 4
+    assert "requested 211 KiB" in result.summary, result.summary
 
 
 def _params(table: dict[str, list[tuple[str, str, str | None]]]) -> list[Any]:

@@ -51,9 +51,10 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # negatives of the parts read since (Turi Create's feature request "Catch std::bad_alloc in
     # recommender system", SymEngine's memory-leak report) read as logged errors behind it, and
     # one earlier row no longer moves; then two more of part N69's and N70's (a question that a
-    # 70B model needs more than 250 GB, tilemaker's banner about handling OOM)
+    # 70B model needs more than 250 GB, tilemaker's banner about handling OOM); one more of part
+    # N76's (RetDec's warning that it ran out of memory and is trying to recover)
     "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 20),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 37),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 38),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),
     # a line set in bold in a report (Markdown's strong emphasis around the whole line): 50 rows

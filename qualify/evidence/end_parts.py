@@ -51,7 +51,8 @@ _KILL = guarded(
     r"(?:9|sigkill)\)"
     r"|\bsend(?:ing|s)? signal\b.{0,40}?\bsig(?:nal)?\W{1,3}(?:9|kill)\b"
     r"|\b(?:saying|says|said|reports?|reported|reporting)\W+(?:a |the )?sigkill\b"
-    r"|\b(?:received|receive|see|saw|seeing|shows?|showed|printed|prints)\W+(?:an? |the |just )?"
+    r"|\b(?:received|receive|see|saw|seeing|shows?|showed|printed|prints|outputs?|outputted"
+    r"|displays?|displayed)\W+(?:an? |the |just )?"
     r"\W?killed\b"
 )
 """A unit of work killed, in words or by SIGKILL said as what ended it ("received SIGKILL",

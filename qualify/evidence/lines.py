@@ -727,14 +727,18 @@ def parse_pytest_line(line: str, low: str | None = None) -> LineSignal | None:
     if ("fail" in low or "error" in low) and (match := _OTHER_RUNNER_FAILED.search(line)):
         name = next(group for group in match.groups() if group is not None)
         return LineSignal("test_failed", {"nodeid": name})
-    # (an exception's line without "error" holds no needle, JUnit's ComparisonFailure aside:
-    # the scanner never shows it)
-    if ("error" in low or "comparisonfailure" in low) and (match := _EXCEPTION.search(line)):
+    # (an exception's line without "error" holds no needle, JUnit's ComparisonFailure and a
+    # TimeoutException aside: the scanner never shows it)
+    if ("error" in low or "comparisonfailure" in low or "timeoutexception" in low) and (
+        match := _EXCEPTION.search(line)
+    ):
         text = cuts.head(f"{match[1]}: {match[2]}", 500)
         if (found := _by_memory(text, None)) is not None:
             return found
         if (ended := _ended(line, low)) is not None:
             return ended  # an exception reporting a death by a signal, a time limit
+        if _TIMED_OUT_CLASS.search(match[1]) and not _conditional(low, match):
+            return LineSignal("timeout")
         if _NAMES_A_TEST.search(match[2]):  # raised about a test: a leak check, a harness
             return LineSignal("test_error_line", {"text": text})
         if _ASSERTION.search(match[1]) and _COMPARED.search(match[2]):
@@ -750,6 +754,10 @@ _EXCEPTION = re.compile(
 )
 """An exception as Python, Java and most runtimes print its last line (and JUnit 3 and 4's
 ``junit.framework.ComparisonFailure``, an assertion's, named so)."""
+_TIMED_OUT_CLASS = re.compile(r"(?:^|\.)\w*Time[dD]?[oO]ut\w*(?:Error|Exception)$")
+"""An exception whose class names a time running out (``TimeoutError``,
+``concurrent.futures.TimeoutException``, ``APITimeoutError``): the error raised was a time limit
+reached, whatever waited (a request's, a read's)."""
 _ASSERTION = re.compile(r"(?:^|\.)Assertion(?:Failed)?Error$|(?:^|\.)ComparisonFailure$")
 _COMPARED = re.compile(r"\bexpected\b\W{0,3}.{0,120}?\bbut (?:was|got|found)\b", re.IGNORECASE)
 """An assertion's error whose message sets what was expected against what was found (JUnit's
@@ -844,7 +852,19 @@ both sides being letters, so the Latin word is read as if spaced."""
 def parse_line(line: str) -> LineSignal | None:
     """The first parser that recognises ``line`` (the line is lowercased once for all); a bare
     exit or kill on a line that also says memory ran out (``Exit Code: 137, Exit Message: "OOM
-    Killed"``) is read by the line's parts, which name the cause."""
+    Killed"``) is read by the line's parts, which name the cause. A line that reads as nothing
+    whole but holds a log escaped into a string (a JSON field's ``raise self._exception\\n
+    numpy.core._exceptions._ArrayMemoryError: Unable to allocate 10.2 GiB ...\\n",``) is read
+    by the lines it escapes: the first of them that reads as something."""
+    found = _parse_whole(line)
+    if found is None and "\\n" in line:
+        for piece in line.split("\\n"):
+            if (found := _parse_whole(piece.removesuffix("\\r"))) is not None:
+                return found
+    return found
+
+
+def _parse_whole(line: str) -> LineSignal | None:
     if line[:1] in ("+", "-") and _DIFF_LINE.match(line):
         return None
     if not line.isascii():

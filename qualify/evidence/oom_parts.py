@@ -733,6 +733,21 @@ _KILLED = re.compile(
     r"|oom ?killed|oomkilled|oom[- _]kill|evicted|eviction|terminated|sigkill|signal 9"
     r"|sending sigterm|sending sigkill)\b"
 )
+_KILL_DENIED = re.compile(r"\b(?:no|not|without|never)\s+(?:an?\s+|any\s+)?$")
+"""A kill denied by the words just before it ("there is no OOM kill in dmesg", "was not OOM
+killed"): none happened."""
+
+
+def _kill_told(low: str) -> bool:
+    """Whether ``low`` tells of a kill (:data:`_KILLED`), a killer (:data:`_KILLER`) or an
+    eviction (:data:`_EVICTION`) that no word just before denies (:data:`_KILL_DENIED`)."""
+    return any(
+        _KILL_DENIED.search(low, max(0, found.start() - 16), found.start()) is None
+        for pattern in (_KILLED, _KILLER, _EVICTION)
+        for found in pattern.finditer(low)
+    )
+
+
 _KILLER = re.compile(
     r"earlyoom|nohang|lowmemorykiller|lmkd|jetsam|memorystatus|systemd-oomd|oom[- _]?killer"
     r"|" + _OOM_AGENT
@@ -821,7 +836,8 @@ _OWN_OOM = re.compile(r"\breason\W{1,3}(?:oom|out[ _-]of[ _-]memory)\b|\bprocess
 terminated unexpectedly (reason 'oom', ...)", "Renderer process oom"): its own allocator gave
 up, nothing killed it."""
 _LIMIT_KILL = re.compile(
-    r"cgroup|memcg|container|\bpod\b|\bjob\b|\bstep\b|\bdyno\b|memory (?:usage )?limit"
+    # (a word of a dotted name or a call is the code's: angr's "in one of `path.step()`")
+    r"cgroup|memcg|container|(?<![.\w])(?:pod|job|step|dyno)\b(?!\.\w|\()|memory (?:usage )?limit"
     # an LXC container, as Proxmox calls it ("renderd runs in a proxmox CT")
     r"|\blxc\b|\b(?:proxmox|pve|lxc) ct\b"
     r"|memlimit|quota|request(?:ed)? memory|\blimit\b"
@@ -1144,7 +1160,7 @@ def parse_oom_parts(
         return LineSignal("host_alloc_failed", {**fields, "memory_named": True, "ended": True})
     if _SYSTEM_OOM.search(low):
         return LineSignal("node_oom_kill", fields)
-    if _KILLED.search(low) or _KILLER.search(low) or _EVICTION.search(low):
+    if _kill_told(low):
         # (a memory killer reporting the process's own limit crossed, the iOS kernel's
         # "memorystatus: exceeded mem limit: ActiveHard 50 MB (fatal)", is that limit's kill, not
         # the machine running low)

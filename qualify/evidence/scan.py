@@ -208,6 +208,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"times out",  # "The test times out after 60 minutes"
         b"time has",  # "Build execution time has reached the maximum allowed time" (AppVeyor)
         b"timeout of",  # "reached its statement or warehouse timeout of 120 second(s)"
+        b"timeoutexception",  # an exception's class (Java's "...concurrent.TimeoutException")
         b"wall time",  # "Walltime exceeded", "wall time limit"
         b"walltime",
         b"maximum runtime",  # "task exceeded its maximum runtime of 2h"

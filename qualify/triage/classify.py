@@ -192,8 +192,18 @@ def _host_oom(bag: Bag) -> Decision | None:
     return None
 
 
+_REFUSAL_FIGURES = ("requested_bytes", "limit_bytes", "free_bytes")
+
+
 def _host_alloc(bag: Bag) -> Decision:
-    evidence, fields = bag.host_alloc[0]
+    # The refusal that states the most of its figures speaks for the others (a JVM's "Native
+    # memory allocation (malloc) failed to allocate 215744 bytes" after its bare
+    # "java.lang.OutOfMemoryError" lines); the first of those that state as many.
+    first = max(
+        range(len(bag.host_alloc)),
+        key=lambda n: (sum(k in bag.host_alloc[n][1] for k in _REFUSAL_FIGURES), -n),
+    )
+    evidence, fields = bag.host_alloc[first]
     who = f"{fields['ecosystem']}: " if "ecosystem" in fields else ""
     summary = f"{who}an allocation of host memory was refused (nothing was killed)"
     if fields.get("implausible"):
@@ -211,7 +221,7 @@ def _host_alloc(bag: Bag) -> Decision:
     if numbers:
         summary += ": " + ", ".join(numbers)
     gaps = ("whose limit refused it: a cgroup's, a container's, the host's or a runtime's heap",)
-    more = tuple(e for e, _ in bag.host_alloc[1:4])
+    more = tuple(e for n, (e, _) in enumerate(bag.host_alloc) if n != first)[:3]
     return Decision(TriageClass.HOST_ALLOC_FAILED, summary, (evidence, *more), MEDIUM, gaps)
 
 
