@@ -64,6 +64,8 @@ HELD_OUT_TABLES = {
     "n72": "ecosystems no other part names: time-series databases and IoT data platforms",
     "n73": "ecosystems no other part names: load and performance testing tools",
     "n75": "ecosystems no other part names: proteomics, mass spectrometry and metabolomics tools",
+    "n77": "ecosystems no other part names: cryptocurrency mining software",
+    "n80": "ecosystems no other part names: photogrammetry, SLAM and 3D reconstruction software",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -135,6 +137,8 @@ UNLISTED = frozenset(
         "n72",
         "n73",
         "n75",
+        "n77",
+        "n80",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

@@ -4025,6 +4025,35 @@ _reads(
          "windows-path"],
 )  # fmt: skip
 
+_reads(
+    LINE_READINGS,
+    "oom_kills_a_malloc_failure_a_shell_after_output_go_ok_and_an_example",
+    [
+        # https://github.com/omacom-io/omarchy-iso/issues/96: OOM-kill as a verb with its object
+        ("- Root cause: archinstall/cryptsetup default Argon2id memory cost is ~1 GiB; the live "
+         "environment OOM-kills cryptsetup mid-format", "oom_kill"),
+        # https://github.com/prisma/prisma-engines/issues/1483: memory as what a thing exhausts
+        ("The query engine gets killed by linux as it exhausts the memory for the system to run "
+         "smoothly", "oom_kill"),
+        # https://github.com/imrefitos/large-smime-decrypt/issues/1: OpenSSL's error queue
+        ("140005062465344:error:07069041:memory buffer routines:BUF_MEM_grow_clean:malloc "
+         "failure:crypto/buffer/buffer.c:129:", "host_alloc_failed"),
+        # https://github.com/openwall/john/issues/4862: zsh's message after output that left
+        # the line
+        ("ver 2.0 Test.zip/123.zip PKZIP Encr: cmplen=2810975925, decmplen=2810975913, "
+         "crc=388ABCA5 zsh: killed zip2john Test.zip", "shell_killed"),
+        # https://github.com/Consensys/gnark/pull/969: go test's passed package
+        ("ok      github.com/consensys/gnark/std/recursion/plonk  293.693s", "run_passed"),
+        # counter-case: "ok" said, no package and duration
+        ("ok it works now", None),
+        # https://github.com/Zokrates/ZoKrates/issues/697: an example of a message, wished for
+        ("It would improve usability for new users if instead of \"Killed\" it had an "
+         "information message, such as \"Out of memory\" or \"malloc() failed\"",
+         "memory_noted"),
+    ],
+    ids=["omarchy", "prisma", "openssl", "john", "gnark", "ok-said", "zokrates"],
+)  # fmt: skip
+
 
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool

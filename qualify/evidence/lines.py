@@ -209,11 +209,13 @@ _SHELL_KILLED = re.compile(
     r"(?:^|\s|Z\s|[.\d])Killed(?:\s{2,}(\S.*)|\s*)$"
     r"|\bline \d+:\s+(\d+) Killed(?:\s+(\S.*)|\s*)$"
     r"|^\[\d+\]\s+[+-]?\s*(\d+) killed\s{2,}(\S.*)$"
+    r"|(?<=\S\s)(?:zsh|bash|ksh|dash|fish): [Kk]illed\s+(\S.*)$"
 )
 """The shell's job status for a command killed by a signal: alone (or after a progress line's
 dots, "Loading database information...Killed"), after the script's ``line N: PID`` (then
-wherever the line quotes it, one space or many before the command), or zsh's job line
-("[1]    75076 killed     python main.py")."""
+wherever the line quotes it, one space or many before the command), zsh's job line
+("[1]    75076 killed     python main.py"), or the shell's message after its name wherever
+the output before it left the line ("... crc=388ABCA5 zsh: killed zip2john Test.zip")."""
 _GCC_KILLED = re.compile(r"internal compiler error: Killed(?:: \d+)? \(program (\S+?)\)")
 """gcc's driver reporting its compiler killed by a signal (older than "Killed signal
 terminated program")."""
@@ -312,6 +314,11 @@ _STATUS_PASSED = re.compile(
 build farm's summary block: "Status: successful" between "Space: 2384" and "Version: ..."): the
 run passed, when nothing in the artifact failed (``qualify.triage.signals``). A sentence that
 says a status ("the status: successful, but ...") or a field with more after it is not one."""
+_GO_OK = re.compile(
+    r"\s*ok\s+[\w.-]+(?:/[\w.-]+)*\s+(?:[\d.]+s|\(cached\))(?:\s+coverage: .*)?\s*$"
+)
+"""``go test``'s summary of a package whose tests all passed ("ok      github.com/consensys/gnark/
+std/recursion/plonk  293.693s"): the package's run passed, as a pytest summary says."""
 _TIMEOUT_NODEID = re.compile(r"FAILED (?:\[[\d.]+m?s\] )?(\S+::\S+) - Failed: Timeout")
 _K8S_OOMKILLED = re.compile(
     r"(?i)\breason[\"']?\s*[:=]\s*[\"']?OOM ?Killed\b|\s\d+/\d+\s+OOMKilled\s"
@@ -579,6 +586,8 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
         return LineSignal("timeout")
     if "status" in low and (stated := _STATUS_PASSED.match(line)):
         return LineSignal("run_passed", {"summary": stated[0].strip()})
+    if low.lstrip().startswith("ok") and (stated := _GO_OK.match(line)):
+        return LineSignal("run_passed", {"summary": " ".join(stated[0].split())})
     if _timeout_words(low) and (timed := _TIMEOUT.search(line)) and not _conditional(low, timed):
         nodeid = _TIMEOUT_NODEID.search(line)
         return LineSignal("timeout", {"nodeid": nodeid[1]} if nodeid else {})
@@ -594,7 +603,8 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
             return LineSignal("shell_killed", {})  # the shell's word, quoted as what one got
         if match := _SHELL_KILLED.search(line):
             pid = match[2] or match[4]
-            fields = {"pid": int(pid) if pid else None, "command": match[1] or match[3] or match[5]}
+            command = match[1] or match[3] or match[5] or match[6]
+            fields = {"pid": int(pid) if pid else None, "command": command}
             return LineSignal("shell_killed", {k: v for k, v in fields.items() if v})
     if ("core dumped" in low or "segmentation fault" in low or "aborted" in low) and (
         match := _SHELL_CRASH.search(line)

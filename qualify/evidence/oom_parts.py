@@ -203,6 +203,12 @@ _SAID = guarded(
     r"(?: (?:of|for) (?:size )?\d[\d,.]*\s?(?:[kmgt]i?b|bytes?)?)? failed"
     r"|outofdevicememory|(?:attempting|trying|tried) to (?:reserve|allocate) .{0,80}not possible"
     r"|alloc\w* <= (?:available|free)\w* failed"
+    # an allocation call's failure as its reason (OpenSSL's error queue: "...:BUF_MEM_grow_clean:
+    # malloc failure:crypto/buffer/buffer.c:129:")
+    r"|\b(?:m|c|re)alloc failure\b"
+    # memory as what a thing exhausts (Prisma's "The query engine gets killed by linux as it
+    # exhausts the memory for the system")
+    r"|\bexhaust(?:s|ed|ing)? (?:the |its |all (?:the )?|available |system )?memory\b"
     r"|\b(?:used|using|consumed|consuming|exhausted|exhausting|took|taking|taken|ate|eaten"
     r"|eating) (?:up )?all (?:the |of the |my |our )?(?:available |free |system |its )?"
     r"(?:ram|memory)\b"
@@ -700,6 +706,10 @@ _NONE_OF = re.compile(r"\b(?:no|without)\s+$")
 """An out of memory error denied by "no" or "without" just before its words (pytket-cutensornet's
 issue title "Provide a simulation mode that guarantees no out of memory errors"): none happened or
 none is wanted. (Not "no enough memory": there "no" is a learner's "not".)"""
+_EXAMPLE = re.compile(r"\b(?:such as|e\.g\.,?|for example,?|for instance,?)\s*[\"'`*]?$")
+"""The words given as an example just after "such as" or "e.g." (ZoKrates' feature request: "it
+had an information message, such as \"Out of memory\" or \"malloc() failed\""): a kind of
+message named, not one a run printed."""
 _CALLED_WRONG = re.compile(
     r"\b(?:incorrect|wrong|bogus|misleading|spurious|erroneous|false|confusing|inaccurate)"
     r"\s+[`\"'*]?$"
@@ -730,7 +740,7 @@ _ENDED_FOR = re.compile(r"\b(?:terminated|exited|died|crashed|stopped|aborted)(?
 cudaMalloc failed: out of memory"): the reason is the program's own error."""
 _KILLED = re.compile(
     r"\b(?:killed|killing|kill(?:s|ed)? (?:the |a )?(?:process|task|worker|job|container|pod)"
-    r"|oom ?killed|oomkilled|oom[- _]kill|evicted|eviction|terminated|sigkill|signal 9"
+    r"|oom ?killed|oomkilled|oom[- _]kill(?:s|ing)?|evicted|eviction|terminated|sigkill|signal 9"
     r"|sending sigterm|sending sigkill)\b"
 )
 _KILL_DENIED = re.compile(r"\b(?:no|not|without|never)\s+(?:an?\s+|any\s+)?$")
@@ -1128,6 +1138,7 @@ def parse_oom_parts(
         or _OTHER_CODE.search(low, said.end())
         or _AVOIDED.search(low[max(0, said.start() - 60) : said.start()])
         or _CALLED_WRONG.search(low, max(0, said.start() - 20), said.start())
+        or _EXAMPLE.search(low, max(0, said.start() - 20), said.start())
         or _CONDITION.search(low[max(0, said.start() - 80) : said.start()])
         or (
             _WHEN.search(low[: said.start()]) and "kill" not in low[said.end() :]

@@ -131,7 +131,9 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"assigned memory",
         b"memory exceeded",  # vcpkg's "Restarting Build without parallelism because memory ..."
     ),
-    b"k": (b"kill", b"stack of", b"kv cache", b"kvcache", b"not ok "),  # TAP's failed test
+    # TAP's failed test ("not ok "); go test's passed package ("ok  \tpkg\t0.1s", its tab
+    # expanded when pasted)
+    b"k": (b"kill", b"stack of", b"kv cache", b"kvcache", b"not ok ", b"ok  ", b"ok\t"),
     # "overhead limit exceeded": the JVM's "GC overhead limit exceeded" on a line without
     # "error" or "OutOfMemoryError" (a build tool's one-line summary of the failure).
     # "exception (0x": a .NET exception with its HRESULT ("Win32Exception (0x80004005): The
