@@ -66,6 +66,8 @@ HELD_OUT_TABLES = {
     "n75": "ecosystems no other part names: proteomics, mass spectrometry and metabolomics tools",
     "n77": "ecosystems no other part names: cryptocurrency mining software",
     "n80": "ecosystems no other part names: photogrammetry, SLAM and 3D reconstruction software",
+    "n82": "ecosystems no other part names: agent-based, discrete-event and traffic simulation",
+    "n84": "ecosystems no other part names: earth observation and remote sensing software",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -139,6 +141,8 @@ UNLISTED = frozenset(
         "n75",
         "n77",
         "n80",
+        "n82",
+        "n84",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

@@ -4054,6 +4054,43 @@ _reads(
     ids=["omarchy", "prisma", "openssl", "john", "gnark", "ok-said", "zokrates"],
 )  # fmt: skip
 
+_reads(
+    LINE_READINGS,
+    "an_end_denied_a_condition_times_out_a_mapping_refused_a_change_and_a_hang_killed",
+    [
+        # https://github.com/DOMjudge/domjudge/issues/605: an end denied
+        ("Apparently, this submission doesn't get terminated due to timeout (I waited 2min and "
+         "the time limit is 5 sec), and it hangs the judgehost.", None),
+        # counter-case: the end told
+        ("The process was terminated due to timeout.", "timeout"),
+        # https://github.com/judge0/judge0/issues/298: an exit code in a sentence opened by "if"
+        ("if you get status as `Runtime Error (NZEC)` (code=11) and message as `Exited with error "
+         "status 137` then u can consider that it is MLE", None),
+        # https://github.com/dodona-edu/dodona/pull/1885: "in the case of" a condition
+        ("The JS judge exits with SIGABRT in the case of an out of memory error.", "memory_noted"),
+        # https://github.com/engineer-man/piston/issues/196: "times out" as a verb
+        ("the API does not reply and the command times out.", "timeout"),
+        # counter-case: a count
+        ("This error occurs 4 times out of 5", None),
+        # https://github.com/QingdaoU/OnlineJudge/issues/287: the loader's mapping refused
+        ("> error while loading shared libraries: libc.so.6: failed to map segment from shared "
+         "object; exit_code = 127", "host_alloc_failed"),
+        # counter-case: another reason given (a noexec mount)
+        ("error while loading shared libraries: libc.so.6: failed to map segment from shared "
+         "object: Operation not permitted", None),
+        # https://github.com/deepmodeling/abacus-develop/pull/6995: a change that addresses it
+        ("- This PR addresses frequent Out-of-Memory (OOM) errors encountered during "
+         "GPU-accelerated RT-TDDFT calculations for large-scale systems (e.g., >1000 Si atoms).",
+         "memory_noted"),
+        # https://github.com/prisms-center/CASMcode/issues/327: a watchdog's hang, then its kill
+        (">  VASP is frozen, killing job", "timeout"),
+        # counter-case: no unit of work killed
+        ("The UI is frozen, killing it does nothing", None),
+    ],
+    ids=["domjudge", "told", "judge0", "dodona", "piston", "count", "qingdaou", "noexec",
+         "abacus", "casm", "ui"],
+)  # fmt: skip
+
 
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool
@@ -4107,6 +4144,26 @@ def test_the_refusal_that_states_its_figures_speaks_for_the_others(tmp_path: Pat
     assert result.triage_class is TriageClass.HOST_ALLOC_FAILED
     assert result.decided_by[0].line == 4
     assert "requested 211 KiB" in result.summary, result.summary
+
+
+@pytest.mark.parametrize(
+    ("before", "expected"),
+    [("srun: error: pcc002: task 0: Out Of Memory\n", TriageClass.CGROUP_OOM),
+     ("", TriageClass.TIMEOUT)],
+    ids=["after-a-memory-kill", "alone"],
+)  # fmt: skip
+def test_a_time_limit_just_after_a_memory_kill_is_its_consequence(
+    before: str, expected: TriageClass, tmp_path: Path
+) -> None:
+    """A time limit reported within three lines after a kill for memory in the same log is its
+    consequence (https://github.com/deepmodeling/abacus-develop/issues/5369: Slurm's task OOM,
+    then Intel MPI's "job ending due to startup timeout"); alone, it is the run's end."""
+    log = tmp_path / "slurm.out"
+    log.write_text(
+        "SCF iteration 7\n" + before
+        + "I_MPI_JOB_TIMEOUT = -1 second(s): job ending due to startup timeout\n"
+    )  # fmt: skip
+    assert triage(Sources(paths=(log,))).triage_class is expected
 
 
 def _params(table: dict[str, list[tuple[str, str, str | None]]]) -> list[Any]:

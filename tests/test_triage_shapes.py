@@ -52,9 +52,13 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # recommender system", SymEngine's memory-leak report) read as logged errors behind it, and
     # one earlier row no longer moves; then two more of part N69's and N70's (a question that a
     # 70B model needs more than 250 GB, tilemaker's banner about handling OOM); one more of part
-    # N76's (RetDec's warning that it ran out of memory and is trying to recover)
-    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 20),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 38),
+    # N76's (RetDec's warning that it ran out of memory and is trying to recover); two more of
+    # part N81's: HUSTOJ's JVM message cut before "to continue", read as a logged error (its
+    # label's class), and Judge0's answer "if you get ... `Exited with error status 137` then u
+    # can consider that it is MLE", whose opening "if" supposes the code only at the line's start
+    # (behind journald's, docker's and zap's leads too: one more each)
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 21),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 40),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),
     # a line set in bold in a report (Markdown's strong emphasis around the whole line): 50 rows
@@ -71,13 +75,13 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
         lambda line: json.dumps(
             {"log": line + "\n", "stream": "stderr", "time": "2025-02-03T04:05:06.123456789Z"}
         ),
-        8,
+        9,
     ),
     "zap-json": (
         lambda line: json.dumps(
             {"level": "error", "ts": 1738555506.123, "caller": "worker/run.go:42", "msg": line}
         ),
-        5,
+        6,
     ),
 }
 

@@ -208,6 +208,33 @@ def _supposed(low: str, match: re.Match[str]) -> bool:
     return _SUPPOSED.search(low, start, stop) is not None
 
 
+_IF_OPENED = re.compile(r"\W*(?:if|unless|in case)\b")
+"""A sentence opened by a condition (Judge0's answer: "if you get status as `Runtime Error
+(NZEC)` ... and message as `Exited with error status 137` then u can consider that it is MLE"):
+the code it names is supposed."""
+_HUNG_KILLED = re.compile(
+    r"\b(?:is|was|are|were|seems?|appears?|looks?|got|gets|became) (?:to be )?"
+    r"(?:frozen|hung|hanging|stuck|unresponsive|deadlocked)\W{1,3}(?:\w+ ){0,2}?"
+    r"(?:killing|terminating|aborting|stopping|restarting) (?:the |its |a )?(?:" + _UNIT + r")\b"
+)
+"""A watchdog's verdict that a program hung, then its kill of a unit of work (CASM's "VASP is
+frozen, killing job"): the program ran past the time the watchdog allows it without progress, a
+time limit. (A person's "the UI is frozen, killing it does nothing" kills no unit of work.)"""
+_TIMES_OUT = re.compile(r"times out\b(?! of\b)")
+""""times out" as a verb, not a count ("4 times out of 5")."""
+_NOT_ENDED = re.compile(
+    r"(?:\bnot|n't|\bnever)\s+(?:get\s+|gets\s+|got\s+|be\s+|been\s+)?"
+    r"(?:terminated|killed|stopped|cancel+ed|aborted|interrupted)\b"
+)
+"""An end denied ("this submission doesn't get terminated due to timeout", DOMjudge's user):
+none happened, whatever limit it names."""
+
+
+def _denied_end(low: str, match: re.Match[str]) -> bool:
+    """Whether the clause of ``match`` denies the end it names (:data:`_NOT_ENDED`)."""
+    return _NOT_ENDED.search(low, *_clause(low, match)) is not None
+
+
 _ATTEMPT = re.compile(r"\battempt (\d+) ?(?:/|of) ?(\d+)\b")
 """An attempt's number among those allowed (OpenHands' benchmark runner: "Instance ... failed
 (attempt 2/3): ... Run timed out after 3600.0 seconds."): with attempts left, the work is retried,
@@ -326,7 +353,9 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
     if _FAILED_TESTS.search(low):
         return LineSignal("test_failed", {"parts": True})
     timed = _TIME_LIMIT.search(low) or _AFTER_DURATION.search(low)
-    if timed is not None and (_supposed(low, timed) or _attempts_left(low)):
+    if timed is not None and (
+        _supposed(low, timed) or _attempts_left(low) or _denied_end(low, timed)
+    ):
         return None
     if timed is not None and not _networked(low, timed):
         lead = low[: timed.start()].strip(" \t:*>#-[]")
@@ -352,7 +381,10 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
             or stated
             # whatever it names timed out, on a line that names no network's part (Azure's
             # "Provisioning of VM extension 'mrpsetup' has timed out."): a time limit ended it
-            or (timed[0].startswith(("timed", "timing")) and _NETWORK.search(low) is None)
+            or (
+                (timed[0].startswith(("timed", "timing")) or _TIMES_OUT.match(low, timed.start()))
+                and _NETWORK.search(low) is None
+            )
             or (crossed and (ended or unit or lead == "" or led or limit_of))
         ):
             return LineSignal("timeout", {"parts": True})
@@ -376,9 +408,12 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
     past = tried.end() if tried is not None else 0
     if _KILL_TO_FREE.search(low, past):
         return LineSignal("node_oom_kill", {"parts": True})
+    hung = _HUNG_KILLED.search(low, past)
+    if hung is not None and not _supposed(low, hung):
+        return LineSignal("timeout", {"parts": True, "hung": True})
     killed = _KILL.search(low, past)
     if killed is not None and not _supposed(low, killed):
         return LineSignal("terminated_externally", {"parts": True})
-    if (match := _KILL_CODE.search(low)) is not None:
+    if (match := _KILL_CODE.search(low)) is not None and not _IF_OPENED.match(low):
         return LineSignal("exit_code", {"code": int(match[1] or match[2]), "parts": True})
     return None

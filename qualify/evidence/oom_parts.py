@@ -107,6 +107,10 @@ _SHORT = (
     r"|\bmemory ran out\b|\bmemory (?:usage|use|consumption) (?:is |was )?(?:too high|exceeded)\b"
     r"|\bmemory (?:commit|mapping|reservation) (?:has )?failed\b|\bmmap(?:\(\))? failed\b"
     r"|\bfailed to mmap\b"
+    # the dynamic loader's mapping of a library refused (QingdaoU's judge under its address-space
+    # limit: "libc.so.6: failed to map segment from shared object"), unless the reason it gives
+    # after is another ("...: Operation not permitted", a noexec mount)
+    r"|\bfailed to map segment from shared object\b(?!: (?:operation not permitted|permission))"
     r"|\b(?:maximum )?heap (?:limit|size) (?:was |has been )?(?:reached|exceeded)\b"
     r"|\b(?:not enough|insufficient|out of) (?:free |physical |system )?v?ram\b"
     r"|\bv?ram (?:is |was )?(?:full|exhausted)\b"
@@ -1427,7 +1431,8 @@ _CHANGE_INTRO = re.compile(
 )
 """Words that say a message is being changed or proposed: what follows shows it."""
 _TREATED = re.compile(
-    r"\b(?:fix(?:es|ed|ing)?|resolv(?:es|ed|ing)|explain(?:s|ed|ing)?|document(?:ed|ing)"
+    r"\b(?:fix(?:es|ed|ing)?|resolv(?:es|ed|ing)|address(?:es|ed|ing)|mitigat(?:es|ed|ing)"
+    r"|explain(?:s|ed|ing)?|document(?:ed|ing)"
     r"|regression test for|tests? (?:for|that)|checks? that|(?:pytest\.)?raises|assertraises"
     r"|assert_raises|tothrow|to throw|should (?:raise|throw)|would (?:\w+ )?(?:fail|crash|die)"
     r"|(?:allow|allows|enable|enables|support|supports) (?:\w+ ){0,2}?"
@@ -1436,11 +1441,12 @@ _TREATED = re.compile(
 )
 """The words a change, a document or a test uses of an error, before the error's words: a fix
 ("This fixes the out of memory error when loading large files", "Release notes: fixed a crash on
-out of memory"), an explanation, a test that expects it (``pytest.raises(MemoryError)``,
-``toThrow(RangeError: Array buffer allocation failed)``), what used to happen ("Previously this
-would fail with 'Cannot allocate memory'"), what a change lets a program catch (caikit's "Add
-subprocess exit code handling for training to allow capturing OOM type failures"): the error is the
-subject, not an event."""
+out of memory", ABACUS's "This PR addresses frequent Out-of-Memory (OOM) errors"), an
+explanation, a test that expects it (``pytest.raises(MemoryError)``, ``toThrow(RangeError: Array
+buffer allocation failed)``), what used to happen ("Previously this would fail with 'Cannot
+allocate memory'"), what a change lets a program catch (caikit's "Add subprocess exit code
+handling for training to allow capturing OOM type failures"): the error is the subject, not an
+event."""
 _NONE_COUNTED = re.compile(
     r"\b(?:oom[ _-]?kill(?:ed|s)?|oomkilled|oom_kill|under_oom)[\"'`]?\s*[:=]?\s*[\"'`]?"
     r"(?:false|0)\b(?![.\d])|\bkill(?:ed)?[\"']?\s*[:=]\s*[\"']?(?:false|no)\b"
@@ -1647,7 +1653,8 @@ it names another end: Emscripten's "... if you want malloc to return NULL (0) in
 abort".) Its subject may be named ("instead of the JVM raising a catchable `OutOfMemoryError`",
 Tika's PR), the error quoted."""
 _CONDITION = re.compile(
-    r"\b(?:if|whenever|in case|unless)\b[^.;:!?\"`'()\[\]]*$|\b(?:on|upon) (?:an? |the )?$"
+    r"\b(?:if|whenever|in case|in the case|unless)\b[^.;:!?\"`'()\[\]]*$"
+    r"|\b(?:on|upon) (?:an? |the )?$"
 )
 """A condition opened before the words in their clause (advice's "Increase the memory limit if
 your pods get OOMKilled frequently"), or "on" just before them (Armeria's PR: "Added JVM flags

@@ -63,14 +63,20 @@ batch scheduler, a PaaS's instance or dyno, a cgroup. (Its edges are ASCII ones:
 written without spaces, "ステータスがOOMKilledになる", a word edge (``\\b``) is not seen.)"""
 
 
+_KERNEL_RECORD = re.compile(r"\[\s*\d+\.\d{6}\]")
+"""The kernel's time stamp on a record of its log (dmesg's ``[162803.729479]``)."""
+
+
 def platform_named(text: str, source: str) -> Evidence | None:
     """The first line of ``text`` (a file's head) that names a platform running work under a
-    limit of its own, as evidence; None when none does."""
-    match = _PLATFORM.search(text)
-    if match is None:
-        return None
-    line, body = _line_of(text, match)
-    return Evidence.of(source, line, body, "platform")
+    limit of its own, as evidence; None when none does. A kernel's record is not one, whatever
+    header a log puts before it: its process table lists the host's daemons (``dockerd``), and a
+    host's dmesg names docker0 and its veths."""
+    for match in _PLATFORM.finditer(text):
+        line, body = _line_of(text, match)
+        if _KERNEL_RECORD.search(body) is None:
+            return Evidence.of(source, line, body, "platform")
+    return None
 
 
 def _line_of(text: str, match: re.Match[str]) -> tuple[int, str]:

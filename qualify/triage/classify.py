@@ -91,7 +91,7 @@ def _toolkit(bag: Bag) -> Decision | None:
 
 
 def _timeout(bag: Bag) -> Decision | None:
-    if not bag.timeouts:
+    if not bag.timeouts or _after_a_memory_kill(bag):
         return None
     summary = "the run exceeded its time limit"
     if all("collective operation timeout" in e.text.lower() for e in bag.timeouts):
@@ -103,6 +103,24 @@ def _timeout(bag: Bag) -> Decision | None:
         and any(t.line is not None and abs(t.line - crash.line) <= 3 for t in bag.timeouts)
     ]  # fmt: skip
     return Decision(TriageClass.TIMEOUT, summary, tuple(bag.timeouts) + tuple(near[:2]))
+
+
+def _after_a_memory_kill(bag: Bag) -> bool:
+    """Whether every time limit's line comes just after a kill for memory in its log (within
+    three lines: Slurm's "srun: error: pcc002: task 0: Out Of Memory", then Intel MPI's "job
+    ending due to startup timeout"): the end that came first is the cause, the time limit its
+    consequence."""
+    kills = [
+        (e.source, e.line)
+        for e in (*bag.memcg_oom, *bag.global_oom, *bag.orchestrator_oom, *bag.oom_kills,
+                  *bag.oomd, *(e for e, _ in bag.node_oom))
+        if e.line is not None
+    ]  # fmt: skip
+    return bool(kills) and all(
+        t.line is not None
+        and any(source == t.source and 0 < t.line - line <= 3 for source, line in kills)
+        for t in bag.timeouts
+    )
 
 
 def _host_oom(bag: Bag) -> Decision | None:
