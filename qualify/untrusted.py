@@ -159,6 +159,14 @@ def describe_size(status: os.stat_result) -> str:
 def read_bounded(path: Path, limit: int = READ_LIMIT_BYTES, root: Path | None = None) -> bytes:
     """The whole of a regular file no larger than ``limit``; ``UntrustedFile`` (too_large)
     without reading anything when it is larger (see ``open_regular`` for the other refusals)."""
+    return read_bounded_status(path, limit, root)[0]
+
+
+def read_bounded_status(
+    path: Path, limit: int = READ_LIMIT_BYTES, root: Path | None = None
+) -> tuple[bytes, os.stat_result | None]:
+    """``read_bounded``, and the file's status when it was the same before and after it was
+    read and all of it was read (else None)."""
     with open_regular(path, root) as handle:
         status = os.fstat(handle.fileno())
         if status.st_size > limit:
@@ -166,9 +174,15 @@ def read_bounded(path: Path, limit: int = READ_LIMIT_BYTES, root: Path | None = 
                 path, "too_large", f"{describe_size(status)}, over the {limit}-byte read limit"
             )
         data = handle.read(status.st_size + 1)  # (read(n) allocates n bytes at once)
+        after = os.fstat(handle.fileno())
     if len(data) > limit:  # grew while read
         raise UntrustedFile(path, "too_large", f"over the {limit}-byte read limit")
-    return data
+    same = len(data) == status.st_size and (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        status.st_size,
+        status.st_mtime_ns,
+        status.st_ino,
+    )
+    return data, status if same else None
 
 
 def read_head(path: Path, limit: int = READ_LIMIT_BYTES) -> bytes:

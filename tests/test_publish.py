@@ -804,3 +804,65 @@ def test_simple_runs_are_those_one_expression_finds() -> None:
         expected_pieces, expected_tokens = _runs_by_one_expression(text)
         assert pieces == expected_pieces, text
         assert list(tokens) == list(expected_tokens), text
+
+
+def test_decoded_tokens_are_the_simple_tokens(tmp_path: Path) -> None:
+    """The strings that the values ``read_all`` decoded show (``_decoded_tokens``) are those the
+    text's quotes delimit (``_simple_tokens``), or none where the values cannot show it: a
+    string or a value across two lines, a key given twice, whitespace, escapes, NaN, nesting,
+    bytes that are not UTF-8; texts made of lines of every kind, then with characters
+    changed, each read from a file as a run's events are."""
+    from qualify.publish.bundle import _as_text, _decoded_tokens, _simple_tokens
+    from qualify.rundir.events import read_all
+
+    lines = [
+        '{"event":"test_phase","state":"start","when":"setup","nodeid":"::a[1-2]","line":3,'
+        '"t":1796562007.246274,"mono":23537.24671,"pid":10240}\n',
+        '{"event":"collection","nodeids":["t.py::a","t.py::b"],"n":-0.5e+3,"ok":true,"x":null}\n',
+        '{"event":"x","t":["a",1.5],"l":[],"e":{}}\n',
+        '{"a":"x},{y","b":"::c"}\n',
+        '{"a":"x}\n',
+        '{y"}\n',
+        "{},{}\n",
+        '{"k":"v"}{"k":"w"}\n',
+        '{"a":"b","a":"c"}\n',
+        '{"a":1,"a":2}\n',
+        '{"a":[1\n',
+        "2]}\n",
+        '{"a":[{}\n',
+        "{}]}\n",
+        '{"a": 1}\n',
+        '{"a":NaN,"b":-Infinity}\n',
+        '{"a":"\\n"}\n',
+        '{"o":{"x":1}}\n',
+        '{"procs":[[1,"python",2]]}\n',
+        '{"a":"\u00e9\u2028"}\n',
+        "{}\n",
+        "[]\n",
+        "1\n",
+        "\n",
+        '{"n":01}\n',
+        '{"a":"b"}\r\n',
+        '{"a":"b"',
+    ]
+    simple = [lines[0], lines[1], '{"event":"x","t":["a",1.5],"l":[]}\n', lines[19], lines[20]]
+    alphabet = [*'"{}[],: \n\\\x01\t0123456789-.eEtrufalsnNI', "},{", '"a":1,', '":']
+    randomly = random.Random(7)
+    decoded = 0
+    for attempt in range(3000):
+        among = simple * 12 if attempt % 2 else lines
+        text = "".join(randomly.choice(among) for _ in range(randomly.randint(1, 6)))
+        for _ in range(attempt % 3):
+            at = randomly.randrange(len(text))
+            text = text[:at] + randomly.choice(alphabet) + text[at + randomly.randint(0, 1) :]
+        data = text.encode("utf-8", errors="surrogatepass")
+        if attempt % 50 == 0:
+            data += b'{"a":"\xff"}\n' if attempt % 100 else b'{"a":"\xed\xa0\x80"}\n'
+        path = tmp_path / f"{attempt}.jsonl"  # (a new file each time: read_all keeps four)
+        path.write_bytes(data)
+        content = read_all(path)
+        found = _decoded_tokens(_as_text(data) or "", content) if b"\0" not in data else None
+        if found is not None:
+            decoded += 1
+            assert found == _simple_tokens(_as_text(data) or ""), text
+    assert decoded > 500

@@ -186,19 +186,19 @@ class ProgressReplay:
         phase, start = contract.TEST_PHASE, contract.TEST_START
         for event in events:
             # (the exact types json.loads makes tested first: a long run's many lines)
-            if event.__class__ is not dict and not isinstance(event, dict):
+            if type(event) is not dict and not isinstance(event, dict):
                 continue
             self._result = None
             kind = event.get("event")
             if kind == phase:
                 nodeid = event.get("nodeid")
-                if nodeid.__class__ is not str:
+                if type(nodeid) is not str:
                     nodeid = str(nodeid)
                 state = states.get(nodeid)
                 if state is None:
                     state = states[nodeid] = _TestState(nodeid)
                 when = event.get("when")
-                if when.__class__ is not str:
+                if type(when) is not str:
                     when = str(when)
                 if event.get("state") == start:
                     if when == "setup" and state.phases_ended:  # (it may begin a rerun)

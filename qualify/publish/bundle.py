@@ -22,7 +22,9 @@ from __future__ import annotations
 import bisect
 import contextlib
 import functools
+import itertools
 import json
+import operator
 import os
 import re
 import shutil
@@ -43,8 +45,15 @@ from qualify.publish.sanitize import Identities, Sanitizer
 from qualify.publish.sources import SecretSources, record_sources, recorded_sources
 from qualify.records import frozen_record
 from qualify.rundir.audit import PublicationRecord, parse_audit
-from qualify.rundir.events import JsonlContent, read_all
-from qualify.untrusted import UntrustedFile, describe_size, open_regular, printable, read_bounded
+from qualify.rundir.events import JsonlContent, file_identity, read_all, remembered
+from qualify.untrusted import (
+    UntrustedFile,
+    describe_size,
+    open_regular,
+    printable,
+    read_bounded,
+    read_bounded_status,
+)
 from qualify.verdict import EXIT_ERROR, EXIT_PASSED
 
 PUBLISH_LIMIT_BYTES = 64 << 20
@@ -224,9 +233,24 @@ class _Writer:
             text = _strip_streams(text)
         return text
 
+    def _jsonl_text(self, relative: Path) -> tuple[str | None, JsonlContent | None]:
+        """A JSON-lines file's text (refused as ``_text`` refuses it) and, when ``read_all``
+        still keeps the file as it was read (its identity unchanged before and after the text
+        was read, and all of it read), the values it decoded from the same bytes
+        (``_decoded_tokens``)."""
+        data, status = read_bounded_status(
+            self.run_dir / relative, PUBLISH_LIMIT_BYTES, root=self.run_dir
+        )
+        content = remembered(file_identity(status)) if status is not None else None
+        return _as_text(data), content
+
     def write(self, relative: Path) -> None:
+        content = None
         try:
-            text = self._text(relative)
+            if relative.suffix == ".jsonl":
+                text, content = self._jsonl_text(relative)
+            else:
+                text = self._text(relative)
         except UntrustedFile as refused:
             self.withheld[self.sanitizer.clean(printable(str(relative)))] = refused.detail
             return
@@ -236,7 +260,7 @@ class _Writer:
             self.skipped.append(name)
             return
         audit = relative == Path(contract.AUDIT)
-        cleaned = self._audit(text) if audit else self._clean(name, text)
+        cleaned = self._audit(text) if audit else self._clean(name, text, content)
         target.parent.mkdir(parents=True, exist_ok=True)
         # Written straight into the staging directory: the bundle is published whole (a rename
         # of that directory), a failure removes it, and it can be made again from the run.
@@ -245,12 +269,12 @@ class _Writer:
             handle.write(_encode(cleaned))
         self.files.append(name)
 
-    def _clean(self, name: str, text: str) -> str:
+    def _clean(self, name: str, text: str, content: JsonlContent | None = None) -> str:
         if name.endswith(".json"):
             with contextlib.suppress(ValueError, RecursionError):  # else cleaned as text
                 return json.dumps(self.sanitizer.clean_json(json.loads(text)), indent=2) + "\n"
         if name.endswith(".jsonl"):
-            return self._json_lines(text)
+            return self._json_lines(text, content)
         xml = name.endswith(".xml")
         cleaned = self.sanitizer.clean_quoted(text) if xml else self.sanitizer.clean(text)
         if cleaned == text:
@@ -259,12 +283,18 @@ class _Writer:
             cleaned = _clean_xml(text, self.sanitizer)
         return cleaned
 
-    def _json_lines(self, text: str) -> str:
+    def _json_lines(self, text: str, content: JsonlContent | None = None) -> str:
         """A JSON-lines file: its runs of simple lines (``_simple_runs``: what the harness
         writes) are read by their strings, each distinct string asked of the sanitizer once
         (``Sanitizer.kept_among``); a simple line holding no string that cleaning changes is
-        published as written, the others are cleaned as ``_json_line`` cleans any other line."""
-        pieces, tokens = _simple_runs(text)
+        published as written, the others are cleaned as ``_json_line`` cleans any other line.
+        With ``content`` (the values ``read_all`` decoded from the same bytes), a text whose
+        values show every line simple is not split again (``_decoded_tokens``)."""
+        whole = _decoded_tokens(text, content) if content is not None else None
+        if whole is not None:
+            pieces, tokens = [(0, len(text), True)], whole
+        else:
+            pieces, tokens = _simple_runs(text)
         simple = [(start, end) for start, end, is_simple in pieces if is_simple]
         strings = {token: json.loads(token) if "\\" in token else token[1:-1] for token in tokens}
         kept = self.sanitizer.kept_among(list(dict.fromkeys(strings.values())))
@@ -475,6 +505,80 @@ def _simple_runs(text: str) -> tuple[list[tuple[int, int, bool]], set[str]]:
     return pieces, tokens
 
 
+_NOT_SIMPLE = (
+    ("\\", "\\"),
+    (" ", " "),
+    ("\t", "\t"),
+    ("\r", "\r"),
+    ("N", "NaN"),
+    ("I", "Infinity"),
+)
+"""What a text whose lines ``_decoded_tokens`` finds simple never holds, each after its first
+character (a search at memory speed): a backslash (an escape), JSON's whitespace but the line
+feeds that end lines, and the non-numbers that ``json.loads`` reads (none of them is a simple
+line's)."""
+_FLAT = frozenset({str, int, float, bool, type(None)})
+_FLAT_OR_LIST = _FLAT | {list}
+
+
+def _decoded_tokens(text: str, content: JsonlContent) -> set[str] | None:
+    """What ``_simple_tokens`` finds in ``text`` (every line simple: its strings as written),
+    found from ``content``, the values ``read_all`` decoded from the same bytes (each line's,
+    the lines joined by commas into one JSON array); None where they do not show it (the text
+    is then split at its quotes as before).
+
+    Every line starts with ``{`` and ends with ``}`` (the line feeds counted), decoded values
+    are as many as lines, each an object whose values are scalars or lists of scalars, and no
+    decoded string holds ``},{`` (the comma that joined two lines): then no value or string
+    runs across two lines (a line's ``{`` inside a value would be a nested object), so each
+    line is one flat object. With no backslash, no whitespace and no ``NaN`` or ``Infinity``
+    in the text, and every code point as UTF-8 decoded it both ways (no surrogate), each is
+    a line of ``_skeleton`` (JSON's numbers are its numbers, its strings without escapes
+    hold no control character), whose strings between their quotes are the decoded keys and
+    strings; when no key is given twice in a line (the strings written, two quotes each, are
+    as many as the keys and strings decoded), none is lost to another."""
+    values = content.values
+    lines = content.line_feeds
+    if (
+        content.garbled
+        or len(values) != lines
+        or text[:1] != "{"
+        or not text.endswith("}\n")
+        or text.count("}\n{") != lines - 1  # (every line feed but the last)
+        or any(first in text and sign in text for first, sign in _NOT_SIMPLE)
+    ):
+        return None
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # (a byte that was not UTF-8, kept as a surrogate)
+            return None
+    if set(map(type, values)) != {dict}:
+        return None
+    everything = list(itertools.chain.from_iterable(map(dict.values, values)))
+    kinds = list(map(type, everything))
+    if not _FLAT_OR_LIST.issuperset(kinds):
+        return None
+    strings = set(itertools.compress(everything, map(operator.is_, kinds, itertools.repeat(str))))
+    found = sum(map(len, values)) + kinds.count(str)  # (strings decoded, each time it stands)
+    position = -1
+    while True:  # (the few lists, each found by a search of the types: a collection's ids)
+        try:
+            position = kinds.index(list, position + 1)
+        except ValueError:
+            break
+        items = everything[position]
+        if not _FLAT.issuperset(map(type, items)):
+            return None
+        texts = [item for item in items if item.__class__ is str]
+        strings.update(texts)
+        found += len(texts)
+    strings.update(itertools.chain.from_iterable(values))  # (the keys)
+    if text.count('"') != 2 * found or any("},{" in string for string in strings):
+        return None
+    return {f'"{string}"' for string in strings}
+
+
 _FOUND_BY_SEARCH = 32
 """Strings to clean, at most, that are looked for in a JSON-lines file by a search of its text
 each (a scan at memory speed); with more, every line's strings are read (a hundred times the
@@ -575,11 +679,11 @@ class JsonlFields:
                     pairs[key, value] = None
 
         for record in values:  # the usual flat record without a call per field
-            if record.__class__ is not dict and not isinstance(record, dict):
+            if type(record) is not dict and not isinstance(record, dict):
                 walk("", record)
                 continue
             for item in record.items():  # (the item is the pair: no tuple made again)
-                if item[1].__class__ is str:
+                if type(item[1]) is str:
                     pairs[item] = None
                 elif item[0] not in _UNLEARNED_NUMBERS:
                     walk(*item)

@@ -26,6 +26,8 @@ class JsonlContent:
 
     values: tuple[Any, ...]
     garbled: tuple[bytes, ...]
+    line_feeds: int = 0
+    """The line feeds of the bytes read (each line's end, the last line's if it has one)."""
 
     def records(self) -> Iterator[dict[str, Any]]:
         """The objects among the values (what ``read_jsonl`` yields)."""
@@ -65,10 +67,16 @@ def read_all(path: Path, limit: int = READ_LIMIT_BYTES) -> JsonlContent:
     lines = data.split(b"\n")
     for start in range(0, len(lines), _CHUNK_LINES):
         _decode_into(lines[start : start + _CHUNK_LINES], values, garbled)
-    content = JsonlContent(tuple(values), tuple(garbled))
+    content = JsonlContent(tuple(values), tuple(garbled), len(lines) - 1)
     if len(data) == status.st_size:  # nothing was appended while it was read (nor skipped)
         _remember(identity, content)
     return content
+
+
+def remembered(identity: tuple[int, ...]) -> JsonlContent | None:
+    """What ``read_all`` read of the file of this identity (``file_identity``), when it still
+    keeps it; else None."""
+    return _last_read.get(identity)
 
 
 def _read_data(handle: BinaryIO, limit: int) -> bytes:
