@@ -177,11 +177,12 @@ def read_bounded_status(
         after = os.fstat(handle.fileno())
     if len(data) > limit:  # grew while read
         raise UntrustedFile(path, "too_large", f"over the {limit}-byte read limit")
-    same = len(data) == status.st_size and (after.st_size, after.st_mtime_ns, after.st_ino) == (
-        status.st_size,
-        status.st_mtime_ns,
-        status.st_ino,
-    )
+    same = len(data) == status.st_size and (
+        after.st_size,
+        after.st_mtime_ns,
+        after.st_ctime_ns,
+        after.st_ino,
+    ) == (status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino)
     return data, status if same else None
 
 

@@ -16,6 +16,7 @@ import string
 import subprocess
 import sys
 import textwrap
+import time
 import urllib.parse
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -866,3 +867,23 @@ def test_decoded_tokens_are_the_simple_tokens(tmp_path: Path) -> None:
             decoded += 1
             assert found == _simple_tokens(_as_text(data) or ""), text
     assert decoded > 500
+
+
+def test_a_file_rewritten_in_place_is_not_taken_from_what_was_read(tmp_path: Path) -> None:
+    """What ``read_all`` decoded stands for a file only while the file is as it was read: one
+    rewritten in place to the same size, its modification time set back, is read again (its
+    change time moved), so the publication never cleans strings it did not see."""
+    from qualify.rundir.events import file_identity, read_all, remembered
+
+    path = tmp_path / "events.jsonl"
+    path.write_text('{"event":"a","text":"hello"}\n')
+    before = os.stat(path)
+    read_all(path)
+    assert remembered(file_identity(os.stat(path))) is not None
+    time.sleep(0.05)  # (past the kernel's clock tick for file times)
+    with open(path, "r+") as handle:  # the same size, another string
+        handle.write('{"event":"a","text":"token"}\n')
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert remembered(file_identity(after)) is None

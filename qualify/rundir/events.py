@@ -34,16 +34,17 @@ class JsonlContent:
         return (value for value in self.values if isinstance(value, dict))
 
 
-def file_identity(status: os.stat_result) -> tuple[int, int, int, int]:
-    """(device, inode, size, modification time in ns): what tells that a file read before is
-    still the file as it was read."""
-    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
+def file_identity(status: os.stat_result) -> tuple[int, int, int, int, int]:
+    """(device, inode, size, modification and change times in ns): what tells that a file read
+    before is still the file as it was read. (The change time too: a write in place that sets the
+    modification time back with ``utime`` still moves it, and no call sets it.)"""
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns
 
 
 _last_read: dict[tuple[int, ...], JsonlContent] = {}
-"""The last files ``read_all`` read, by identity (device, inode, size, modification time):
-the judge and the sanitizer's harvest read the same events file (and the report the timeline)
-one after the other, and a suite's events are megabytes."""
+"""The last files ``read_all`` read, by identity (device, inode, size, modification and change
+times): the judge and the sanitizer's harvest read the same events file (and the report the
+timeline) one after the other, and a suite's events are megabytes."""
 _KEPT = 4
 
 
