@@ -68,6 +68,8 @@ HELD_OUT_TABLES = {
     "n80": "ecosystems no other part names: photogrammetry, SLAM and 3D reconstruction software",
     "n82": "ecosystems no other part names: agent-based, discrete-event and traffic simulation",
     "n84": "ecosystems no other part names: earth observation and remote sensing software",
+    "n85": "ecosystems no other part names: compression and archiving tools",
+    "n87": "ecosystems no other part names: chat-bot frameworks and bot platforms",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -143,6 +145,8 @@ UNLISTED = frozenset(
         "n80",
         "n82",
         "n84",
+        "n85",
+        "n87",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

@@ -4091,6 +4091,37 @@ _reads(
          "abacus", "casm", "ui"],
 )  # fmt: skip
 
+_reads(
+    LINE_READINGS,
+    "error_codes_growing_until_killed_a_container_reporting_oom_and_a_failure_timed_out",
+    [
+        # https://github.com/MIT-Lu-Lab/cuPDLPx/issues/42: CUDA's code for a memory allocation
+        ("CUDA Error at cuPDLPx/src/solver.cu:1305: cudaErrorMemoryAllocation", "gpu_oom"),
+        # https://github.com/odow/SDDP.jl/issues/642: Gurobi's code for out of memory
+        ("> ERROR: LoadError: Gurobi Error 10001: ", "host_alloc_failed"),
+        # counter-case: another of Gurobi's codes
+        ("> ERROR: LoadError: Gurobi Error 10003: ", "exception_line"),
+        # https://github.com/google/or-tools/issues/3083: memory increasing until the kill
+        ("I saw the script running and consistently increasing memory usage until it was Killed "
+         "(linux) or stalled (windows).", "oom_kill"),
+        # https://github.com/radondb/radondb-mysql-kubernetes/issues/769: a container reports OOM
+        ("the log shows the container of xenon reports OOM", "limit_oom_kill"),
+        # counter-case: a container's OOM score, no OOM
+        ("the container reports oom_score_adj 1000", None),
+        # https://github.com/apecloud/kubeblocks/issues/2955: OOMKilled read as words
+        ("# [BUG] mysql cluster config xengine=ON, then do hscale pod OOMKilled", None),
+        # https://github.com/cloudnative-pg/cloudnative-pg/issues/4606: Ginkgo's failure, timed out
+        ("[FAILED] Timed out after 120.000s.", "timeout"),
+        # counter-case: GoogleTest's failure
+        ("[  FAILED  ] FooTest.Bar (12 ms)", "test_failed"),
+        # https://github.com/zalando/postgres-operator/issues/1725: runit's fields
+        ("Dec 14 17:05:17.903 aks-nodepool1-28461340-vmss000001   spilo-13    prod-celanese   "
+         "/run/service/patroni: finished with code=-1 signal=9", "terminated_externally"),
+    ],
+    ids=["cupdlpx", "gurobi", "gurobi-other", "ortools", "radondb", "oom-score", "kubeblocks",
+         "ginkgo", "googletest", "patroni"],
+)  # fmt: skip
+
 
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool

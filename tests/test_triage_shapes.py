@@ -63,19 +63,22 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     "quote": (lambda line: "> " + line, 7),
     # a line set in bold in a report (Markdown's strong emphasis around the whole line): 50 rows
     # moved before a line that is one strong span was read as its words, 13 after (two of them
-    # an issue's "# " title, bold around a heading; five move under the other leads too)
-    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 13),
+    # an issue's "# " title, bold around a heading; five move under the other leads too); 14 since
+    # the rows of parts N81 and N88 whose class only their "# " title gives (DMOJ's, KubeBlocks',
+    # redis-operator's), bold around it
+    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 14),
     # each line of the deciding paragraph an item of a Markdown list ("* "), read as its words
     # as a "- " item is: 388 rows moved with the deciding line alone an item when a "* " was read
     # as a C comment's continuation, 30 now (most of them test runners' lines whose parsers
-    # read a line from its start: Catch2's, GoogleTest's)
-    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 30),
+    # read a line from its start: Catch2's, GoogleTest's); 33 since, the same title rows of parts
+    # N81 and N88 as an item, and cuOpt's assertion (part N86), read from its line's start
+    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 33),
     # structured logs: docker's json-file driver, zap's JSON encoder
     "docker-json": (
         lambda line: json.dumps(
             {"log": line + "\n", "stream": "stderr", "time": "2025-02-03T04:05:06.123456789Z"}
         ),
-        9,
+        10,  # (Gecode's row, part N86, to its label's class in docker's json)
     ),
     "zap-json": (
         lambda line: json.dumps(

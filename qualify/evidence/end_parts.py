@@ -49,6 +49,9 @@ _KILL = guarded(
     # 19752 SIG: 9")
     r"|\b(?:completed|exited|ended|finished|terminated|died)\s*\((?:with |by )?(?:signal\W*)?"
     r"(?:9|sigkill)\)"
+    # or its code and signal as fields (runit's supervisor, as Spilo logs it: "/run/service/patroni:
+    # finished with code=-1 signal=9")
+    r"|\b(?:exited|ended|finished|terminated|died) with (?:code=-?\d+,? )?signal=(?:9|sigkill)\b"
     r"|\bsend(?:ing|s)? signal\b.{0,40}?\bsig(?:nal)?\W{1,3}(?:9|kill)\b"
     r"|\b(?:saying|says|said|reports?|reported|reporting)\W+(?:a |the )?sigkill\b"
     r"|\b(?:received|receive|see|saw|seeing|shows?|showed|printed|prints|outputs?|outputted"
@@ -350,7 +353,9 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
         return None
     if "](" in low:  # a link's target is no part of the sentence (its "https" no network's)
         low = _LINK.sub(lambda link: " " * len(link[0]), low)
-    if _FAILED_TESTS.search(low):
+    if _FAILED_TESTS.search(low) and not _TIMED_AFTER.search(low):
+        # (a failure whose reason is a time limit run out after its duration, Ginkgo's
+        # "[FAILED] Timed out after 120.000s.", is read for that time limit below)
         return LineSignal("test_failed", {"parts": True})
     timed = _TIME_LIMIT.search(low) or _AFTER_DURATION.search(low)
     if timed is not None and (

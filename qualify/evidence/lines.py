@@ -206,7 +206,7 @@ _SUPPOSED_KILL = re.compile(r"\b(?:if|whether|unless|never|not|instead of)\b|n't
 _ASKED = re.compile(r"[^.!?]*\?")
 """The rest of a sentence, ending in a question mark ('Does it abort with "Killed"?')."""
 _SHELL_KILLED = re.compile(
-    r"(?:^|\s|Z\s|[.\d])Killed(?:\s{2,}(\S.*)|\s*)$"
+    r"(?:^|(?<![Oo][Oo][Mm])\s|Z\s|[.\d])Killed(?:\s{2,}(\S.*)|\s*)$"
     r"|\bline \d+:\s+(\d+) Killed(?:\s+(\S.*)|\s*)$"
     r"|^\[\d+\]\s+[+-]?\s*(\d+) killed\s{2,}(\S.*)$"
     r"|(?<=\S\s)(?:zsh|bash|ksh|dash|fish): [Kk]illed\s+(\S.*)$"

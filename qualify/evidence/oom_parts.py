@@ -64,6 +64,9 @@ _REFUSED = (
     r"|\bimpossible d'allouer\b(?=[^.;]{0,60}?(?:m[ée]moire|\d[\d.,]*\s?(?:[kmg]o|octets?)\b))"
     r"|\b(?:refus\w*|declin\w*|den(?:y|ies|ied)) to (?:provide|give|grant|supply|allocate|lend)"
     r" (?:\w+ ){0,2}(?:memory|ram)\b"
+    # solvers' error codes for memory run out, by number: Gurobi's 10001 (GRB_ERROR_OUT_OF_MEMORY),
+    # MOSEK's 1051 (MSK_RES_ERR_SPACE)
+    r"|\bgurobi error 10001\b|\bmosek error 1051\b"
 )
 """Memory refused by any verb that gets it (map, reserve, commit, enlarge, grow: Postgres' "could
 not map anonymous shared memory", Emscripten's "Cannot enlarge memory arrays"), more of it
@@ -207,6 +210,9 @@ _SAID = guarded(
     r"(?: (?:of|for) (?:size )?\d[\d,.]*\s?(?:[kmgt]i?b|bytes?)?)? failed"
     r"|outofdevicememory|(?:attempting|trying|tried) to (?:reserve|allocate) .{0,80}not possible"
     r"|alloc\w* <= (?:available|free)\w* failed"
+    # an error code named for a memory allocation (CUDA's runtime: ``cudaErrorMemoryAllocation``,
+    # spelled "cuda Error Memory Allocation" when its identifier is read as words)
+    r"|\berror[ _]memory[ _]allocation\b"
     # an allocation call's failure as its reason (OpenSSL's error queue: "...:BUF_MEM_grow_clean:
     # malloc failure:crypto/buffer/buffer.c:129:")
     r"|\b(?:m|c|re)alloc failure\b"
@@ -325,9 +331,15 @@ _CONTAINER_RAN_OUT = re.compile(
 status "Build container ran out of memory"): its memory is the container's limit, which the
 platform enforces by ending it, as a limit's kill. The verb may be left out, as a status is worded
 (shinyapps.io's "oom- container out of memory")."""
-_CONTAINER_OOMED = re.compile(r"\b(?:container|pod)s?\b[^.;:!?]{0,40}?" + _OOM_VERB.pattern)
-"""A container or a pod said in its clause to have OOMed: what runs out of memory in a container
-is its limit, which the platform enforces by ending it, as for ``_CONTAINER_RAN_OUT``."""
+_CONTAINER_OOMED = re.compile(
+    r"\b(?:container|pod)s?\b[^.;:!?]{0,40}?(?:"
+    + _OOM_VERB.pattern
+    + r"|\b(?:reports?|reported|reporting|hits?|hitting|got|gets) (?:an? |the )?oom\b"
+    r"(?![- _]?(?:score|adj|killer|protection|guard)))"
+)
+"""A container or a pod said in its clause to have OOMed, or to report or hit an OOM (RadonDB's
+user: "the log shows the container of xenon reports OOM"): what runs out of memory in a
+container is its limit, which the platform enforces by ending it, as for ``_CONTAINER_RAN_OUT``."""
 _LOG_SHAPED = re.compile(
     r"^\W{0,3}(?:\d{4}[-/.]\d\d[-/.]\d\d[t ]\d\d:\d\d"  # 2023-05-01 12:00:00, ISO 8601
     r"|\d\d:\d\d:\d\d[.,]\d+\b"  # 12:00:00.123
@@ -1701,6 +1713,11 @@ _GREW_THEN_KILLED = re.compile(
     r"(?:increas|grow|ris|climb)ing\b[^.;!?]{0,40}\b(?:and|until|till|then)"
     r" (?:the |my |our |it |\w+ )?(?:\w+ )?"
     r"(?:gets?|got|is|was) (?:\w+ly )?(?:oom[- ]?)?killed\b"
+    # or growing, as what a thing was doing until the kill (OR-Tools' user: "consistently
+    # increasing memory usage until it was Killed (linux)")
+    r"|\b(?:increas|grow|ris|climb)ing (?:memory|ram|rss)(?: usage| use| consumption)?\b"
+    r"[^.;!?]{0,40}?\b(?:until|till)\b[^.;!?]{0,30}?"
+    r"\b(?:gets?|got|is|was) (?:\w+ly )?(?:oom[- ]?)?killed\b"
     # or grown to a size, then the kill (Cornac's user: "Memory consumption starts at around
     # 500MB, then quickly grows to ~60GB until, at some point, the process is killed.")
     r"|\b(?:memory|ram|rss)(?: (?:usage|use|consumption))?\b[^.;!?]{0,40}?\b(?:grows|grew)"

@@ -98,6 +98,11 @@ _USED_UP = re.compile(
     + _MEMORY_WORDS
     + r"(?: [\w()-]+){0,3} (?:is|was|gets|got|has been|had been|were) (?:\w+ )?"
     r"(?:used|filled|consumed|exhausted|eaten|taken|full)\b"
+    # the whole of the machine's memory, by its size (CVXPY's maintainer: "I ran this on my
+    # 128GB machine and you're right - it filled up the whole 128GB before finishing")
+    r"|\b(?:fill\w*|us(?:es|ed|ing)|consum\w*|eats?|ate|eaten|eating) (?:up )?(?:the |my |our )?"
+    r"(?:whole|entire) (?:\d+(?:\.\d+)? ?[kmgt]i?b\b|ram\b|memory\b)"
+    r"(?! (?:of )?(?:disk|ssd|hdd|drive|storage|swap|space)\b)"
     r"|\b(?:excessive|huge|massive|enormous|extreme|runaway) (?:ram|memory)"
     r" (?:usage|use|consumption)\b"
     r"|\b(?:ran|run|runs|running) out of (?:\w+ )?(?:ram|memory|mem)\b"

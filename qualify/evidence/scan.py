@@ -265,6 +265,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"sending signal",
         b"(signal ",
         b"signal (",  # Julia's runtime: "signal (15): Terminated"
+        b"signal=9",  # runit's "finished with code=-1 signal=9"
     ),
     # an allocation refused in words no other needle holds ("classify: unable to allocate hash
     # table memory", kraken2)
