@@ -70,6 +70,8 @@ HELD_OUT_TABLES = {
     "n84": "ecosystems no other part names: earth observation and remote sensing software",
     "n85": "ecosystems no other part names: compression and archiving tools",
     "n87": "ecosystems no other part names: chat-bot frameworks and bot platforms",
+    "n89": "ecosystems no other part names: digital archives, libraries and humanities tools",
+    "n91": "ecosystems no other part names: messaging, RPC and network protocol libraries",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -147,6 +149,8 @@ UNLISTED = frozenset(
         "n84",
         "n85",
         "n87",
+        "n89",
+        "n91",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

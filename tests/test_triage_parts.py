@@ -4122,6 +4122,41 @@ _reads(
          "ginkgo", "googletest", "patroni"],
 )  # fmt: skip
 
+_reads(
+    LINE_READINGS,
+    "a_dotted_instance_a_signal_field_a_check_for_it_threw_me_and_a_count_in_thousands",
+    [
+        # https://github.com/grame-cncm/faust2webaudio/issues/20: a dotted name's "Instance"
+        ("# Creating ~50 nodes via .getNode() yields \"RangeError: WebAssembly.Instance(): Out of "
+         "memory: wasm memory\"", "host_alloc_failed"),
+        # counter-case: the node's memory named
+        ("The node ran out of memory and the kubelet evicted the pod.", "node_oom_kill"),
+        # https://github.com/crucialfelix/supercolliderjs/issues/32: a signal as a field
+        ("error  : Server exited. Exit code: null signal: SIGKILL", "terminated_externally"),
+        # counter-case: another signal
+        ("Process exited with code 1, signal: 15", "exit_code"),
+        # https://github.com/grame-cncm/faust/issues/12: a check for it, requested
+        ("# Supercollider output: check for mem alloc fail", None),
+        # https://github.com/kz26/PyExcelerate/issues/56: the program gave it to the person
+        ("I am trying to profile `PyExcelerate` by creating an Excel file with 500k rows and 50 "
+         "cols but suddenly it threw me a MemoryError:-", "host_alloc_failed"),
+    ],
+    ids=["faust", "node", "supercolliderjs", "signal-15", "faust-check", "pyexcelerate"],
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "sizes"),
+    [("500k rows", []), ("cpython-36m-x86_64-linux-gnu.so", []), ("limit 4g", ["4g"]),
+     ("used 500M of memory", ["500m"]), ("8G RAM", ["8g"])],
+)  # fmt: skip
+def test_a_bare_letter_before_a_count_is_no_unit(text: str, sizes: list[str]) -> None:
+    """A bare k, m or g is a size's unit, but not before a count's noun or a name's hyphen
+    (PyExcelerate's "500k rows", a library's "cpython-36m-x86_64")."""
+    from qualify.evidence.oom_parts import _SIZE
+
+    assert [m[0] for m in _SIZE.finditer(text.lower())] == sizes
+
 
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool

@@ -65,14 +65,15 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # moved before a line that is one strong span was read as its words, 13 after (two of them
     # an issue's "# " title, bold around a heading; five move under the other leads too); 14 since
     # the rows of parts N81 and N88 whose class only their "# " title gives (DMOJ's, KubeBlocks',
-    # redis-operator's), bold around it
-    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 14),
+    # redis-operator's), bold around it; 15 with part N90's SuperDirt title
+    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 15),
     # each line of the deciding paragraph an item of a Markdown list ("* "), read as its words
     # as a "- " item is: 388 rows moved with the deciding line alone an item when a "* " was read
     # as a C comment's continuation, 30 now (most of them test runners' lines whose parsers
     # read a line from its start: Catch2's, GoogleTest's); 33 since, the same title rows of parts
-    # N81 and N88 as an item, and cuOpt's assertion (part N86), read from its line's start
-    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 33),
+    # N81 and N88 as an item, and cuOpt's assertion (part N86), read from its line's start; 34
+    # with part N90's SuperDirt title
+    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 34),
     # structured logs: docker's json-file driver, zap's JSON encoder
     "docker-json": (
         lambda line: json.dumps(

@@ -50,8 +50,9 @@ _KILL = guarded(
     r"|\b(?:completed|exited|ended|finished|terminated|died)\s*\((?:with |by )?(?:signal\W*)?"
     r"(?:9|sigkill)\)"
     # or its code and signal as fields (runit's supervisor, as Spilo logs it: "/run/service/patroni:
-    # finished with code=-1 signal=9")
-    r"|\b(?:exited|ended|finished|terminated|died) with (?:code=-?\d+,? )?signal=(?:9|sigkill)\b"
+    # finished with code=-1 signal=9"; supercolliderjs' "Server exited. Exit code: null signal:
+    # SIGKILL")
+    r"|\b(?:exited|ended|finished|terminated|died)\b[^;]{0,40}?\bsignal\s?[=:]\s?(?:9|sigkill)\b"
     r"|\bsend(?:ing|s)? signal\b.{0,40}?\bsig(?:nal)?\W{1,3}(?:9|kill)\b"
     r"|\b(?:saying|says|said|reports?|reported|reporting)\W+(?:a |the )?sigkill\b"
     r"|\b(?:received|receive|see|saw|seeing|shows?|showed|printed|prints|outputs?|outputted"

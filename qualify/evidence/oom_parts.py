@@ -622,6 +622,9 @@ _GOT_NAMED = re.compile(
     r"|run into|receive\w*) (?:an? |the )?(?:[\w-]+ ){0,3}(?:std::)?(?:bad_alloc|memoryerror"
     r"|outofmemoryerror|outofmemoryexception|enomem)\b"
     r"|\b(?:i|we) (?:am |are )?(?:get|getting|got) (?:an? |the )?memory error\b"
+    # or the program giving it to them ("suddenly it threw me a MemoryError", PyExcelerate's user)
+    r"|\b(?:it|this|that) (?:threw|throws|gave|gives) (?:me|us) (?:an? |the )?(?:[\w-]+ ){0,2}"
+    r"(?:std::)?(?:bad_alloc|memoryerror|outofmemoryerror|outofmemoryexception|enomem)\b"
 )
 """A person saying they got an error that only memory running out raises, by its name (DIAMOND's
 "I get a crash with a bad_alloc error -6 and core dump."): their report of it, where nothing
@@ -825,7 +828,10 @@ prefix before it (ggml's "ggml_aligned_malloc: insufficient memory"): C's heap, 
 library also runs on, unless the name holds a device's."""
 _NODE = re.compile(
     r"\bkernel: |^\W*vm: killing process\b"
-    r"|\b(?:node|host|system|machine|instance)\b(?!\.\w).{0,40}\b(?:low on memory|running low"
+    # (a word of a dotted name or a call is the code's: WebAssembly's "WebAssembly.Instance(): Out
+    # of memory: wasm memory")
+    r"|(?<![.\w])(?:node|host|system|machine|instance)\b(?!\.\w|\()"
+    r".{0,40}\b(?:low on memory|running low"
     r"|memory pressure|out of memory|memory usage threshold|ran out|low on resource: memory)"
     r"|low on memory|memory ?pressure|low memory|all (?:the )?available (?:ram|memory)"
     # the person's machine, its memory and its swap both used up (wkhtmltopdf's user: "After it
@@ -946,6 +952,11 @@ _SIZE = re.compile(
     r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:[.,]\d+)?)\s*"
     r"(bytes|byte|b|kib|kb|k|mib|mb|m|gib|gb|g|tib|tb"
     r"|kilobytes?|megabytes?|gigabytes?|terabytes?|ko|mo|go|octets?)\b"
+    # (a bare letter before a count's noun or a name's hyphen is no unit: "500k rows",
+    # "cpython-36m-x86_64")
+    r"(?!(?<=[kmg])(?:-|\s+(?:rows?|lines?|records?|items?|entries|elements|nodes|files|cols?"
+    r"|columns?|samples|tokens|steps|iterations|epochs|users|requests|points|atoms|params"
+    r"|parameters|cells|pixels|documents|docs|vectors|edges|vertices)\b))"
     r"|(?<![\w.,*#-])(\d{1,3}(?:,\d{3}){2,}|\d{4,})(?![\w%.]|\s*[\w%])"
 )
 """A size with its unit, or a bare count of bytes (``1,073,741,824`` with its thousands
@@ -1445,8 +1456,9 @@ _CHANGE_INTRO = re.compile(
 _TREATED = re.compile(
     r"\b(?:fix(?:es|ed|ing)?|resolv(?:es|ed|ing)|address(?:es|ed|ing)|mitigat(?:es|ed|ing)"
     r"|explain(?:s|ed|ing)?|document(?:ed|ing)"
-    r"|regression test for|tests? (?:for|that)|checks? that|(?:pytest\.)?raises|assertraises"
-    r"|assert_raises|tothrow|to throw|should (?:raise|throw)|would (?:\w+ )?(?:fail|crash|die)"
+    r"|regression test for|tests? (?:for|that)|checks? (?:that|for)|(?:pytest\.)?raises"
+    r"|assertraises|assert_raises|tothrow|to throw|should (?:raise|throw)"
+    r"|would (?:\w+ )?(?:fail|crash|die)"
     r"|(?:allow|allows|enable|enables|support|supports) (?:\w+ ){0,2}?"
     r"(?:captur|catch|handl|detect|report)ing)\b"
     r"(?![-_])"
