@@ -72,6 +72,8 @@ HELD_OUT_TABLES = {
     "n87": "ecosystems no other part names: chat-bot frameworks and bot platforms",
     "n89": "ecosystems no other part names: digital archives, libraries and humanities tools",
     "n91": "ecosystems no other part names: messaging, RPC and network protocol libraries",
+    "n94": "ecosystems no other part names: font and typography tools",
+    "n96": "ecosystems no other part names: epidemiology and public-health modelling tools",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -151,6 +153,8 @@ UNLISTED = frozenset(
         "n87",
         "n89",
         "n91",
+        "n94",
+        "n96",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

@@ -4158,6 +4158,45 @@ def test_a_bare_letter_before_a_count_is_no_unit(text: str, sizes: list[str]) ->
     assert [m[0] for m in _SIZE.finditer(text.lower())] == sizes
 
 
+_reads(
+    LINE_READINGS,
+    "a_kill_told_with_its_reason_a_code_1455_a_cuda_error_2_previously_and_went_on",
+    [
+        # https://github.com/jonashaag/klaus/issues/276: a kill told with memory as its reason
+        ("I have a very small repo (~1Mb), yet when cloning, git-remote-https gets killed because "
+         "the system runs out of memory. It's only this repo, all others work fine.",
+         "node_oom_kill"),
+        # counter-case: supposed
+        ("The worker might get killed because it runs out of memory.", "memory_noted"),
+        # https://github.com/microsoft/VFSForGit/issues/49: a person's guess at the cause
+        ("After running  \"gvfs unmounts\" and \"gvfs mount -v Verbose -d\" many times, I guess "
+         "it is due to timeout value in WaitUntilMounted function.", None),
+        # https://github.com/pzfreo/draftwright/issues/1135: a count after "with", no signal
+        ("# Sheet.build() does not terminate on a turned part with 9 step declarations "
+         "(CADGenBench 109, >1h)", None),
+        # counter-case: the signal's number
+        ("Process exited with 9 (SIGKILL)", "exit_code"),
+        # https://github.com/NVlabs/nvdiffrast/issues/182: CUDA's code 2
+        ("RuntimeError: Cuda error: 2[cudaMalloc(&m_gpuPtr, bytes);]", "gpu_oom"),
+        # counter-case: another code
+        ("CUDA error: 201 invalid context", None),
+        # https://github.com/Krande/adapy/pull/209: what used to happen
+        ("Builds a kernel-free, lazily-streaming STEP reader and everything on top of it, so "
+         "large CAD assemblies that previously OOM-killed the worker (a 778 MB / 7253-solid "
+         "assembly needed >7 GB through OpenCASCADE) convert within a worker pod's budget",
+         "memory_noted"),
+        # counter-case: what happens now
+        ("The worker was previously fine, but now it gets OOM-killed.", "oom_kill"),
+        # https://github.com/microsoft/VFSForGit/issues/49: the work went on
+        ("It is fairly benign - the core issue is that the background process is not opening its "
+         "named pipe quickly enough, and the foreground process is timing out, but the mount "
+         "still succeeds.", None),
+    ],
+    ids=["klaus", "supposed", "vfs-guess", "draftwright", "signal-9", "nvdiffrast", "cuda-201",
+         "adapy", "now", "vfsforgit"],
+)  # fmt: skip
+
+
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool
     # holding 1.7 GiB reserved and not in use for a 146 MiB request

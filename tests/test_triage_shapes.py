@@ -56,9 +56,13 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # part N81's: HUSTOJ's JVM message cut before "to continue", read as a logged error (its
     # label's class), and Judge0's answer "if you get ... `Exited with error status 137` then u
     # can consider that it is MLE", whose opening "if" supposes the code only at the line's start
-    # (behind journald's, docker's and zap's leads too: one more each)
-    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 21),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 40),
+    # (behind journald's, docker's and zap's leads too: one more each); five more of parts N93 and
+    # N95: OpenVDB's "bad_alloc occurs when reading ..." and gitoxide's Windows 1455 read behind
+    # the lead as logged errors (their labels' class), rugged's NoMemError line no longer read
+    # behind it (journald's too), git-as-svn's JVM GC loop and gitoxide's memory comparison, two
+    # negatives, read as logged errors (zap's one more: gitoxide's 1455)
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 22),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 45),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),
     # a line set in bold in a report (Markdown's strong emphasis around the whole line): 50 rows
@@ -85,7 +89,7 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
         lambda line: json.dumps(
             {"level": "error", "ts": 1738555506.123, "caller": "worker/run.go:42", "msg": line}
         ),
-        6,
+        7,
     ),
 }
 

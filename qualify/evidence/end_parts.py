@@ -42,7 +42,7 @@ _KILL = guarded(
     + _UNIT
     + r")(?: \S+)? killed\b"
     r"|\b(?:by|with|received|got|due to|from|on)\W+(?:a |the )?(?:signal\W+(?:some\()?)?"
-    r"(?:sigkill|9\b)"
+    r"(?:sigkill|9\b(?![ \t]+[a-z]))"
     r"|\(sigkill\)|\bkill -9\b"
     # an end with its signal in parentheses (a terminal emulator's "[Process completed (signal 9)
     # - press Enter]"); a signal sent to a process by its number (Android's "Sending signal. PID:
@@ -166,7 +166,10 @@ _SUPPOSED = re.compile(
     r"|expect(?:s|ed|ing)?"
     r"|default"
     r"|option|flag|parameter|environment variable|invalid|must be|possibly|clean(?:ing)? ?up"
-    r"|looks? like|seems?|appears? to be)\b"
+    r"|looks? like|seems?|appears? to be"
+    # a person's guess at the cause (VFS for Git's user: "I guess it is due to timeout value in
+    # WaitUntilMounted function")
+    r"|(?:i|we) (?:guess|presume|assume|suspect))\b"
 )
 """A sentence that supposes, asks or advises rather than reports, names a setting or refuses one
 (``invalid value for 'build.steps[1].timeout'``), expects ("I'd expect the test to be cancelled
@@ -224,6 +227,12 @@ _HUNG_KILLED = re.compile(
 """A watchdog's verdict that a program hung, then its kill of a unit of work (CASM's "VASP is
 frozen, killing job"): the program ran past the time the watchdog allows it without progress, a
 time limit. (A person's "the UI is frozen, killing it does nothing" kills no unit of work.)"""
+_WENT_ON = re.compile(
+    r"\bbut\b[^.;]{0,60}?\b(?:still|eventually|nevertheless)\s+"
+    r"(?:succeed\w*|works?|worked|complet\w*|finish\w*|pass\w*)\b"
+)
+"""The work said to go on after the time ran out (VFS for Git's maintainer: "the foreground
+process is timing out, but the mount still succeeds"): the time limit ended nothing."""
 _TIMES_OUT = re.compile(r"times out\b(?! of\b)")
 """"times out" as a verb, not a count ("4 times out of 5")."""
 _NOT_ENDED = re.compile(
@@ -360,7 +369,10 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
         return LineSignal("test_failed", {"parts": True})
     timed = _TIME_LIMIT.search(low) or _AFTER_DURATION.search(low)
     if timed is not None and (
-        _supposed(low, timed) or _attempts_left(low) or _denied_end(low, timed)
+        _supposed(low, timed)
+        or _attempts_left(low)
+        or _denied_end(low, timed)
+        or _WENT_ON.search(low, timed.end()) is not None
     ):
         return None
     if timed is not None and not _networked(low, timed):

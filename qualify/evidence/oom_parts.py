@@ -67,6 +67,10 @@ _REFUSED = (
     # solvers' error codes for memory run out, by number: Gurobi's 10001 (GRB_ERROR_OUT_OF_MEMORY),
     # MOSEK's 1051 (MSK_RES_ERR_SPACE)
     r"|\bgurobi error 10001\b|\bmosek error 1051\b"
+    # CUDA's code 2 by number (the runtime's cudaErrorMemoryAllocation, the driver's
+    # CUDA_ERROR_OUT_OF_MEMORY: nvdiffrast's "RuntimeError: Cuda error: 2[cudaMalloc(&m_gpuPtr,
+    # bytes);]")
+    r"|\bcuda error\W{0,2}2\b(?![\d.])"
 )
 """Memory refused by any verb that gets it (map, reserve, commit, enlarge, grow: Postgres' "could
 not map anonymous shared memory", Emscripten's "Cannot enlarge memory arrays"), more of it
@@ -570,6 +574,8 @@ def _introduced(low: str, said: re.Match[str]) -> bool:
     end as the paste's occasion (:data:`_OCCASION`)."""
     if _OCCASION.search(low[max(0, said.start() - 60) : said.start()]):
         return False
+    if _KILLED_BECAUSE.search(low) and not _HEDGE.search(low):
+        return False  # a kill for memory, the person's report of it (:data:`_KILLED_BECAUSE`)
     if _LABELLED.search(low, max(0, said.start() - 20), said.start()) and _DIGIT.search(
         low, said.end(), _clause_stop(low, said.end())
     ):
@@ -597,7 +603,10 @@ def _described(low: str) -> bool:
     if _KILLER_ACTED.search(low):
         return False  # "We found the memory usage ... increase ..., until oom-killer kicks in"
     if (
-        (_GOT_NAMED.search(low) or _MET_BY_WORK.search(low) or _CONTAINER_OOMED.search(low))
+        (
+            _GOT_NAMED.search(low) or _MET_BY_WORK.search(low) or _CONTAINER_OOMED.search(low)
+            or _KILLED_BECAUSE.search(low)
+        )
         and not _HEDGE.search(low) and not low.rstrip().endswith((":", "?"))
     ):  # fmt: skip
         return False  # "I get a crash with a bad_alloc error -6 and core dump."
@@ -631,6 +640,15 @@ _GOT_NAMED = re.compile(
 else shows it."""
 
 
+_KILLED_BECAUSE = re.compile(
+    r"(?<!\bmay )(?<!\bmight )(?<!\bcould )(?<!\bwould )(?<!\bwill )(?<!\bcan )"
+    r"\b(?:gets?|got|was|were|is|are|being|been) (?:\w+ly )?killed\b[^.;]{0,30}?"
+    r"\b(?:because|as|since|due to)\b[^.;]{0,40}?\b(?:runs?|ran|running) out of (?:\w+ )?"
+    r"(?:memory|ram)\b"
+)
+"""A kill told with memory running out as its reason, in a person's sentence (klaus' user:
+"when cloning, git-remote-https gets killed because the system runs out of memory"): their
+report of it."""
 _MET_BY_WORK = re.compile(
     r"\bthe (?:container|pod|job|process|function|service|worker|instance|task)s?\b"
     r"(?:(?!\b(?:might|may|could|would|will|should|can|if|when|whether)\b)[^,;.]){0,40}?"
@@ -725,6 +743,10 @@ _NONE_OF = re.compile(r"\b(?:no|without)\s+$")
 """An out of memory error denied by "no" or "without" just before its words (pytket-cutensornet's
 issue title "Provide a simulation mode that guarantees no out of memory errors"): none happened or
 none is wanted. (Not "no enough memory": there "no" is a learner's "not".)"""
+_PREVIOUSLY = re.compile(r"\b(?:previously|formerly|used to|no longer)\s+$")
+"""What used to happen, just before the words (adapy's pull request: "large CAD assemblies that
+previously OOM-killed the worker ... convert within a worker pod's budget"): a change's
+before, not a report."""
 _EXAMPLE = re.compile(r"\b(?:such as|e\.g\.,?|for example,?|for instance,?)\s*[\"'`*]?$")
 """The words given as an example just after "such as" or "e.g." (ZoKrates' feature request: "it
 had an information message, such as \"Out of memory\" or \"malloc() failed\""): a kind of
@@ -1166,6 +1188,7 @@ def parse_oom_parts(
         or _AVOIDED.search(low[max(0, said.start() - 60) : said.start()])
         or _CALLED_WRONG.search(low, max(0, said.start() - 20), said.start())
         or _EXAMPLE.search(low, max(0, said.start() - 20), said.start())
+        or _PREVIOUSLY.search(low, max(0, said.start() - 16), said.start())
         or _CONDITION.search(low[max(0, said.start() - 80) : said.start()])
         or (
             _WHEN.search(low[: said.start()]) and "kill" not in low[said.end() :]
@@ -1429,13 +1452,15 @@ its language (a ``raise``, ``throw`` or ``catch`` before the name stays source).
 _PROMPT = re.compile(r"^\s*(?:>>>|\.\.\.|In \[\d+\]:)(?: |$)")
 """An interactive interpreter's prompt (Python's, IPython's): the line is what was typed."""
 _EXAMPLE_INTRO = re.compile(
-    r"\b(?:something like|e\.g\.|such as|would (?:be|read|look like))\b",
+    r"\b(?:(?<!\blooks )(?<!\blooked )(?<!\bis )(?<!\bwas )something like|e\.g\.|such as"
+    r"|would (?:be|read|look like))\b",
     re.IGNORECASE,
 )
 """Words that introduce an example when the sentence ends with a colon. ("For instance:" and "for
 example:" are not among them: before a pasted log they introduce one occurrence of a failure that
 happened, as agda-unimath's "the typecheck workflow fails due to reaching its designated max heap
-size. For instance:".)"""
+size. For instance:"; nor a message said to look "something like this:", GitAhead's user
+describing the one got.)"""
 _YOU_MAY_SEE = re.compile(
     r"\byou (?:might|may|will|could)(?: \w+)? (?:see|get|encounter|receive|hit"
     r"|notice|run into)\b",
