@@ -603,10 +603,7 @@ def _described(low: str) -> bool:
     if _KILLER_ACTED.search(low):
         return False  # "We found the memory usage ... increase ..., until oom-killer kicks in"
     if (
-        (
-            _GOT_NAMED.search(low) or _MET_BY_WORK.search(low) or _CONTAINER_OOMED.search(low)
-            or _KILLED_BECAUSE.search(low)
-        )
+        (_GOT_NAMED.search(low) or _MET_BY_WORK.search(low) or _CONTAINER_OOMED.search(low))
         and not _HEDGE.search(low) and not low.rstrip().endswith((":", "?"))
     ):  # fmt: skip
         return False  # "I get a crash with a bad_alloc error -6 and core dump."
