@@ -74,6 +74,8 @@ HELD_OUT_TABLES = {
     "n91": "ecosystems no other part names: messaging, RPC and network protocol libraries",
     "n94": "ecosystems no other part names: font and typography tools",
     "n96": "ecosystems no other part names: epidemiology and public-health modelling tools",
+    "n98": "ecosystems no other part names: energy system and power grid modelling tools",
+    "n100": "ecosystems no other part names: ecology, biodiversity and species tools",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -155,6 +157,8 @@ UNLISTED = frozenset(
         "n91",
         "n94",
         "n96",
+        "n98",
+        "n100",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

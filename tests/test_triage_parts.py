@@ -4197,6 +4197,45 @@ _reads(
 )  # fmt: skip
 
 
+_reads(
+    LINE_READINGS,
+    "v8s_last_gcs_a_hang_then_its_kill_an_alarms_kill_and_memorys_lack_as_a_kills_reason",
+    [
+        # https://github.com/istanbuljs/nyc/issues/1263: V8's banner as it dies for its heap
+        ("<--- Last few GCs --->", "host_alloc_failed"),
+        # counter-case: the banner named in a sentence
+        ("The log ends at '<--- Last few GCs --->' and nothing else.", None),
+        # https://github.com/SimonKagstrom/kcov/issues/191: a hang, then the kill that ended it
+        ("I encounter the same situation then running kcov after  travis build, kcov hang "
+         "without output for a long time, and finally killed by travis. For details you can "
+         "see: https://travis-ci.org/ishbguy/baux/builds/376708953", "timeout"),
+        # counter-case, https://github.com/jj-vcs/jj/issues/4352: stuck in swap, memory's end
+        ("Running again on a quiet system, memory use grows and shrinks in cycles -- 10, 11, 12, "
+         "13, 14, 11, 12, 13, 15, 12, 13, 14, 16, ... 17, ... 18GB. Now up to 26GB. Gets stuck "
+         "in swap and then gets killed.", "terminated_externally"),
+        # https://github.com/scikit-hep/coffea/issues/131: a kill by SIGALRM, a timer's signal
+        ("The timeout decorator [here](https://github.com/CoffeaTeam/coffea/blob/master/coffea/"
+         "processor/parsl/detail.py#L51) is resulting in a SIGALRM being raised which kills the "
+         "worker running the task. ", "timeout"),
+        # counter-case: supposed
+        ("If SIGALRM kills the worker, the task is retried.", None),
+        # https://github.com/arminbiere/cadical/issues/23: the shell's status for SIGALRM
+        ("Alarm clock", "timeout"),
+        # counter-case: a table's cell
+        ("| Alarm clock         | Loops the alarm sound until stopped |", None),
+        # https://github.com/OpenGATE/Gate/issues/434: memory's lack as the kill's reason
+        ("I have been simulating PET acquisitions using GATE. However, my simulation is always "
+         "killed by the system due to the limited memory. I use GATE just for my Undergraduate "
+         "thesis and I have no intension of buying a new computer. Is there any tricks that can "
+         "reduce the GATE memory? (As a price, I can sacrifice some accuracy.)", "oom_kill"),
+        # counter-case: supposed
+        ("The worker might get killed due to insufficient memory.", "memory_noted"),
+    ],
+    ids=["nyc", "banner-named", "kcov", "jj-swap", "coffea", "alarm-supposed", "cadical",
+         "alarm-table", "gate", "lack-supposed"],
+)  # fmt: skip
+
+
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool
     # holding 1.7 GiB reserved and not in use for a 146 MiB request

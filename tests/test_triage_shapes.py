@@ -60,8 +60,10 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # N95: OpenVDB's "bad_alloc occurs when reading ..." and gitoxide's Windows 1455 read behind
     # the lead as logged errors (their labels' class), rugged's NoMemError line no longer read
     # behind it (journald's too), git-as-svn's JVM GC loop and gitoxide's memory comparison, two
-    # negatives, read as logged errors (zap's one more: gitoxide's 1455)
-    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 22),
+    # negatives, read as logged errors (zap's one more: gitoxide's 1455); one more of part N97's:
+    # memray's negative (a limit's reserved segments and the MemoryError it would raise), read
+    # behind the lead as a logged error (the list item's too)
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 23),
     "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 45),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),
@@ -76,8 +78,8 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # as a C comment's continuation, 30 now (most of them test runners' lines whose parsers
     # read a line from its start: Catch2's, GoogleTest's); 33 since, the same title rows of parts
     # N81 and N88 as an item, and cuOpt's assertion (part N86), read from its line's start; 34
-    # with part N90's SuperDirt title
-    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 34),
+    # with part N90's SuperDirt title; 35 with part N97's memray negative
+    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 35),
     # structured logs: docker's json-file driver, zap's JSON encoder
     "docker-json": (
         lambda line: json.dumps(

@@ -162,7 +162,7 @@ for the condition"), unless what it waited on is a network's."""
 _SUPPOSED = re.compile(
     r"\b(?:if|when|whether|unless|in case|may|might|could|can|would|should|will|to avoid"
     r"|to prevent|prevent\w*|avoid\w*|how to|how do|why|config\w*|set(?:ting)?|increas\w*"
-    r"|rais\w*|bump\w*"
+    r"|rais\w*|bump\w*|tighten\w*|shorten\w*|decreas\w*"
     r"|expect(?:s|ed|ing)?"
     r"|default"
     r"|option|flag|parameter|environment variable|invalid|must be|possibly|clean(?:ing)? ?up"
@@ -172,7 +172,8 @@ _SUPPOSED = re.compile(
     r"|(?:i|we) (?:guess|presume|assume|suspect))\b"
 )
 """A sentence that supposes, asks or advises rather than reports, names a setting or refuses one
-(``invalid value for 'build.steps[1].timeout'``), expects ("I'd expect the test to be cancelled
+(``invalid value for 'build.steps[1].timeout'``), changes one (kcov's CI: "tighten per-test
+timeout cap 120s -> 30s"), expects ("I'd expect the test to be cancelled
 after 1 second"), tells of a cleanup after another end
 ("processes killed (some possibly by mpiexec during cleanup)"), or guesses at what an end was
 ("the backup failed with what looks like a timeout")."""
@@ -223,6 +224,13 @@ _HUNG_KILLED = re.compile(
     r"\b(?:is|was|are|were|seems?|appears?|looks?|got|gets|became) (?:to be )?"
     r"(?:frozen|hung|hanging|stuck|unresponsive|deadlocked)\W{1,3}(?:\w+ ){0,2}?"
     r"(?:killing|terminating|aborting|stopping|restarting) (?:the |its |a )?(?:" + _UNIT + r")\b"
+    # or a hang told, then the kill that ended it (kcov's user: "kcov hang without output for a
+    # long time, and finally killed by travis"), but not a hang in memory's swap (jj's user:
+    # "Gets stuck in swap and then gets killed": memory ran out)
+    r"|\b(?:hangs?|hung|hanging|stuck|freezes|froze|frozen)\b"
+    r"(?:(?!swap|memory|\bram\b|oom)[^.;!?]){0,60}?\b(?:and|then|until)"
+    r"(?: (?:finally|eventually|then))? (?:(?:gets?|got|was|is|were|being) )?"
+    r"(?:killed|terminated|aborted)\b"
 )
 """A watchdog's verdict that a program hung, then its kill of a unit of work (CASM's "VASP is
 frozen, killing job"): the program ran past the time the watchdog allows it without progress, a
@@ -235,6 +243,22 @@ _WENT_ON = re.compile(
 process is timing out, but the mount still succeeds"): the time limit ended nothing."""
 _TIMES_OUT = re.compile(r"times out\b(?! of\b)")
 """"times out" as a verb, not a count ("4 times out of 5")."""
+_ALARM_KILL = re.compile(
+    r"\bsigalrm\b[^.;!?]{0,60}?\bkill(?:s|ed|ing)?\b"
+    r"|\b(?:killed|terminated|ended|died)\b[^.;!?]{0,30}?\b(?:by|with|from|on) (?:a |the )?"
+    r"sigalrm\b"
+)
+"""A kill by SIGALRM, the signal a timer's alarm sends (coffea's issue: "The timeout decorator
+... is resulting in a SIGALRM being raised which kills the worker running the task"): a time
+limit's end."""
+_ALARM_SUPPOSED = re.compile(
+    r"\b(?:if|whether|unless|when|in case|may|might|could|would|should|will|can|not|never)\b"
+    r"|n't\b|\?"
+)
+"""Words before the alarm's kill that suppose or deny it rather than report it."""
+_ALARM_STATUS = re.compile(r"(?:^\s*|\bline \d+:\s+\d+ )Alarm clock(?:\s{2,}\S.*|\s*)$")
+"""The shell's job status for a command ended by SIGALRM, alone or after the script's
+``line N: PID`` (as it prints "Killed" for SIGKILL): its alarm's time ran out."""
 _NOT_ENDED = re.compile(
     r"(?:\bnot|n't|\bnever)\s+(?:get\s+|gets\s+|got\s+|be\s+|been\s+)?"
     r"(?:terminated|killed|stopped|cancel+ed|aborted|interrupted)\b"
@@ -276,7 +300,7 @@ def _networked(low: str, match: re.Match[str]) -> bool:
 
 _WORDS = re.compile(
     r"kill|term|sig|137|143|-9|-15|time|timing|deadline|output|longer|inactiv|stall|after|fail"
-    r"|evict"
+    r"|evict|alarm"
     r"|assertion|expected equality|\[e|not ok|duration"
 )
 _TIMED_AFTER = re.compile(
@@ -367,6 +391,9 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
         # (a failure whose reason is a time limit run out after its duration, Ginkgo's
         # "[FAILED] Timed out after 120.000s.", is read for that time limit below)
         return LineSignal("test_failed", {"parts": True})
+    alarm = _ALARM_KILL.search(low) or _ALARM_STATUS.search(line)
+    if alarm is not None and not _ALARM_SUPPOSED.search(low, 0, alarm.end()):
+        return LineSignal("timeout", {"parts": True})
     timed = _TIME_LIMIT.search(low) or _AFTER_DURATION.search(low)
     if timed is not None and (
         _supposed(low, timed)

@@ -228,6 +228,10 @@ _CRASH_SIGNALS = {
     "Aborted": "SIGABRT",
     "Bus error": "SIGBUS",
 }
+_V8_LAST_GCS = re.compile(r"\s*(?:\[\d+:0x[0-9a-f]+\]\s*)?<--- Last few GCs --->\s*$")
+"""V8's banner before the heap's last collections, printed only as it dies for its heap (nyc's
+issue, whose log was cut after it: "I am getting the error" ... "<--- Last few GCs --->"):
+JavaScript's heap refused, whatever line the fatal error would have followed on."""
 _XDIST_CRASH = re.compile(r"worker '?(gw\d+)'? crashed while running(?: '([^']+)')?")
 _NODE_DOWN = re.compile(r"\[(gw\d+)\] node down: (.*)")
 _REPLACING = re.compile(r"[Rr]eplacing crashed worker (gw\d+)")
@@ -622,6 +626,8 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
             if cause is not None and cause.kind in _MEMORY_CAUSES:
                 return cause
         return LineSignal("shell_crash", {k: v for k, v in fields.items() if v})
+    if "last few gcs" in low and _V8_LAST_GCS.match(line):
+        return LineSignal("host_alloc_failed", {"ecosystem": "Node.js", "memory_named": True})
     if "what():" in low:  # the C++ runtime's report of an exception, after "terminate called"
         # in any case ("WHAT():" lowers to it too)
         parts = re.split(r"(?i)what\(\):", line, maxsplit=1)

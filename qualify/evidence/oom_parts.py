@@ -639,13 +639,17 @@ else shows it."""
 
 _KILLED_BECAUSE = re.compile(
     r"(?<!\bmay )(?<!\bmight )(?<!\bcould )(?<!\bwould )(?<!\bwill )(?<!\bcan )"
-    r"\b(?:gets?|got|was|were|is|are|being|been) (?:\w+ly )?killed\b[^.;]{0,30}?"
-    r"\b(?:because|as|since|due to)\b[^.;]{0,40}?\b(?:runs?|ran|running) out of (?:\w+ )?"
-    r"(?:memory|ram)\b"
+    r"\b(?:gets?|got|was|were|is|are|being|been) (?:(?:\w+ly|always|often|still|sometimes) )?"
+    r"killed\b[^.;]{0,30}?\b(?:because|as|since|due to)\b"
+    r"(?:[^.;]{0,40}?\b(?:runs?|ran|running) out of (?:\w+ )?(?:memory|ram)\b"
+    # or memory's lack named as the reason (GATE's user: "my simulation is always killed by the
+    # system due to the limited memory")
+    r"|(?: of)?(?: the| an?)? (?:limited|insufficient|lack of|low|not enough|too little"
+    r"|shortage of) (?:\w+ )?(?:memory|ram)\b)"
 )
 """A kill told with memory running out as its reason, in a person's sentence (klaus' user:
-"when cloning, git-remote-https gets killed because the system runs out of memory"): their
-report of it."""
+"when cloning, git-remote-https gets killed because the system runs out of memory"), or its
+lack ("killed by the system due to the limited memory"): their report of it."""
 _MET_BY_WORK = re.compile(
     r"\bthe (?:container|pod|job|process|function|service|worker|instance|task)s?\b"
     r"(?:(?!\b(?:might|may|could|would|will|should|can|if|when|whether)\b)[^,;.]){0,40}?"

@@ -133,7 +133,16 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     ),
     # TAP's failed test ("not ok "); go test's passed package ("ok  \tpkg\t0.1s", its tab
     # expanded when pasted)
-    b"k": (b"kill", b"stack of", b"kv cache", b"kvcache", b"not ok ", b"ok  ", b"ok\t"),
+    b"k": (
+        b"kill",
+        b"stack of",
+        b"kv cache",
+        b"kvcache",
+        b"not ok ",
+        b"ok  ",
+        b"ok\t",
+        b"alarm clock",  # the shell's status for SIGALRM: "line 3: 4242 Alarm clock  ./prog"
+    ),
     # "overhead limit exceeded": the JVM's "GC overhead limit exceeded" on a line without
     # "error" or "OutOfMemoryError" (a build tool's one-line summary of the failure).
     # "exception (0x": a .NET exception with its HRESULT ("Win32Exception (0x80004005): The
@@ -167,6 +176,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"lost communication with",  # Azure Pipelines: "The agent: X lost communication with"
         b"we stopped hearing",  # Azure Pipelines: "We stopped hearing from agent X"
         b"out of swap",  # FreeBSD: "was killed: out of swap space", "swap_pager: out of swap"
+        b"last few gcs",  # V8's banner as it dies for its heap: "<--- Last few GCs --->"
         b"what():",  # the C++ runtime's exception after "terminate called" ("  what():  Panic")
     ),
     # the JVM's detail alone, as Gradle prints a failed task's cause ("> Java heap space")
