@@ -76,6 +76,8 @@ HELD_OUT_TABLES = {
     "n96": "ecosystems no other part names: epidemiology and public-health modelling tools",
     "n98": "ecosystems no other part names: energy system and power grid modelling tools",
     "n100": "ecosystems no other part names: ecology, biodiversity and species tools",
+    "n102": "ecosystems no other part names: spaceflight, astrodynamics and satellite operations",
+    "n104": "ecosystems no other part names: network emulators, simulators and lab tools",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -159,6 +161,8 @@ UNLISTED = frozenset(
         "n96",
         "n98",
         "n100",
+        "n102",
+        "n104",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

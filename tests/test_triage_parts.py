@@ -4236,6 +4236,65 @@ _reads(
 )  # fmt: skip
 
 
+_reads(
+    LINE_READINGS,
+    "a_message_after_its_source_location_and_a_feeling_like_one",
+    [
+        # https://github.com/any1/wayvnc/issues/67: "OOM" alone after the source's location
+        ("../subprojects/neatvnc/src/server.c:886: OOM", "host_alloc_failed"),
+        # counter-case: the location named in a sentence
+        ("See server.c:886: OOM handling is weak there.", None),
+        # https://github.com/moonlight-stream/moonlight-ios/issues/528: a guess at its kind
+        ("Ever since I've updated to iOS 16, I can't play for more than about 10 minutes without "
+         "the app crashing (suddenly exits to the home screen). It feels like an out of memory "
+         "error.", "memory_noted"),
+        # counter-case: said outright
+        ("The app crashes with an out of memory error.", "host_alloc_failed"),
+    ],
+    ids=["neatvnc", "location-named", "moonlight", "outright"],
+)  # fmt: skip
+
+
+TRUNK_RECORDER = """# Failed to allocate zero-copy buffer
+After some period of time (10 hours or so), trunk-recorder starts failing with the following \
+error messages and stops decoding:
+
+```
+trunk-recorder | Allocating 15 zero-copy buffers
+trunk-recorder | Failed to allocate zero-copy buffer for transfer 0
+{next}
+trunk-recorder | Failed to submit transfer 0
+```
+"""
+
+
+@pytest.mark.parametrize(
+    ("next_line", "expected"),
+    [("trunk-recorder | Falling back to buffers in userspace", TriageClass.UNKNOWN),
+     ("trunk-recorder | Giving up", TriageClass.HOST_ALLOC_FAILED)],
+    ids=["fell-back", "gave-up"],
+)  # fmt: skip
+def test_a_refusal_the_next_line_falls_back_from_is_handled(
+    tmp_path: Path, next_line: str, expected: TriageClass
+) -> None:
+    """A refusal whose next line says the program goes on another way is handled, and the
+    heading that names it does not decide over the text
+    (https://github.com/TrunkRecorder/trunk-recorder/issues/399); without the fallback the
+    refusal stands."""
+    text = TRUNK_RECORDER.format(next=next_line)
+    assert _triage_text(tmp_path, text).triage_class is expected
+
+
+def test_a_bare_metal_machine_is_no_metal_device() -> None:
+    """bladeRF's user "installed on a bare-metal machine" (https://github.com/Nuand/bladeRF/
+    issues/979) names no Apple Metal device; "a Metal device" does."""
+    from qualify.evidence.oom_parts import _ACCELERATOR, _DEVICE_WORD
+
+    line = "i'm on ubuntu 24.04 lts, installed on a bare-metal machine and kernel version is 6.8"
+    assert _ACCELERATOR.search(line) is None and _DEVICE_WORD.search(line) is None
+    assert _ACCELERATOR.search("allocation failed on the metal device") is not None
+
+
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool
     # holding 1.7 GiB reserved and not in use for a 146 MiB request

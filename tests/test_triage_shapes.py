@@ -62,9 +62,12 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # behind it (journald's too), git-as-svn's JVM GC loop and gitoxide's memory comparison, two
     # negatives, read as logged errors (zap's one more: gitoxide's 1455); one more of part N97's:
     # memray's negative (a limit's reserved segments and the MemoryError it would raise), read
-    # behind the lead as a logged error (the list item's too)
-    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 23),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 45),
+    # behind the lead as a logged error (the list item's too); one more of part N103's: Kasm's
+    # title "# [Bug] - Out of memory: Killed process (dockerd) loop", read as a comment alone
+    # and as the kernel's words behind a lead (logging's too, and SDR++'s negative "Looks like
+    # you are out of heap-space", read as a logged error)
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 24),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 47),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),
     # a line set in bold in a report (Markdown's strong emphasis around the whole line): 50 rows

@@ -344,8 +344,14 @@ _CONTAINER_OOMED = re.compile(
 """A container or a pod said in its clause to have OOMed, or to report or hit an OOM (RadonDB's
 user: "the log shows the container of xenon reports OOM"): what runs out of memory in a
 container is its limit, which the platform enforces by ending it, as for ``_CONTAINER_RAN_OUT``."""
+_SOURCE_LOCATION = (
+    r"(?:\.{0,2}/)?[\w./-]+\.(?:c|cc|cpp|cxx|h|hh|hpp|rs|go|zig|m|mm|swift):\d+:(?:\d+:)?"
+)
+"""A compiled program's source file and line (and column), as its log and assertion macros put
+before their message: ``../src/server.c:886:``."""
 _LOG_SHAPED = re.compile(
     r"^\W{0,3}(?:\d{4}[-/.]\d\d[-/.]\d\d[t ]\d\d:\d\d"  # 2023-05-01 12:00:00, ISO 8601
+    r"|" + _SOURCE_LOCATION + r"\s"  # ../src/server.c:886: out of memory
     r"|\d\d:\d\d:\d\d[.,]\d+\b"  # 12:00:00.123
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\b"  # syslog: May  1 12:00:00
     r"|[EFW]\d{4} \d\d:\d\d:\d\d"  # glog: E0501 12:00:00.123
@@ -405,6 +411,9 @@ _HEDGE = re.compile(
     r"|(?:likely|probably|possibly) (?:to be )?(?:due to|caused by))\b"
     r"|^\W*(?:if|in case)\b|\b(?:perhaps|maybe|probably|whether)\b|\btells you\b"
     r"|\b(?:seems?|seemed) like\b"
+    # or a feeling or a sound like one, a guess at its kind (Moonlight's user: "It feels like an
+    # out of memory error.")
+    r"|\b(?:feels?|felt|sounds?|sounded) like\b"
     # a rule told of any one ("when a sysbox container exceeds its memory limit the kernel
     # OOM-kills it"): an indefinite subject, a verb in the present
     r"|\bwhen(?:ever)? (?:a|an|any) (?:[\w/-]+ ){0,2}(?:container|pod|process|job|task|worker"
@@ -815,6 +824,9 @@ _ALLOCATING = guarded(
     + r"|alloc|to reserve|gc overhead limit|paging file|\b1455\b"
     r"|resource[_ ]exhausted|memoryerror|nomemoryerror|would exceed|not enough|bad allocation"
     r"|\babort\w*\W{0,3}\(\s*(?:oom|out of memory)\s*\)"
+    # a program's message that is "OOM" alone after its source's location (neatvnc's
+    # "../subprojects/neatvnc/src/server.c:886: OOM")
+    r"|^\s*" + _SOURCE_LOCATION + r"\s*oom!?\s*$"
     r"|insufficient|too little|out of (?:[\w-]+ ){0,4}mem(?:ory)?\b|outofmemory|out_of_memory"
     r"|\boome\b|" + _GETTING_MEMORY_ERROR + r"|outofdevicememory|out_of_device_memory"
     r"|\b(?:fail\w*|error|exception)\b.{0,60}\boom\b|\boom\b.{0,60}\b(?:fail\w*|error|exception)\b"
@@ -829,7 +841,10 @@ _ALLOCATING = guarded(
     r"|\brequest\w*\b[^.;]{0,40}\d[\d.,]*\s?[kmgt]i?b\b[^.;]{0,40}\bexceed\w* (?:the )?max"
 )
 _ACCELERATOR = re.compile(
-    r"\b(?:cuda\w*|\w*gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|metal|tpu\w*|hpu\w*|neuron\w*|vulkan"
+    # (Apple's Metal, not a bare-metal machine: bladeRF's user "installed on a bare-metal
+    # machine")
+    r"\b(?:cuda\w*|\w*gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|(?<!bare-)(?<!bare )metal|tpu\w*|hpu\w*"
+    r"|neuron\w*|vulkan"
     r"|directml|dml|\w*opencl\w*|vram|hbm|device[ _:]?\d+|cu\w*alloc\w*|ggml\w*|\w*_bfc|cl_mem\w*"
     r"|nvidia\w*|accelerator|xla\w*|jax\w*|cupy\w*|rmm|vk[a-z]*(?:alloc|memory|buffer)\w*"
     r"|device memory|device buffer|\w*outofdevicememory\w*|\w*out_of_device_memory\w*"
@@ -1532,6 +1547,16 @@ def _an_example(before: str, line: str = "") -> bool:
     )
 
 
+_FELL_BACK_NEXT = re.compile(
+    r"(?:\s*\n)*[^\n]{0,40}?(?:^|[\s|:\]-])(?:falling back|fell back|retrying|trying again)"
+    r"\b(?! failed)[^\n]{0,80}$",
+    re.IGNORECASE | re.MULTILINE,
+)
+"""The program's next line saying it goes on another way (trunk-recorder's "Failed to allocate
+zero-copy buffer for transfer 0", then "trunk-recorder | Falling back to buffers in userspace"):
+the refusal handled, as on its own line (:data:`_HANDLED`)."""
+
+
 def in_context(
     found: LineSignal, line: str, before: str, after: str
 ) -> tuple[LineSignal, int, str]:
@@ -1565,6 +1590,9 @@ def in_context(
         if reread.kind in CONTEXT_KINDS:
             return in_context(reread, line, before, after)
         return reread, 0, line
+    if kind in ("host_alloc_failed", "gpu_oom") and _FELL_BACK_NEXT.match(after):
+        handled = "gpu_oom_handled" if kind == "gpu_oom" else "oom_handled"
+        return LineSignal(handled, {**fields, "detail": "retried"}), 0, line
     if kind == "host_alloc_failed" and _what_names_other_error(after):
         return LineSignal("memory_noted", {**fields, "other_error": True}), 0, line
     if kind == "host_alloc_failed" and fields.get("code_only"):
@@ -1641,7 +1669,8 @@ _ON_HOST = re.compile(
 """An allocation said to be of the host's memory ("pinned host memory", "bytes on host:", XLA's
 pinned host allocator ``xla_gpu_host_bfc``, CUDA's ``cudaHostAlloc`` and ``cudaMallocHost``)."""
 _DEVICE_WORD = re.compile(
-    r"\b(?:cuda\w*|gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|metal|tpu\w*|hpu\w*|vulkan|vram|\w*_bfc"
+    r"\b(?:cuda\w*|gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|(?<!bare-)(?<!bare )metal|tpu\w*|hpu\w*"
+    r"|vulkan|vram|\w*_bfc"
     r"|device[ _:]?\d+|device memory|device buffer|on device|rmm|npu\w*|rtmalloc\w*|synhelper"
     r"|device_id\W?\d+|\w*opencl\w*|mem_object_allocation_failure)\b"
 )

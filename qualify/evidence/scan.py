@@ -285,7 +285,13 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
     # clauses only (``CLAUSES``): a shortage, a word or two, then memory
     # RAM and VRAM said short ("out of RAM", "not enough VRAM"); Windows' ERROR_NOT_ENOUGH_MEMORY
     # ("Not enough storage is available to process this command")
-    b"out of ": (b"out of vram", b"out of ram", b"out of physical ram", b"out of system ram"),
+    b"out of ": (
+        b"out of vram",
+        b"out of ram",
+        b"out of physical ram",
+        b"out of system ram",
+        b"out of heap",  # "you are out of heap-space" (SDR++), "out of heap space"
+    ),
     b"enough ": (b"enough storage is available", b"enough vram", b"enough ram"),
     b"insufficient ": (b"insufficient vram", b"insufficient ram"),
 }

@@ -385,14 +385,29 @@ def _with_headings(scan: ScanResult) -> ScanResult:
     return records.replace(scan, signals=signals, headings=[])
 
 
+_HANDLED_KINDS = frozenset({"oom_handled", "gpu_oom_handled"})
+
+
+def _handled_under(logs: list[ScanResult]) -> bool:
+    """Whether a log's text shows an OOM handled (trunk-recorder's "Failed to allocate
+    zero-copy buffer", then "Falling back to buffers in userspace", under a heading that names
+    the refusal)."""
+    return any(s.signal.kind in _HANDLED_KINDS for scan in logs for s in scan.signals)
+
+
 def triage(sources: Sources) -> Triage:
     """The whole triage of ``sources`` (paths detected by content first)."""
     given, sources = sources, detected(sources)
     inputs = read_inputs(sources)
     bag = gather(inputs)
     decision = decide(bag)
-    if decision.triage_class is TriageClass.UNKNOWN and any(s.headings for s in inputs.logs):
-        # Nothing in the text decided: its headings (an issue's title) are read as well.
+    if (
+        decision.triage_class is TriageClass.UNKNOWN
+        and any(s.headings for s in inputs.logs)
+        and not _handled_under(inputs.logs)
+    ):
+        # Nothing in the text decided: its headings (an issue's title) are read as well, unless
+        # the text shows an OOM handled (the heading names the event the text shows survived).
         titled = records.replace(inputs, logs=[_with_headings(scan) for scan in inputs.logs])
         bag_titled = gather(titled)
         decided = decide(bag_titled)
