@@ -812,8 +812,9 @@ def test_decoded_tokens_are_the_simple_tokens(tmp_path: Path) -> None:
     text's quotes delimit (``_simple_tokens``), or none where the values cannot show it: a
     string or a value across two lines, a key given twice, whitespace, escapes, NaN, nesting,
     bytes that are not UTF-8; texts made of lines of every kind, then with characters
-    changed, each read from a file as a run's events are."""
-    from qualify.publish.bundle import _as_text, _decoded_tokens, _simple_tokens
+    changed, each read from a file as a run's events are. The same again once learning has read
+    the values (``_jsonl_fields``: the strings and their count taken from its pairs)."""
+    from qualify.publish.bundle import _as_text, _decoded_tokens, _jsonl_fields, _simple_tokens
     from qualify.rundir.events import read_all
 
     lines = [
@@ -866,6 +867,9 @@ def test_decoded_tokens_are_the_simple_tokens(tmp_path: Path) -> None:
         if found is not None:
             decoded += 1
             assert found == _simple_tokens(_as_text(data) or ""), text
+        _jsonl_fields(content)
+        if b"\0" not in data:
+            assert _decoded_tokens(_as_text(data) or "", content) == found, text
     assert decoded > 500
 
 

@@ -536,7 +536,12 @@ def _decoded_tokens(text: str, content: JsonlContent) -> set[str] | None:
     a line of ``_skeleton`` (JSON's numbers are its numbers, its strings without escapes
     hold no control character), whose strings between their quotes are the decoded keys and
     strings; when no key is given twice in a line (the strings written, two quotes each, are
-    as many as the keys and strings decoded), none is lost to another."""
+    as many as the keys and strings decoded), none is lost to another.
+
+    Where learning read the same values just before (``_jsonl_fields``) and found each a record
+    of scalars and lists of scalars, its pairs' distinct strings and its count of the strings
+    stand for the values' walk here: the pairs hold every string value (a list's items paired
+    with its key), and their keys with the records' are every key."""
     values = content.values
     lines = content.line_feeds
     if (
@@ -553,6 +558,14 @@ def _decoded_tokens(text: str, content: JsonlContent) -> set[str] | None:
             text.encode("utf-8")
         except UnicodeEncodeError:  # (a byte that was not UTF-8, kept as a surrogate)
             return None
+    fed = _fed_strings(values)
+    if fed is not None:  # (learning read the same values: ``JsonlFields._feed``)
+        strings = set(fed[0])
+        found = sum(map(len, values)) + fed[1]
+        strings.update(itertools.chain.from_iterable(values))  # (the keys)
+        if text.count('"') != 2 * found or any("},{" in string for string in strings):
+            return None
+        return {f'"{string}"' for string in strings}
     if set(map(type, values)) != {dict}:
         return None
     everything = list(itertools.chain.from_iterable(map(dict.values, values)))
@@ -659,7 +672,16 @@ class JsonlFields:
 
     def feed(self, values: Iterable[Any]) -> None:
         """Gather the pairs of the next values, in file order."""
+        self._feed(values)
+
+    def _feed(self, values: Iterable[Any]) -> tuple[bool, int]:
+        """``feed``, and what the values show on the way: whether every one is a ``dict``
+        whose values are scalars or lists of scalars (exact types, a list never under a key of
+        ``_UNLEARNED_NUMBERS``), and how many strings they hold (a list's too), each time it
+        stands (``_decoded_tokens``)."""
         pairs = self._pairs
+        flat = True
+        strings = 0
 
         def walk(key: str, value: object) -> None:
             # Depth first, in order, with a stack of its own: however deep the value, never
@@ -679,14 +701,27 @@ class JsonlFields:
                     pairs[key, value] = None
 
         for record in values:  # the usual flat record without a call per field
-            if type(record) is not dict and not isinstance(record, dict):
-                walk("", record)
-                continue
+            if type(record) is not dict:
+                flat = False
+                if not isinstance(record, dict):
+                    walk("", record)
+                    continue
             for item in record.items():  # (the item is the pair: no tuple made again)
-                if type(item[1]) is str:
+                kind = type(item[1])
+                if kind is str:
                     pairs[item] = None
+                    strings += 1
                 elif item[0] not in _UNLEARNED_NUMBERS:
+                    if kind is list and flat:
+                        kinds = list(map(type, item[1]))
+                        flat = _FLAT.issuperset(kinds)
+                        strings += kinds.count(str)
+                    elif kind not in _FLAT:
+                        flat = False
                     walk(*item)
+                elif kind is not float and kind is not int and kind not in _FLAT:
+                    flat = False  # (the usual times and ids asked first)
+        return flat, strings
 
     def strings(self) -> list[str]:
         """The distinct keys and string values of the pairs."""
@@ -730,9 +765,35 @@ def _jsonl_fields(content: JsonlContent, sanitizer: Sanitizer | None = None) -> 
     (``JsonlFields.text``): found quiet once, the strings are not searched again when the file
     is published (``Sanitizer.kept_among``)."""
     fields = JsonlFields()
-    fields.feed(content.values)
-    quiet = sanitizer.quiet_among(fields.strings()) if sanitizer is not None else ()
+    flat, count = fields._feed(content.values)
+    strings = fields.strings()
+    _remember_fed(content.values, (strings, count) if flat else None)
+    quiet = sanitizer.quiet_among(strings) if sanitizer is not None else ()
     return fields.text(content.garbled, quiet)
+
+
+_fed: dict[int, tuple[tuple[Any, ...], tuple[list[str], int] | None]] = {}
+"""What ``_jsonl_fields`` found of the last values it read (``read_all``'s, by identity; each
+kept with them, so that its identity is not another's while it is kept), for their
+publication (``_decoded_tokens``): when each is a record of scalars and lists of scalars, the
+distinct strings of their pairs (the keys of those, and every string value) and how many
+strings the values hold, each time it stands; else None."""
+_KEPT_FED = 4
+
+
+def _remember_fed(values: tuple[Any, ...], found: tuple[list[str], int] | None) -> None:
+    if type(values) is not tuple:  # (a list may change under the same identity)
+        return
+    while len(_fed) >= _KEPT_FED:
+        del _fed[next(iter(_fed))]  # the oldest
+    _fed[id(values)] = (values, found)
+
+
+def _fed_strings(values: tuple[Any, ...]) -> tuple[list[str], int] | None:
+    """What ``_remember_fed`` kept for these very values; None when it kept nothing or found
+    them not all records of scalars and lists of scalars."""
+    kept = _fed.get(id(values))
+    return kept[1] if kept is not None and kept[0] is values else None
 
 
 def _read_status(run_dir: Path, relative: Path) -> os.stat_result:
