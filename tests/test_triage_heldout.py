@@ -78,6 +78,8 @@ HELD_OUT_TABLES = {
     "n100": "ecosystems no other part names: ecology, biodiversity and species tools",
     "n102": "ecosystems no other part names: spaceflight, astrodynamics and satellite operations",
     "n104": "ecosystems no other part names: network emulators, simulators and lab tools",
+    "n106": "ecosystems no other part names: video encoders and codec libraries",
+    "n108": "ecosystems no other part names: NAS operating systems and home-lab storage",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -163,6 +165,8 @@ UNLISTED = frozenset(
         "n100",
         "n102",
         "n104",
+        "n106",
+        "n108",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

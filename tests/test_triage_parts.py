@@ -4295,6 +4295,32 @@ def test_a_bare_metal_machine_is_no_metal_device() -> None:
     assert _ACCELERATOR.search("allocation failed on the metal device") is not None
 
 
+_reads(
+    LINE_READINGS,
+    "the_oom_killer_as_a_kills_agent_and_running_out_denied_by_what_was_watched",
+    [
+        # https://github.com/openlink/virtuoso-opensource/issues/149: the killer as the agent
+        ("I am trying to create a local Sparql endpoint for Freebase for running some local "
+         "experiments. While using virtuoso 7, I regularly see server getting killed due by OOM "
+         "killer. I have followed all the required steps as mentioned here. I have also made the "
+         "required changes to my virtuso.ini file as mentioned in RDF Performance Tuning.",
+         "oom_kill"),
+        # counter-case: supposed
+        ("If the server gets killed by the OOM killer, raise its memory.", "memory_noted"),
+        # https://github.com/android/ndk/issues/1892: running out denied by what was watched
+        ("Weird, it looks like it's not crashing on an idle system. I was inspecting `top` while "
+         "building AOSP and I didn't see it run out of memory or get close to the max of 128GB. "
+         "I'll pay more attention to system resources next time and see if i'm mistaken.",
+         "memory_noted"),
+        # counter-case: seen
+        ("Weird, it looks like it's not crashing on an idle system. I was inspecting `top` while "
+         "building AOSP and I saw it run out of memory or get close to the max of 128GB.",
+         "host_alloc_failed"),
+    ],
+    ids=["virtuoso", "supposed", "ndk", "seen"],
+)  # fmt: skip
+
+
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool
     # holding 1.7 GiB reserved and not in use for a 146 MiB request

@@ -65,24 +65,29 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # behind the lead as a logged error (the list item's too); one more of part N103's: Kasm's
     # title "# [Bug] - Out of memory: Killed process (dockerd) loop", read as a comment alone
     # and as the kernel's words behind a lead (logging's too, and SDR++'s negative "Looks like
-    # you are out of heap-space", read as a logged error)
-    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 24),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 47),
+    # you are out of heap-space", read as a logged error); two more of parts N105 and N107:
+    # rrdf's "I get an out of memory error. I've tried ... 8 GB:" (its label's class behind the
+    # lead) and the LineageOS builder's negative whose swap was fixed, read as logged errors
+    # (logging's three: RDF4J's advice on a huge file too)
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 26),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 50),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),
     # a line set in bold in a report (Markdown's strong emphasis around the whole line): 50 rows
     # moved before a line that is one strong span was read as its words, 13 after (two of them
     # an issue's "# " title, bold around a heading; five move under the other leads too); 14 since
     # the rows of parts N81 and N88 whose class only their "# " title gives (DMOJ's, KubeBlocks',
-    # redis-operator's), bold around it; 15 with part N90's SuperDirt title
-    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 15),
+    # redis-operator's), bold around it; 15 with part N90's SuperDirt title; 17 with the titles
+    # of RDFSharp's refusal and android-rpi's killed ninja (parts N105 and N107), bold around them
+    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 17),
     # each line of the deciding paragraph an item of a Markdown list ("* "), read as its words
     # as a "- " item is: 388 rows moved with the deciding line alone an item when a "* " was read
     # as a C comment's continuation, 30 now (most of them test runners' lines whose parsers
     # read a line from its start: Catch2's, GoogleTest's); 33 since, the same title rows of parts
     # N81 and N88 as an item, and cuOpt's assertion (part N86), read from its line's start; 34
-    # with part N90's SuperDirt title; 35 with part N97's memray negative
-    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 35),
+    # with part N90's SuperDirt title; 35 with part N97's memray negative; 36 with part N105's
+    # RDFSharp title
+    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 36),
     # structured logs: docker's json-file driver, zap's JSON encoder
     "docker-json": (
         lambda line: json.dumps(

@@ -624,10 +624,15 @@ _KILLER_ACTED = re.compile(
     r"(?:kernel'?s? |linux'?s? )?"
     r"oom[- _]?killer (?:(?:kicks|kicked|steps|stepped|comes|came|jumps|jumped) in"
     r"|kills|killed|(?:is|was|gets|got) (?:invoked|triggered)|terminates|terminated)\b"
+    # or the killer named as the kill's agent (Virtuoso's user: "I regularly see server getting
+    # killed due by OOM killer")
+    r"|\b(?:getting|got|gets|was|were|been|being) (?:killed|terminated) (?:due )?by (?:the )?"
+    r"(?:kernel'?s? |linux'?s? )?oom[- _]?killer\b"
 )
 """The kernel's OOM killer acting as the subject of a clause a person's sentence runs on to,
 framed in time (syslog-ng's issue: "We found the memory usage of syslog-ng gradually increase
-..., until oom-killer kicks in and device reboots"): the person narrates what the killer did, an
+..., until oom-killer kicks in and device reboots"), or as the agent of a kill told in the
+passive ("server getting killed due by OOM killer"): the person narrates what the killer did, an
 event, not a description of memory. A killer that should, would or may act is no such clause
 (its verb is not in the present or past), nor one the person only names."""
 
@@ -1698,13 +1703,18 @@ _DENIED = re.compile(
     r"|\b(?:discard|skipp|ignor|exclud)\w* (?:the )?(?:device|gpu|card|platform)\b"
     r"|\boom\w*[\"'`)]*\s+(?:\w+ )?(?:never|does not|doesn't|did not|didn't)"
     r" (?:occur|happen|appear|show)"
+    # running out denied by what the person watched (the NDK's user: "I was inspecting `top`
+    # while building AOSP and I didn't see it run out of memory")
+    r"|(?:\b(?:not|never)|n't)\s+(?:see|saw|seen|notice|observe)\w*\s+(?:it |them |the \w+ )?"
+    r"(?:run|running|ran|go|going|get|getting) (?:out of|close to|near)\b"
 )
 """A kill denied ("processes in containers are not killed when the configured memory limit is
 reached"), an error avoided ("allowed me to build #665 without running into `FATAL ERROR: ...
 JavaScript heap out of memory`"), a device passed over for its memory (darktable's "discarding
 device 0 ... due to insufficient global memory (6069MB)": a choice made at start, nothing
 allocated), a state said never to occur (Kubernetes' docs issue: 'The mentioned status
-"OOMKilled" never occurs.'): what did not happen is no report of it."""
+"OOMKilled" never occurs.'), running out denied by what the person watched ("I didn't see it
+run out of memory"): what did not happen is no report of it."""
 _KILLED_AFTER = re.compile(
     r"\b(?:after|once|since|because)\b[^,;.]{0,80}?\b(?:is|was|were|got|gets|been|being) killed\b"
 )

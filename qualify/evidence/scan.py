@@ -225,6 +225,8 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"walltime",
         b"maximum runtime",  # "task exceeded its maximum runtime of 2h"
         b"max runtime",
+        b"due to timeout",  # "SPARQL Queries not working due to timeout" (DBpedia's chatbot)
+        b"due to a timeout",
         b"due over time",  # vcpkg's CI: "osx ci is failed lately due over time after 2 days"
         b"due to over time",
         b"due to overtime",
