@@ -80,6 +80,8 @@ HELD_OUT_TABLES = {
     "n104": "ecosystems no other part names: network emulators, simulators and lab tools",
     "n106": "ecosystems no other part names: video encoders and codec libraries",
     "n108": "ecosystems no other part names: NAS operating systems and home-lab storage",
+    "n109": "ecosystems no other part names: survey, field data and health information tools",
+    "n111": "ecosystems no other part names: localization and translation management tools",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -167,6 +169,8 @@ UNLISTED = frozenset(
         "n104",
         "n106",
         "n108",
+        "n109",
+        "n111",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

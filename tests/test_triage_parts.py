@@ -4321,6 +4321,49 @@ _reads(
 )  # fmt: skip
 
 
+_reads(
+    LINE_READINGS,
+    "the_shells_status_a_pid_first_and_sqlites_code_14_with_its_message",
+    [
+        # https://github.com/siconos/siconos/issues/358: the status, the script's prefix left out
+        ("7395 Killed OPEN_BLAS_NUM_THREADS=8 OMP_NUM_THREADS=8 python3 chute_con_rocas.py > "
+         "chute_con_rocas_freeze.log", "shell_killed"),
+        # counter-case: a count
+        ("3 Killed in action", None),
+        # https://github.com/danvergara/dblab/issues/305: SQLite's code 14 and its message
+        ("Error: unable to open database file: out of memory (14)", "memory_noted"),
+        # counter-case: SQLite's code 7 (SQLITE_NOMEM)
+        ("Error: out of memory (7)", "host_alloc_failed"),
+    ],
+    ids=["siconos", "count", "dblab", "nomem"],
+)  # fmt: skip
+
+
+DBLAB = """# "out of memory" trying to open a 128K DB with plenty of free RAM.
+
+**Describe the bug**
+Installed the latest version. Trying to open a local sqlite DB that is 128KB on a machine with \
+64GB RAM (over 50GB free) and getting:
+
+{error}
+"""
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [("Error: unable to open database file: out of memory (14)", TriageClass.UNKNOWN),
+     ("The program stopped.", TriageClass.HOST_ALLOC_FAILED)],
+    ids=["code-14", "no-code"],
+)  # fmt: skip
+def test_a_heading_does_not_decide_over_the_failure_its_words_are(
+    tmp_path: Path, error: str, expected: TriageClass
+) -> None:
+    """A heading that quotes "out of memory" does not decide when the text under it shows the
+    words another failure's, SQLite's code 14 (https://github.com/danvergara/dblab/issues/305);
+    with nothing under it, the heading is read."""
+    assert _triage_text(tmp_path, DBLAB.format(error=error)).triage_class is expected
+
+
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool
     # holding 1.7 GiB reserved and not in use for a 146 MiB request

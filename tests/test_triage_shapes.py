@@ -78,16 +78,18 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # an issue's "# " title, bold around a heading; five move under the other leads too); 14 since
     # the rows of parts N81 and N88 whose class only their "# " title gives (DMOJ's, KubeBlocks',
     # redis-operator's), bold around it; 15 with part N90's SuperDirt title; 17 with the titles
-    # of RDFSharp's refusal and android-rpi's killed ninja (parts N105 and N107), bold around them
-    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 17),
+    # of RDFSharp's refusal and android-rpi's killed ninja (parts N105 and N107), bold around them;
+    # 18 with Gmod-vphysics' title (part N110)
+    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 18),
     # each line of the deciding paragraph an item of a Markdown list ("* "), read as its words
     # as a "- " item is: 388 rows moved with the deciding line alone an item when a "* " was read
     # as a C comment's continuation, 30 now (most of them test runners' lines whose parsers
     # read a line from its start: Catch2's, GoogleTest's); 33 since, the same title rows of parts
     # N81 and N88 as an item, and cuOpt's assertion (part N86), read from its line's start; 34
     # with part N90's SuperDirt title; 35 with part N97's memray negative; 36 with part N105's
-    # RDFSharp title
-    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 36),
+    # RDFSharp title; 38 with part N110's Gmod-vphysics title and Siconos' "7395 Killed ..." (the
+    # shell's status read from a line's start)
+    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 38),
     # structured logs: docker's json-file driver, zap's JSON encoder
     "docker-json": (
         lambda line: json.dumps(

@@ -210,6 +210,9 @@ _SHELL_KILLED = re.compile(
     r"|\bline \d+:\s+(\d+) Killed(?:\s+(\S.*)|\s*)$"
     r"|^\[\d+\]\s+[+-]?\s*(\d+) killed\s{2,}(\S.*)$"
     r"|(?<=\S\s)(?:zsh|bash|ksh|dash|fish): [Kk]illed\s+(\S.*)$"
+    # the same status with the script's prefix left out, a pid first (Siconos' user: "7395
+    # Killed OPEN_BLAS_NUM_THREADS=8 OMP_NUM_THREADS=8 python3 chute_con_rocas.py > ...")
+    r"|^\s*(\d{3,}) Killed\s+(\S.*)$"
 )
 """The shell's job status for a command killed by a signal: alone (or after a progress line's
 dots, "Loading database information...Killed"), after the script's ``line N: PID`` (then
@@ -606,8 +609,8 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
         if quoted and not _SUPPOSED_KILL.search(low) and not _ASKED.match(line, quoted.end()):
             return LineSignal("shell_killed", {})  # the shell's word, quoted as what one got
         if match := _SHELL_KILLED.search(line):
-            pid = match[2] or match[4]
-            command = match[1] or match[3] or match[5] or match[6]
+            pid = match[2] or match[4] or match[7]
+            command = match[1] or match[3] or match[5] or match[6] or match[8]
             fields = {"pid": int(pid) if pid else None, "command": command}
             return LineSignal("shell_killed", {k: v for k, v in fields.items() if v})
     if ("core dumped" in low or "segmentation fault" in low or "aborted" in low) and (

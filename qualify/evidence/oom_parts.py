@@ -370,9 +370,13 @@ _OPTION = re.compile(r"(?<![\w.-])-(?:xx:[+-]?|-?)[\w.+:=-]*(?:oom|outofmemory)[
 _IMPLAUSIBLE = 1 << 60
 _NEGATIVE_SIZE = re.compile(r"(?<![\w.])-\d+\s*(?:bytes|[kmgt]i?b)\b|\bmore than 1 ?eb\b")
 """A negative size, or PyTorch's "Tried to allocate more than 1EB memory" (a size past 2^60)."""
-_SQLITE_CANTOPEN = re.compile(r"sqlite\w*\W.{0,40}?\bcode\W{0,2}14\b")
+_SQLITE_CANTOPEN = re.compile(
+    r"sqlite\w*\W.{0,40}?\bcode\W{0,2}14\b"
+    r"|\bunable to open database file\W{1,3}out of memory \(14\)"
+)
 """SQLite's code 14 (SQLITE_CANTOPEN), which its API words "out of memory" for a handle that
-never opened."""
+never opened, by its code or with its own message before it (go-sqlite3's "unable to open
+database file: out of memory (14)", dblab's wrong path)."""
 _PATH_TO_PATH = re.compile(
     r"\[(?:win ?error|errno|error) \d+\][^'\"\n]*:\s*(['\"]).+?\1\s*->\s*['\"]"
 )
@@ -1189,7 +1193,7 @@ def parse_oom_parts(
         # memory allocating 18446744068997660672 bytes"): said in the summary.
         fields["implausible"] = True
     if (other := _worded_as_memory(low)) is not None:
-        return LineSignal("memory_noted", {**fields, **other})
+        return LineSignal("memory_noted", {**fields, **other, "other_error": True})
     if (pasted := _pasted_reading(line, low, said, fields)) is not None:
         return pasted
     if (

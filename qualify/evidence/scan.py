@@ -129,6 +129,8 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"_no_mem",
         b"allotted memory",  # "could not be executed in the allotted memory" (BigQuery)
         b"assigned memory",
+        b"memory is used up",  # "eventually all the memory is used up" (Box2D's user)
+        b"memory was used up",
         b"memory exceeded",  # vcpkg's "Restarting Build without parallelism because memory ..."
     ),
     # TAP's failed test ("not ok "); go test's passed package ("ok  \tpkg\t0.1s", its tab

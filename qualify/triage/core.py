@@ -388,11 +388,17 @@ def _with_headings(scan: ScanResult) -> ScanResult:
 _HANDLED_KINDS = frozenset({"oom_handled", "gpu_oom_handled"})
 
 
-def _handled_under(logs: list[ScanResult]) -> bool:
+def _answered_under(logs: list[ScanResult]) -> bool:
     """Whether a log's text shows an OOM handled (trunk-recorder's "Failed to allocate
     zero-copy buffer", then "Falling back to buffers in userspace", under a heading that names
-    the refusal)."""
-    return any(s.signal.kind in _HANDLED_KINDS for scan in logs for s in scan.signals)
+    the refusal) or memory's words another failure's (dblab's heading '"out of memory" trying to
+    open a 128K DB', over go-sqlite3's "unable to open database file: out of memory (14)")."""
+    return any(
+        s.signal.kind in _HANDLED_KINDS
+        or (s.signal.kind == "memory_noted" and s.signal.fields.get("other_error"))
+        for scan in logs
+        for s in scan.signals
+    )
 
 
 def triage(sources: Sources) -> Triage:
@@ -404,10 +410,11 @@ def triage(sources: Sources) -> Triage:
     if (
         decision.triage_class is TriageClass.UNKNOWN
         and any(s.headings for s in inputs.logs)
-        and not _handled_under(inputs.logs)
+        and not _answered_under(inputs.logs)
     ):
         # Nothing in the text decided: its headings (an issue's title) are read as well, unless
-        # the text shows an OOM handled (the heading names the event the text shows survived).
+        # the text shows an OOM handled or the words another failure's (the heading names the
+        # event the text shows survived, or names it by the words the text explains).
         titled = records.replace(inputs, logs=[_with_headings(scan) for scan in inputs.logs])
         bag_titled = gather(titled)
         decided = decide(bag_titled)
