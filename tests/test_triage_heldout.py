@@ -82,6 +82,8 @@ HELD_OUT_TABLES = {
     "n108": "ecosystems no other part names: NAS operating systems and home-lab storage",
     "n109": "ecosystems no other part names: survey, field data and health information tools",
     "n111": "ecosystems no other part names: localization and translation management tools",
+    "n114": "ecosystems no other part names: OSINT and reconnaissance tools",
+    "n116": "ecosystems no other part names: graph analysis and graph partitioning libraries",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -171,6 +173,8 @@ UNLISTED = frozenset(
         "n108",
         "n109",
         "n111",
+        "n114",
+        "n116",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

@@ -4364,6 +4364,61 @@ def test_a_heading_does_not_decide_over_the_failure_its_words_are(
     assert _triage_text(tmp_path, DBLAB.format(error=error)).triage_class is expected
 
 
+_reads(
+    LINE_READINGS,
+    "what_a_person_thought_it_was_and_a_limits_error_code",
+    [
+        # https://github.com/gpodder/gpodder/issues/1787: a belief told as past
+        ("Mostly when adding a channel that has too many episodes it throws an error, I thought "
+         "it was that I reached the x84 memory limit. I'm considering lowering the number of max "
+         "items to load.", "memory_noted"),
+        # counter-case: told as what happened
+        ("Mostly when adding a channel that has too many episodes it throws an error, I reached "
+         "the x84 memory limit.", "limit_oom_kill"),
+        # https://github.com/stafftastic/jitsu-chart/issues/66: ClickHouse's code for its limit
+        ("\u2502 r overcommit denominator are set to zero. (MEMORY_LIMIT_EXCEEDED), Stack trace "
+         "(when copying this message, always include the lines below):", "host_alloc_failed"),
+        # counter-case: the limit exceeded in words, no code
+        ("\u2502 r overcommit denominator are set to zero. Memory limit exceeded, Stack trace "
+         "(when copying this message, always include the lines below):", "limit_oom_kill"),
+    ],
+    ids=["gpodder", "told", "clickhouse", "words"],
+)  # fmt: skip
+
+
+UMAMI = """# Memory Leak in `client_scanner` Process Inside Umami Container (OOM Killer Triggered)
+
+A process named **`client_scanner`** running inside the **Umami db container** (`umami-db-1`) \
+is causing a **memory leak**, leading to **exponential RAM consumption** (up to 2.6 GB). The \
+**Linux OOM Killer terminated the process**, but the container itself remained running.
+
+```shell
+sudo dmesg -T
+
+[Wed Jan 28 11:42:21 2026] oom-kill:constraint={constraint},nodemask=(null),cpuset=docker-be08\
+3fc5db58.scope,mems_allowed=0,{scope},task_memcg=/system.slice/docker-4cf79af550e0.scope,task=\
+client_scanner,pid=476884,uid=100
+```
+"""
+
+
+@pytest.mark.parametrize(
+    ("constraint", "scope", "expected"),
+    [("CONSTRAINT_NONE", "global_oom", TriageClass.GLOBAL_OOM),
+     ("CONSTRAINT_MEMCG", "oom_memcg=/system.slice/docker-4cf79af550e0.scope",
+      TriageClass.CGROUP_OOM)],
+    ids=["global", "memcg"],
+)  # fmt: skip
+def test_the_kernels_own_scope_decides_over_a_persons_container(
+    tmp_path: Path, constraint: str, scope: str, expected: TriageClass
+) -> None:
+    """The kernel's report that scopes the kill to the whole machine decides over a person's
+    words that the process ran inside a container (https://github.com/umami-software/umami/
+    issues/3988); the same report scoped to a memory cgroup is the cgroup's."""
+    text = UMAMI.format(constraint=constraint, scope=scope)
+    assert _triage_text(tmp_path, text).triage_class is expected
+
+
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool
     # holding 1.7 GiB reserved and not in use for a 146 MiB request

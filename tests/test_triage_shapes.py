@@ -68,9 +68,12 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # you are out of heap-space", read as a logged error); two more of parts N105 and N107:
     # rrdf's "I get an out of memory error. I've tried ... 8 GB:" (its label's class behind the
     # lead) and the LineageOS builder's negative whose swap was fixed, read as logged errors
-    # (logging's three: RDF4J's advice on a huge file too)
-    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 26),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 50),
+    # (logging's three: RDF4J's advice on a huge file too); one more of part N115's: Mixpanel's
+    # request to catch OOM errors, a negative read behind the lead as a logged error (logging's
+    # four: ArchiveBox's Chromium in swap, a negative, the Railway row whose first sentence
+    # hedges, its label's class behind the lead, and RudderStack's ECS row, a logged refusal)
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 27),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 54),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),
     # a line set in bold in a report (Markdown's strong emphasis around the whole line): 50 rows

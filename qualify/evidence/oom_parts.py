@@ -418,6 +418,9 @@ _HEDGE = re.compile(
     # or a feeling or a sound like one, a guess at its kind (Moonlight's user: "It feels like an
     # out of memory error.")
     r"|\b(?:feels?|felt|sounds?|sounded) like\b"
+    # or what the person thought it was, a belief they tell as past (gPodder's user: "I thought
+    # it was that I reached the x84 memory limit")
+    r"|\b(?:i|we) (?:first |initially )?thought (?:it was|that)\b"
     # a rule told of any one ("when a sysbox container exceeds its memory limit the kernel
     # OOM-kills it"): an indefinite subject, a verb in the present
     r"|\bwhen(?:ever)? (?:a|an|any) (?:[\w/-]+ ){0,2}(?:container|pod|process|job|task|worker"
@@ -1295,7 +1298,7 @@ def parse_oom_parts(
     ):  # a limit crossed, in words or in numbers ("used: 2613Mb; limit: 2560Mb")
         if (
             _WORK_REFUSED.search(low) or _RAISED.search(line) or _OWN_ERROR.match(line)
-            or _PANICKED.search(low)
+            or _PANICKED.search(low) or _LIMIT_CODE.search(line)
         ):  # fmt: skip
             return LineSignal("host_alloc_failed", {**fields, "memory_named": True})
         return LineSignal("limit_oom_kill", fields)  # a memory limit is enforced by a kill
@@ -1900,6 +1903,11 @@ its own allocation and lives on to raise it; a kill is not raised in the process
 _OWN_ERROR = re.compile(
     r"\s*(?:error|fatal error|fatal): (?!.*\b(?:kill\w*|terminat\w*|oom)\b)|==\d+==\s*ERROR: "
 )
+_LIMIT_CODE = re.compile(r"\(\s*(?:[A-Z][A-Z0-9]*_)*MEMORY_LIMIT_EXCEEDED\s*\)")
+"""A program's error code in capitals, in parentheses, for its own memory limit crossed
+(ClickHouse's "... (MEMORY_LIMIT_EXCEEDED), Stack trace ...", after "Memory limit (total)
+exceeded: would use 4.39 GiB (attempt to allocate chunk of 4361728 bytes)"): it refused the
+allocation and lived to say so, as :data:`_OWN_ERROR`'s programs do."""
 """A program's own lower-case error prefix, as compilers and command-line tools write it (V's
 "error: v3 compiler memory usage reached 2568 MiB RSS during compilation (limit: 2560 MiB)"), or a
 sanitizer runtime's ``==PID== ERROR:`` (libFuzzer's "==58528== ERROR: libFuzzer: out-of-memory

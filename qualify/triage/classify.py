@@ -125,6 +125,12 @@ def _after_a_memory_kill(bag: Bag) -> bool:
 
 def _host_oom(bag: Bag) -> Decision | None:
     cgroup = bag.memcg_oom + bag.docker_oom + bag.orchestrator_oom
+    if bag.global_stated and not (bag.memcg_oom or bag.docker_oom):
+        # The kernel's own report scopes the kill to the whole machine (CONSTRAINT_NONE, "Out of
+        # memory: Killed process"): a scheduler's or a person's words that a limit was hit do
+        # not override it (Umami's "running inside the Umami db container ... The Linux OOM
+        # Killer terminated the process", above dmesg's "constraint=CONSTRAINT_NONE").
+        cgroup = []
     if cgroup:
         usage = [e for e, _, _ in bag.memcg_usage[:1] if e not in cgroup[:8]]
         evidence = tuple(cgroup[:8] + usage)

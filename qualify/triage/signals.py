@@ -64,6 +64,9 @@ class Bag:
 
     memcg_oom: list[Evidence] = records.field(default_factory=list)
     global_oom: list[Evidence] = records.field(default_factory=list)
+    global_stated: list[Evidence] = records.field(default_factory=list)
+    """The kernel's lines whose own words scope the kill to the whole machine (a constraint of
+    CONSTRAINT_NONE, "Out of memory: Killed process"), not a bare kill's scope inferred."""
     memcg_partial: list[Evidence] = records.field(default_factory=list)
     """A memcg OOM report cut before its kill line (usage at the limit, the memcg call trace)."""
     oom_invoked: list[Evidence] = records.field(default_factory=list)
@@ -184,6 +187,8 @@ def _kernel(scan: ScanResult, bag: Bag) -> None:
             bag.oomd.append(evidence)
         elif kind.startswith("kernel_") and scope in ("memcg", "global"):
             (bag.memcg_oom if scope == "memcg" else bag.global_oom).append(evidence)
+            if fields.get("scope") == "global":
+                bag.global_stated.append(evidence)
 
 
 _GPU_KINDS = {"trt_oom": "engine", "gpu_oom": "engine", "gpu_budget": "budget"}
