@@ -84,6 +84,8 @@ HELD_OUT_TABLES = {
     "n111": "ecosystems no other part names: localization and translation management tools",
     "n114": "ecosystems no other part names: OSINT and reconnaissance tools",
     "n116": "ecosystems no other part names: graph analysis and graph partitioning libraries",
+    "n118": "ecosystems no other part names: DNS servers, resolvers and network-wide ad blockers",
+    "n120": "ecosystems no other part names: code formatters, parser generators and syntax tooling",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -175,6 +177,8 @@ UNLISTED = frozenset(
         "n111",
         "n114",
         "n116",
+        "n118",
+        "n120",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

@@ -4419,6 +4419,62 @@ def test_the_kernels_own_scope_decides_over_a_persons_container(
     assert _triage_text(tmp_path, text).triage_class is expected
 
 
+_reads(
+    LINE_READINGS,
+    "a_heaps_limit_crossed_a_limit_hit_and_a_condition_with_an_apostrophe",
+    [
+        # https://github.com/Miragon/bpmn-modeler/pull/960: the heap's limit, active voice
+        ("The Theia production build (`theia build --app-target=\"electron\"`) exceeded the "
+         "default Node.js heap limit on the macOS runner, causing webpack to abort with "
+         "`SIGABRT`.", "host_alloc_failed"),
+        # counter-case: stayed under it
+        ("The Theia production build (`theia build --app-target=\"electron\"`) stayed under "
+         "the default Node.js heap limit on the macOS runner.", None),
+        # https://github.com/tldraw/tldraw/issues/8586 (the sentence's last clause): "hits"
+        ("spiking until the process hits the memory limit ~1.5gb.", "limit_oom_kill"),
+        # counter-case: only near it
+        ("spiking until the process nears the memory limit ~1.5gb.", None),
+        # https://github.com/killbill/killbill-cloud/issues/137: a condition, "there's" inside
+        ("Whenever tomcat crashes (in case there's not enough ram for example), the container "
+         "does not exit since the attached process is the tail process for the logs.",
+         "memory_noted"),
+        # counter-case: no condition
+        ("Tomcat crashes (there's not enough ram), the container does not exit since the "
+         "attached process is the tail process for the logs.", "host_alloc_failed"),
+    ],
+    ids=["theia", "under", "tldraw", "nears", "killbill", "no-condition"],
+)  # fmt: skip
+
+
+KIMAI = """# [BUG] Allowed memory size of 134217728 bytes exhausted
+**Describe the bug**
+docker exec kimai2 /opt/kimai/bin/console kimai:reset-dev exceeds the memory limit
+
+**To Reproduce**
+Steps to reproduce the behaviour:
+1. ```docker run --rm -ti -p 8001:8001 --name kimai2 --env APP_ENV=dev \
+kimai/kimai2:apache-debian-1.8-dev```
+2. ```docker exec kimai2 /opt/kimai/bin/console kimai:reset-dev```
+{error}
+"""
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [("4. See error ```Allowed memory size of 134217728 bytes exhausted```",
+      TriageClass.HOST_ALLOC_FAILED),
+     ("4. See the container exit", TriageClass.CGROUP_OOM)],
+    ids=["php-refusal", "no-refusal"],
+)  # fmt: skip
+def test_a_persons_limit_crossed_beside_the_programs_refusal_is_its_limit(
+    tmp_path: Path, error: str, expected: TriageClass
+) -> None:
+    """A person's sentence that a command "exceeds the memory limit", no kill told, beside PHP's
+    own refusal at its limit, is that refusal (https://github.com/tobybatch/kimai2/issues/107);
+    without the refusal, the limit's kill."""
+    assert _triage_text(tmp_path, KIMAI.format(error=error)).triage_class is expected
+
+
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool
     # holding 1.7 GiB reserved and not in use for a 146 MiB request

@@ -71,9 +71,15 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # (logging's three: RDF4J's advice on a huge file too); one more of part N115's: Mixpanel's
     # request to catch OOM errors, a negative read behind the lead as a logged error (logging's
     # four: ArchiveBox's Chromium in swap, a negative, the Railway row whose first sentence
-    # hedges, its label's class behind the lead, and RudderStack's ECS row, a logged refusal)
-    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 27),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 54),
+    # hedges, its label's class behind the lead, and RudderStack's ECS row, a logged refusal);
+    # two more of parts N117 and N119 (journald's): tldraw's "the process hits the memory limit"
+    # read behind the lead as a logged limit's kill (its label's class), and PhantomJS's person's
+    # "hit the 1GB memory limit", now read as the program's own beside its refusal, read behind
+    # a program's prefix as a logged limit's kill (logging's one more: tldraw's, and Money
+    # Manager Ex's title "... std:: bad_alloc" read as a logged error, its label's class; the
+    # voxel row no longer moves)
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 29),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 55),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),
     # a line set in bold in a report (Markdown's strong emphasis around the whole line): 50 rows

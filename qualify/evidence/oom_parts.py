@@ -119,6 +119,10 @@ _SHORT = (
     # after is another ("...: Operation not permitted", a noexec mount)
     r"|\bfailed to map segment from shared object\b(?!: (?:operation not permitted|permission))"
     r"|\b(?:maximum )?heap (?:limit|size) (?:was |has been )?(?:reached|exceeded)\b"
+    # the heap's limit crossed, in the active voice, with whose heap it is (bpmn-modeler's PR:
+    # "The Theia production build ... exceeded the default Node.js heap limit")
+    r"|\b(?:exceed(?:ed|s|ing)?|reach(?:ed|es|ing)|hit(?:s|ting)?) (?:the |its |their |your )?"
+    r"(?:[\w.-]+ ){0,2}heap (?:limit|size)\b"
     r"|\b(?:not enough|insufficient|out of) (?:free |physical |system )?v?ram\b"
     r"|\bv?ram (?:is |was )?(?:full|exhausted)\b"
 )
@@ -191,7 +195,7 @@ _SAID = guarded(
     r"|alloc(?:ation)?[_ ]failed|allocation (?:of|on) .{0,80}?(?:failed|would exceed)"
     r"|bad_alloc|bad allocation|memoryerror|nomemoryerror|not enough (?:\w+ )?memory"
     r"|insufficient (?:\w+ )?memory|too little (?:\w+ )?memory"
-    r"|(?:exceed(?:ed|s|ing)?|over|above|reached|reaching|hit|hitting|beyond)"
+    r"|(?:exceed(?:ed|s|ing)?|over|above|reach(?:ed|es|ing)|hit(?:s|ting)?|beyond)"
     r" (?:the |its |their |your )?(?:[\w%-]+ ){0,2}mem(?:ory)? (?:usage )?(?:limit|quota|budget)"
     r"|mem(?:ory)?[ _](?:limit|quota|budget)s?(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
     r"[ _](?:was |has been |is )?(?:\w+ly )?(?:exceeded|reached|hit)"
@@ -953,7 +957,7 @@ _BUDGET = re.compile(
 )
 _LIMIT_CROSSED = re.compile(
     _LIMIT_ERROR_MET + r"|"
-    r"(?:exceed\w*|over|above|reached|hit|hitting|beyond) (?:the |its |their |your )?"
+    r"(?:exceed\w*|over|above|reach(?:ed|es|ing)|hit(?:s|ting)?|beyond) (?:the |its |their |your )?"
     r"(?:[\w%-]+ ){0,2}mem(?:ory)? (?:usage )?(?:limit|budget)"
     r"|mem(?:ory)?[ _]limits?(?: \([^)]{1,30}\))?(?: of [\w.]+(?: ?[kmgt]i?b)?)?"
     r"[ _](?:was |has been |is )?(?:exceeded|reached|hit)|(?<![a-z])memlimit"
@@ -985,6 +989,19 @@ _BUDGET_WORDS = re.compile(
 """A limit that is the process's own whatever the numbers (a budget is named)."""
 _ENDED = re.compile(r"(?:exit\w*|status|code)\W{0,3}(?:137|-9)\b|exit[_ ]description")
 """A process's end said with its code 137 (-9: SIGKILL) or an exit description."""
+_KILL_TOLD = re.compile(r"kill|\boom|terminat|evict|stopp|abort|crash|exit|died|dead|signal")
+"""Words that tell a kill or an end beside a limit crossed."""
+
+
+def _told(low: str, said: re.Match[str], fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields``, marked ``told`` when the line is a person's sentence that a limit was crossed
+    (no kill told, no program's prefix before it): the limit's kill, unless a program's own
+    refusal shows whose limit it was (``qualify.triage.classify``)."""
+    if _KILL_TOLD.search(low) or ": " in low[: said.start()]:
+        return fields
+    return {**fields, "told": True}
+
+
 _WOULD = re.compile(r"\bwould (?:use|exceed|be larger)\b|\battempt(?:ed|ing)? to allocate\b")
 """A limit that a request would pass, so it was refused (ClickHouse's "Memory limit (total)
 exceeded: would use 113.21 GiB (attempt to allocate chunk of 6783276 bytes)"): an allocation
@@ -1301,7 +1318,7 @@ def parse_oom_parts(
             or _PANICKED.search(low) or _LIMIT_CODE.search(line)
         ):  # fmt: skip
             return LineSignal("host_alloc_failed", {**fields, "memory_named": True})
-        return LineSignal("limit_oom_kill", fields)  # a memory limit is enforced by a kill
+        return LineSignal("limit_oom_kill", _told(low, said, fields))  # enforced by a kill
     if _QUOTA_CROSSED.search(low) and not _DEVICE_WORD.search(low):
         return LineSignal("limit_noted", fields)
     if said[0].endswith("1455") and not _MESSAGE_1455.search(low):
@@ -1749,13 +1766,14 @@ it names another end: Emscripten's "... if you want malloc to return NULL (0) in
 abort".) Its subject may be named ("instead of the JVM raising a catchable `OutOfMemoryError`",
 Tika's PR), the error quoted."""
 _CONDITION = re.compile(
-    r"\b(?:if|whenever|in case|in the case|unless)\b[^.;:!?\"`'()\[\]]*$"
+    r"\b(?:if|whenever|in case|in the case|unless)\b(?:[^.;:!?\"`'()\[\]]|(?<=\w)'(?=\w))*$"
     r"|\b(?:on|upon) (?:an? |the )?$"
 )
 """A condition opened before the words in their clause (advice's "Increase the memory limit if
 your pods get OOMKilled frequently"), or "on" just before them (Armeria's PR: "Added JVM flags
 that drops heap dump on OOME"): supposed, not reported. (At the line's start, ``_HEDGE``
-reads it; a quote or a bracket after it is what a report says.)"""
+reads it; a quote or a bracket after it is what a report says; an apostrophe inside a word is
+no quote: Kill Bill's "Whenever tomcat crashes (in case there's not enough ram for example)".)"""
 _WHEN = re.compile(
     r"(?:^|[.!?]\s+)(?:(?!\b(?:i|we|i'm|we're|i've|we've)\b)[^.!?])*"
     r"\bwhen (?:(?:got|gets?|getting|it|they|the|an?|this|that|there)\b[^.;:!?,\"`'()\[\]]*)?$"

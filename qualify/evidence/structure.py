@@ -91,6 +91,8 @@ def read_fields(text: str) -> LineSignal | None:
     when none is."""
     for match in _FIELD.finditer(text):
         key, value = match["key"].strip(), match["value"].strip()
+        if key.lower().endswith(("exception", "error")) and " " in key:
+            continue  # an exception's class spelled as words ("Illegal State Exception"), no key
         if _WHY_KEY.search(key) and _TIME_VALUE.match(value):
             return LineSignal("timeout", {"field": key, "value": value})
     return None

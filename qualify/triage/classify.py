@@ -131,6 +131,11 @@ def _host_oom(bag: Bag) -> Decision | None:
         # not override it (Umami's "running inside the Umami db container ... The Linux OOM
         # Killer terminated the process", above dmesg's "constraint=CONSTRAINT_NONE").
         cgroup = []
+    if bag.host_alloc and not bag.kills and all(e in bag.limits_told for e in cgroup):
+        # A person's words that a limit was crossed, no kill told anywhere, beside the program's
+        # own refusal (Kimai's "console kimai:reset-dev exceeds the memory limit", over PHP's
+        # "Allowed memory size of 134217728 bytes exhausted"): the limit was the program's own.
+        cgroup = []
     if cgroup:
         usage = [e for e, _, _ in bag.memcg_usage[:1] if e not in cgroup[:8]]
         evidence = tuple(cgroup[:8] + usage)

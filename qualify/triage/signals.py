@@ -73,6 +73,9 @@ class Bag:
     """"invoked oom-killer" lines (the scope is given by the lines after it)."""
     orchestrator_oom: list[Evidence] = records.field(default_factory=list)
     """Kubernetes OOMKilled, docker events' "container oom", Slurm's OUT_OF_MEMORY."""
+    limits_told: list[Evidence] = records.field(default_factory=list)
+    """Those of ``orchestrator_oom`` that are a person's sentence that a memory limit was
+    crossed, with no kill told ("console kimai:reset-dev exceeds the memory limit")."""
     oomd: list[Evidence] = records.field(default_factory=list)
     node_oom: list[tuple[Evidence, dict[str, Any]]] = records.field(default_factory=list)
     """A process killed because the node ran low on memory, as any monitor words it (Ray's,
@@ -197,6 +200,8 @@ _GPU_KINDS = {"trt_oom": "engine", "gpu_oom": "engine", "gpu_budget": "budget"}
 def _limit_kill(bag: Bag, evidence: Evidence, fields: dict[str, Any]) -> None:
     """A kill for a memory limit, with the limit and the usage when its line states them."""
     bag.orchestrator_oom.append(evidence)
+    if fields.get("told"):
+        bag.limits_told.append(evidence)
     if fields.get("limit_bytes"):
         used = fields.get("allocated_bytes")
         bag.stated_limits.append((evidence, used, int(fields["limit_bytes"])))
