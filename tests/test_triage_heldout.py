@@ -86,6 +86,8 @@ HELD_OUT_TABLES = {
     "n116": "ecosystems no other part names: graph analysis and graph partitioning libraries",
     "n118": "ecosystems no other part names: DNS servers, resolvers and network-wide ad blockers",
     "n120": "ecosystems no other part names: code formatters, parser generators and syntax tooling",
+    "n122": "ecosystems no other part names: slide decks and presentation tools",
+    "n124": "ecosystems no other part names: genealogy and family-history software",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -179,6 +181,8 @@ UNLISTED = frozenset(
         "n116",
         "n118",
         "n120",
+        "n122",
+        "n124",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

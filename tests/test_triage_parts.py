@@ -4475,6 +4475,56 @@ def test_a_persons_limit_crossed_beside_the_programs_refusal_is_its_limit(
     assert _triage_text(tmp_path, KIMAI.format(error=error)).triage_class is expected
 
 
+_reads(
+    LINE_READINGS,
+    "a_time_limits_message_quoted_as_possible_or_no_longer_logged",
+    [
+        # https://github.com/mailpoet/mailpoet/pull/4429: what the reader may notice
+        ("When you run sending to a larger list (500+) on the trunk branch, you may notice a lot "
+         "of \"MailPoet.ERROR: Maximum execution time has been reached.\" errors are logged in "
+         "the error log (/wp-admin/admin.php?page=mailpoet-logs).", None),
+        # counter-case: what they got
+        ("When you run sending to a larger list (500+) on the trunk branch, we got a lot of "
+         "\"MailPoet.ERROR: Maximum execution time has been reached.\" errors logged in the "
+         "error log (/wp-admin/admin.php?page=mailpoet-logs).", "timeout"),
+        # the same pull request: a change that stops logging it
+        ("On this branch, the `Maximum execution time has been reached` exception is no longer "
+         "logged.", None),
+        # counter-case: still logged
+        ("On this branch, the `Maximum execution time has been reached` exception is logged.",
+         "timeout"),
+    ],
+    ids=["may-notice", "got", "no-longer-logged", "logged"],
+)  # fmt: skip
+
+
+REACT_EMAIL = """# OOM due to hot reload of shared component
+
+Observed: the preview server renders `Email001.jsx` again, then continues rendering dependent \
+templates such as `Email002.jsx`, {told}
+
+```text
+FATAL ERROR: Ineffective mark-compacts near heap limit Allocation failed - JavaScript heap out \
+of memory
+```
+"""
+
+
+@pytest.mark.parametrize(
+    ("told", "expected"),
+    [("and crashes with:", TriageClass.HOST_ALLOC_FAILED),
+     ("and the error would be something like:", TriageClass.UNKNOWN)],
+    ids=["crashes-with", "something-like"],
+)  # fmt: skip
+def test_an_examples_words_introduce_a_paste_only_in_the_colons_clause(
+    tmp_path: Path, told: str, expected: TriageClass
+) -> None:
+    """The words "such as" earlier in the sentence name the templates, not an example of the
+    error: the clause before the colon tells the crash (https://github.com/resend/react-email/
+    issues/3612); words of an example in that clause make the paste one."""
+    assert _triage_text(tmp_path, REACT_EMAIL.format(told=told)).triage_class is expected
+
+
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool
     # holding 1.7 GiB reserved and not in use for a 146 MiB request

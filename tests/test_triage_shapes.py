@@ -77,9 +77,11 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # "hit the 1GB memory limit", now read as the program's own beside its refusal, read behind
     # a program's prefix as a logged limit's kill (logging's one more: tldraw's, and Money
     # Manager Ex's title "... std:: bad_alloc" read as a logged error, its label's class; the
-    # voxel row no longer moves)
-    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 29),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 55),
+    # voxel row no longer moves); one more of part N123's: Mailtrain's negative, memory that
+    # grows until campaigns freeze, read behind the lead as a logged error (logging's two: and
+    # part N121's Chatwoot negative, restarts under a unit's MemoryMax)
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 30),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 57),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),
     # a line set in bold in a report (Markdown's strong emphasis around the whole line): 50 rows
@@ -88,8 +90,9 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # the rows of parts N81 and N88 whose class only their "# " title gives (DMOJ's, KubeBlocks',
     # redis-operator's), bold around it; 15 with part N90's SuperDirt title; 17 with the titles
     # of RDFSharp's refusal and android-rpi's killed ninja (parts N105 and N107), bold around them;
-    # 18 with Gmod-vphysics' title (part N110)
-    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 18),
+    # 18 with Gmod-vphysics' title (part N110); 19 with osTicket's "Got error 'PHP message: ...
+    # Maximum execution time of 60 seconds exceeded ...', referer:" (part N121), bold around it
+    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 19),
     # each line of the deciding paragraph an item of a Markdown list ("* "), read as its words
     # as a "- " item is: 388 rows moved with the deciding line alone an item when a "* " was read
     # as a C comment's continuation, 30 now (most of them test runners' lines whose parsers
@@ -97,8 +100,8 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # N81 and N88 as an item, and cuOpt's assertion (part N86), read from its line's start; 34
     # with part N90's SuperDirt title; 35 with part N97's memray negative; 36 with part N105's
     # RDFSharp title; 38 with part N110's Gmod-vphysics title and Siconos' "7395 Killed ..." (the
-    # shell's status read from a line's start)
-    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 38),
+    # shell's status read from a line's start); 39 with part N121's osTicket line (bold's too)
+    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 39),
     # structured logs: docker's json-file driver, zap's JSON encoder
     "docker-json": (
         lambda line: json.dumps(

@@ -200,6 +200,30 @@ def _clause(low: str, match: re.Match[str]) -> tuple[int, int]:
     return start, after.start() if after is not None else len(low)
 
 
+_YOU_MAY_NOTICE = re.compile(
+    r"\byou (?:might|may|will|could|would)(?: \w+)? (?:see|get|notice|encounter|receive"
+    r"|run into)\b[^.;!?\"`]{0,30}[\"`][^\"`]*$"
+)
+"""A message quoted as what the reader may see (MailPoet's QA notes: 'you may notice a lot of
+"MailPoet.ERROR: Maximum execution time has been reached." errors are logged'): a possibility,
+whatever the quote's own words."""
+_NO_LONGER = re.compile(
+    r"[^\"`]{0,80}?[\"`][^.;!?\"`]{0,40}?\b(?:is|are|will be|gets?) no longer (?:logged|thrown"
+    r"|raised|shown|printed|reported|emitted)\b"
+)
+"""A message quoted as one a change stops (MailPoet's PR: "the `Maximum execution time has been
+reached` exception is no longer logged"): the change described, not an end."""
+
+
+def _quoted_as_possible_or_stopped(low: str, match: re.Match[str]) -> bool:
+    """Whether the words stand in a quote that the line says the reader may see, or that a
+    change no longer logs (:data:`_YOU_MAY_NOTICE`, :data:`_NO_LONGER`)."""
+    return (
+        _YOU_MAY_NOTICE.search(low, 0, match.start()) is not None
+        or _NO_LONGER.match(low, match.end()) is not None
+    )
+
+
 def _supposed(low: str, match: re.Match[str]) -> bool:
     """Whether the clause of ``match`` supposes, asks, advises or sets rather than reports, or
     introduces the paste that follows it (Helm's issue: "timeout occurs after five minutes:",
@@ -207,6 +231,8 @@ def _supposed(low: str, match: re.Match[str]) -> bool:
     ``Namespace:"default"``, are other clauses."""
     start, stop = _clause(low, match)
     clause = low[start:stop].rstrip()
+    if ('"' in low or "`" in low) and _quoted_as_possible_or_stopped(low, match):
+        return True
     if clause.endswith(("?", ":")) or (stop == len(low) and low.rstrip().endswith("?")):
         return True  # a question, or a sentence introducing what follows it ("... after 5 min:")
     told = _TOLD_WHEN.search(low, start, match.start())

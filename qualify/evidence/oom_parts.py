@@ -1571,8 +1571,11 @@ def _an_example(before: str, line: str = "") -> bool:
     told = re.split(r"[.!?]\s+(?=\S)", last.strip())[-1]  # the line's last sentence
     if line.lstrip().startswith(">") and _YOU_MAY_SEE.search(told):
         return True  # a message quoted as what the reader may see
+    # the example's words in the colon's own clause (not "... templates such as `Email002.jsx`,
+    # and crashes with:", react-email's user telling what it did before the error)
+    intro = re.split(r"[,;]\s", last)[-1]
     return bool(_CHANGE_INTRO.search(last)) or (
-        last.rstrip().endswith(":") and bool(_EXAMPLE_INTRO.search(last))
+        last.rstrip().endswith(":") and bool(_EXAMPLE_INTRO.search(intro))
     )
 
 
