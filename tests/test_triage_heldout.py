@@ -88,6 +88,8 @@ HELD_OUT_TABLES = {
     "n120": "ecosystems no other part names: code formatters, parser generators and syntax tooling",
     "n122": "ecosystems no other part names: slide decks and presentation tools",
     "n124": "ecosystems no other part names: genealogy and family-history software",
+    "n126": "ecosystems no other part names: URL shorteners, pastebins and link pages",
+    "n128": "ecosystems no other part names: status pages, uptime and cron monitors",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -183,6 +185,8 @@ UNLISTED = frozenset(
         "n120",
         "n122",
         "n124",
+        "n126",
+        "n128",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

@@ -4525,6 +4525,46 @@ def test_an_examples_words_introduce_a_paste_only_in_the_colons_clause(
     assert _triage_text(tmp_path, REACT_EMAIL.format(told=told)).triage_class is expected
 
 
+_reads(
+    LINE_READINGS,
+    "ends_by_their_clause_a_quotes_edge_a_level_lead_and_a_timeout_crossed_then_killed",
+    [
+        # https://github.com/kanboard/kanboard/issues/674: nginx's words after PHP's quote
+        ("2015/03/03 09:25:37 [error] 25940#0: *11 FastCGI sent in stderr: \"PHP message: PHP "
+         "Fatal error:  Maximum execution time of 30 seconds exceeded in /srv/www/htdocs/"
+         "kanboard-test/kanboard/app/Schema/Sqlite.php on line 74\" while reading response head",
+         "timeout"),
+        # counter-case: the read inside the quote, the message's own
+        ("2015/03/03 09:25:37 [error] 25940#0: *11 upstream sent: \"Maximum execution time of "
+         "30 seconds exceeded while reading response head\"", None),
+        # https://github.com/wekan/wekan/issues/3585: V8's message pasted with a comma after it
+        ("> FATAL ERROR: Ineffective mark-compacts near heap limit Allocation failed - JavaScript "
+         "heap out of memory,", "host_alloc_failed"),
+        # counter-case: a call's source line that ends open
+        ("foo(bar: out of memory),", None),
+        # https://github.com/wekan/wekan/issues/2150: the process said to run out, not the
+        # container
+        ("Docker container crash (process out of memory)", "host_alloc_failed"),
+        # counter-case: the container ran out
+        ("Docker container ran out of memory", "limit_oom_kill"),
+        # https://github.com/SecurityRoots/dradispro-tracker/issues/204: Unicorn's master
+        ("E, [2014-12-01T15:56:06.244777 #2950] ERROR -- : worker=0 PID:3042 timeout (31s > "
+         "30s), killing", "timeout"),
+        # counter-case: no kill
+        ("E worker=0 PID:3042 timeout (31s > 30s)", None),
+        # https://github.com/MarksMakerSpace/filament-profiles/issues/611: it fell back
+        ("Fixed and deployed \u2014 the My Spools list was timing out on larger collections and "
+         "quietly falling back to an empty list, so the page said you had no spools while the "
+         "dashboard, My Locations and My Colors all still showed them.", None),
+        # counter-case: no fallback
+        ("the My Spools list was timing out on larger collections, so the page said you had no "
+         "spools.", "timeout"),
+    ],
+    ids=["kanboard", "inside-quote", "wekan-v8", "code", "wekan-process", "container",
+         "unicorn", "no-kill", "filament", "no-fallback"],
+)  # fmt: skip
+
+
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool
     # holding 1.7 GiB reserved and not in use for a 146 MiB request

@@ -79,9 +79,12 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # Manager Ex's title "... std:: bad_alloc" read as a logged error, its label's class; the
     # voxel row no longer moves); one more of part N123's: Mailtrain's negative, memory that
     # grows until campaigns freeze, read behind the lead as a logged error (logging's two: and
-    # part N121's Chatwoot negative, restarts under a unit's MemoryMax)
-    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 30),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 57),
+    # part N121's Chatwoot negative, restarts under a unit's MemoryMax); one more of part N125's:
+    # Monica's "exist code of 137, which indicates it ran out of memory", a person's sentence
+    # read behind the lead as a logged refusal (logging's two: and part N127's TaskLite line,
+    # read behind it as a logged error, its label's class)
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 31),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 59),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),
     # a line set in bold in a report (Markdown's strong emphasis around the whole line): 50 rows

@@ -267,6 +267,10 @@ _WENT_ON = re.compile(
 )
 """The work said to go on after the time ran out (VFS for Git's maintainer: "the foreground
 process is timing out, but the mount still succeeds"): the time limit ended nothing."""
+_FELL_BACK = re.compile(r"[^.;]{0,40}?\b(?:and|then) (?:\w+ )?(?:falling|fell|falls|fall) back\b")
+"""The work said to go another way just after its time ran out (Filament Profiles' "the My
+Spools list was timing out on larger collections and quietly falling back to an empty list"):
+the time limit ended nothing."""
 _TIMES_OUT = re.compile(r"times out\b(?! of\b)")
 """"times out" as a verb, not a count ("4 times out of 5")."""
 _ALARM_KILL = re.compile(
@@ -320,8 +324,14 @@ exceeded', stays)."""
 
 def _networked(low: str, match: re.Match[str]) -> bool:
     """Whether the clause of ``match`` names a network's time (a path elsewhere on the
-    line, ``E:\\Git\\...``, is another clause)."""
-    return _NETWORK.search(low, *_clause(low, match)) is not None
+    line, ``E:\\Git\\...``, is another clause; so are the words after a quote that holds
+    ``match``: nginx's 'FastCGI sent in stderr: "PHP message: PHP Fatal error:  Maximum
+    execution time of 30 seconds exceeded in ..." while reading response head' tells when nginx
+    read PHP's message, not what timed out)."""
+    start, stop = _clause(low, match)
+    inside = low.count('"', 0, match.start()) % 2 == 1  # the match stands in a quote
+    closed = low.find('"', match.end(), stop) if inside else -1
+    return _NETWORK.search(low, start, closed if closed >= 0 else stop) is not None
 
 
 _WORDS = re.compile(
@@ -426,6 +436,7 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
         or _attempts_left(low)
         or _denied_end(low, timed)
         or _WENT_ON.search(low, timed.end()) is not None
+        or _FELL_BACK.match(low, timed.end()) is not None
     ):
         return None
     if timed is not None and not _networked(low, timed):

@@ -304,6 +304,11 @@ _TIMEOUT = guarded(
 _TIMEOUT_PID = re.compile(
     r"(?i:\b(?:worker|process|task|job|step|build|test|child)\s+time ?out\s*\(pid\W{0,2}(\d+)\))"
 )
+_TIMEOUT_KILLING = re.compile(
+    r"(?i:\btime ?out \(\s*[\d.]+ ?m?s\s*>\s*[\d.]+ ?m?s\s*\),? (?:killing|terminating|aborting)\b)"
+)
+"""A timeout with its length crossed in numbers, then the kill that enforces it, on one line
+(Unicorn's master: "worker=0 PID:3042 timeout (31s > 30s), killing"): a time limit's end."""
 """A unit of work's timeout stated with the process it names, its pid in parentheses (a
 pre-fork server's "[CRITICAL] WORKER TIMEOUT (pid:418)"): the run's time limit only when a kill
 of that same pid follows (``qualify.triage.signals``); a kill of another pid is not its end."""
@@ -589,6 +594,8 @@ def parse_console_line(line: str, low: str | None = None) -> LineSignal | None:
         return LineSignal("canceled")  # scancel, preemption, a node failure: not a time limit
     if "(pid" in low and (timed := _TIMEOUT_PID.search(line)):
         return LineSignal("timeout", {"pid": timed[1]})
+    if "timeout (" in low and _TIMEOUT_KILLING.search(line):
+        return LineSignal("timeout")
     if "panic" in low and _PANIC_DEADLINE.match(line):
         return LineSignal("timeout")
     if "status" in low and (stated := _STATUS_PASSED.match(line)):

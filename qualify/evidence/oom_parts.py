@@ -267,6 +267,12 @@ is a message's source (PyTorch's ``"CUDA out of memory. Tried to allocate more t
 memory."`` quoted from its allocator), not its output."""
 
 
+_LEVEL_LEAD = re.compile(r"[\s>]*(?:FATAL ERROR|FATAL|ERROR|CRITICAL|PANIC|SEVERE):\s")
+"""A program's message led by its level in capitals and a colon (V8's "FATAL ERROR: Ineffective
+mark-compacts near heap limit ...", pasted as a list with a comma after each line, Wekan's
+issue): a log's line, not code, whatever it ends with."""
+
+
 def _quoted_code(line: str) -> bool:
     """Whether ``line`` is source code (:data:`_CODE`). A program's log line that ends open is
     a wrapped line, not code (Android's kernel wraps "lowmemorykiller: Killing 'x' (123), adj
@@ -278,7 +284,7 @@ def _quoted_code(line: str) -> bool:
         return _quoted_code(line[2:].lstrip())
     if _CODE.search(line) is None:
         return False
-    if _MESSAGE_FIELD.match(line):
+    if _MESSAGE_FIELD.match(line) or _LEVEL_LEAD.match(line):
         return False
     return not (line.rstrip().endswith(",") and _LOG_SHAPED.match(line))
 
@@ -332,13 +338,14 @@ consider increasing server sort buffer size"), a program's name before it (Lua's
 memory"): a program's message, not a person's sentence
 (which starts with its speaker, "I ran out of memory")."""
 _CONTAINER_RAN_OUT = re.compile(
-    r"^\W*(?:[\w.-]+: )?(?:[\w.-]+ ){0,2}(?:container|pod)\b[^.]{0,30}"
+    r"^\W*(?:[\w.-]+: )?(?:[\w.-]+ ){0,2}(?:container|pod)\b(?:(?!\bprocess)[^.]){0,30}"
     r"\b(?:(?:ran|has run|is|was) )?out of memory\b"
 )
 """A container said, as the subject of the line, to have run out of memory (AWS Amplify's build
 status "Build container ran out of memory"): its memory is the container's limit, which the
 platform enforces by ending it, as a limit's kill. The verb may be left out, as a status is worded
-(shinyapps.io's "oom- container out of memory")."""
+(shinyapps.io's "oom- container out of memory"). A process said between them is what ran out
+(Wekan's "Docker container crash (process out of memory)")."""
 _CONTAINER_OOMED = re.compile(
     r"\b(?:container|pod)s?\b[^.;:!?]{0,40}?(?:"
     + _OOM_VERB.pattern
