@@ -90,6 +90,8 @@ HELD_OUT_TABLES = {
     "n124": "ecosystems no other part names: genealogy and family-history software",
     "n126": "ecosystems no other part names: URL shorteners, pastebins and link pages",
     "n128": "ecosystems no other part names: status pages, uptime and cron monitors",
+    "n130": "ecosystems no other part names: subtitle editors, subtitle sync and caption tools",
+    "n132": "ecosystems no other part names: API gateways and API management",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -187,6 +189,8 @@ UNLISTED = frozenset(
         "n124",
         "n126",
         "n128",
+        "n130",
+        "n132",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

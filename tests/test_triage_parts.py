@@ -4564,6 +4564,33 @@ _reads(
          "unicorn", "no-kill", "filament", "no-fallback"],
 )  # fmt: skip
 
+_reads(
+    LINE_READINGS,
+    "a_kill_from_out_of_memory",
+    [
+        # https://github.com/linkchecker/linkchecker/issues/65: the title, as a heading is read
+        ("Process being killed from out of memory error on Ubuntu", "oom_kill"),
+        # counter-case: killed from a terminal
+        ("Process being killed from the terminal on Ubuntu", "terminated_externally"),
+    ],
+    ids=["linkchecker", "terminal"],
+)  # fmt: skip
+
+
+_reads(
+    LINE_READINGS,
+    "a_time_limits_issues_now_handled",
+    [
+        # https://github.com/kitodo/kitodo-presentation/pull/1787: a changelog's item
+        ("- Move the measure-building function call to after adding the score \u2192 timeout "
+         "issues that occurred with large scores are now properly handled", None),
+        # counter-case: what ended
+        ("- Move the measure-building function call to after adding the score \u2192 the job "
+         "timed out with large scores", "timeout"),
+    ],
+    ids=["kitodo", "timed-out"],
+)  # fmt: skip
+
 
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool

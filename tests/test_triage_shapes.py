@@ -82,9 +82,11 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # part N121's Chatwoot negative, restarts under a unit's MemoryMax); one more of part N125's:
     # Monica's "exist code of 137, which indicates it ran out of memory", a person's sentence
     # read behind the lead as a logged refusal (logging's two: and part N127's TaskLite line,
-    # read behind it as a logged error, its label's class)
-    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 31),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 59),
+    # read behind it as a logged error, its label's class); one more of part N131's (logging's
+    # too): LinkChecker's title "# Process being killed from out of memory error on Ubuntu",
+    # read behind the lead as a logged kill for memory (its label's class)
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 32),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 60),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),
     # a line set in bold in a report (Markdown's strong emphasis around the whole line): 50 rows
@@ -94,8 +96,10 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # redis-operator's), bold around it; 15 with part N90's SuperDirt title; 17 with the titles
     # of RDFSharp's refusal and android-rpi's killed ninja (parts N105 and N107), bold around them;
     # 18 with Gmod-vphysics' title (part N110); 19 with osTicket's "Got error 'PHP message: ...
-    # Maximum execution time of 60 seconds exceeded ...', referer:" (part N121), bold around it
-    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 19),
+    # Maximum execution time of 60 seconds exceeded ...', referer:" (part N121), bold around it;
+    # 22 with the titles of jSymbolic's and GTUltra's refusals and axe's negative (parts N129 and
+    # N131), whose class only their "# " title gives, bold around them
+    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 22),
     # each line of the deciding paragraph an item of a Markdown list ("* "), read as its words
     # as a "- " item is: 388 rows moved with the deciding line alone an item when a "* " was read
     # as a C comment's continuation, 30 now (most of them test runners' lines whose parsers
@@ -103,8 +107,9 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # N81 and N88 as an item, and cuOpt's assertion (part N86), read from its line's start; 34
     # with part N90's SuperDirt title; 35 with part N97's memray negative; 36 with part N105's
     # RDFSharp title; 38 with part N110's Gmod-vphysics title and Siconos' "7395 Killed ..." (the
-    # shell's status read from a line's start); 39 with part N121's osTicket line (bold's too)
-    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 39),
+    # shell's status read from a line's start); 39 with part N121's osTicket line (bold's too);
+    # 42 with the same three titles of parts N129 and N131 as bold's
+    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 42),
     # structured logs: docker's json-file driver, zap's JSON encoder
     "docker-json": (
         lambda line: json.dumps(

@@ -271,6 +271,12 @@ _FELL_BACK = re.compile(r"[^.;]{0,40}?\b(?:and|then) (?:\w+ )?(?:falling|fell|fa
 """The work said to go another way just after its time ran out (Filament Profiles' "the My
 Spools list was timing out on larger collections and quietly falling back to an empty list"):
 the time limit ended nothing."""
+_NOW_HANDLED = re.compile(
+    r"[^.;]{0,60}?\b(?:are|is|were|was|have been|has been) (?:now )?(?:\w+ly )?"
+    r"(?:handled|fixed|resolved|caught|avoided)\b"
+)
+"""The time limit's issues said to be handled now (kitodo-presentation's changelog: "timeout
+issues that occurred with large scores are now properly handled"): a change told, no end."""
 _TIMES_OUT = re.compile(r"times out\b(?! of\b)")
 """"times out" as a verb, not a count ("4 times out of 5")."""
 _ALARM_KILL = re.compile(
@@ -437,6 +443,7 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
         or _denied_end(low, timed)
         or _WENT_ON.search(low, timed.end()) is not None
         or _FELL_BACK.match(low, timed.end()) is not None
+        or _NOW_HANDLED.match(low, timed.end()) is not None
     ):
         return None
     if timed is not None and not _networked(low, timed):

@@ -678,10 +678,15 @@ _KILLED_BECAUSE = re.compile(
     # system due to the limited memory")
     r"|(?: of)?(?: the| an?)? (?:limited|insufficient|lack of|low|not enough|too little"
     r"|shortage of) (?:\w+ )?(?:memory|ram)\b)"
+    # or the OOM it came from (LinkChecker's title: "Process being killed from out of memory
+    # error on Ubuntu")
+    r"|\b(?:gets?|got|was|were|is|are|being|been) killed from (?:an? |the )?"
+    r"(?:oom|out[ -]of[ -]memory)\b"
 )
 """A kill told with memory running out as its reason, in a person's sentence (klaus' user:
 "when cloning, git-remote-https gets killed because the system runs out of memory"), or its
-lack ("killed by the system due to the limited memory"): their report of it."""
+lack ("killed by the system due to the limited memory"), or the OOM it came from: their report
+of it."""
 _MET_BY_WORK = re.compile(
     r"\bthe (?:container|pod|job|process|function|service|worker|instance|task)s?\b"
     r"(?:(?!\b(?:might|may|could|would|will|should|can|if|when|whether)\b)[^,;.]){0,40}?"
