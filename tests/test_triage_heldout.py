@@ -92,6 +92,8 @@ HELD_OUT_TABLES = {
     "n128": "ecosystems no other part names: status pages, uptime and cron monitors",
     "n130": "ecosystems no other part names: subtitle editors, subtitle sync and caption tools",
     "n132": "ecosystems no other part names: API gateways and API management",
+    "n134": "ecosystems no other part names: regular expression engines and text search tools",
+    "n136": "ecosystems no other part names: serialization and schema libraries",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -191,6 +193,8 @@ UNLISTED = frozenset(
         "n128",
         "n130",
         "n132",
+        "n134",
+        "n136",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

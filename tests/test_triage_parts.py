@@ -4591,6 +4591,70 @@ _reads(
     ids=["kitodo", "timed-out"],
 )  # fmt: skip
 
+_reads(
+    LINE_READINGS,
+    "a_tests_name_unspelled_unittests_failure_and_an_allocation_over_the_supported_size",
+    [
+        # https://github.com/fail2ban/fail2ban/issues/1171: a test's name, not a time limit
+        ("# openSUSE: Failing testExecuteTimeoutWithNastyChildren", None),
+        # counter-case: the same words as a name that is no test's
+        ("openSUSE: Failing ExecuteTimeoutWithNastyChildren", "timeout"),
+        # the same thread: unittest's failure after OBS's elapsed seconds
+        ("[  111s] FAIL: testExecuteTimeoutWithNastyChildren "
+         "(fail2ban.tests.actiontestcase.CommandActionTest)", "test_failed"),
+        # https://github.com/AcademySoftwareFoundation/OpenImageIO/issues/4553
+        ("==660267==ERROR: AddressSanitizer: requested allocation size 0x1fdfffffc04 "
+         "(0x1fe00000c08 after adjustments for alignment, red zones etc.) exceeds maximum "
+         "supported size of 0x10000000000 (thread T0)", "host_alloc_failed"),
+        # counter-case: no maximum crossed
+        ("==660267==ERROR: AddressSanitizer: requested allocation size 0x1fdfffffc04 is fine "
+         "(thread T0)", None),
+        # https://github.com/strukturag/libde265/issues/330: a situation put as a condition
+        ("In an out of memory situation, de265_image::alloc_image() may fail to allocate memory "
+         "and returns DE265_ERROR_OUT_OF_MEMORY.", "memory_noted"),
+        # counter-case: it failed
+        ("de265_image::alloc_image() failed to allocate memory and returns "
+         "DE265_ERROR_OUT_OF_MEMORY.", "host_alloc_failed"),
+        # https://github.com/bunkerity/bunkerweb/issues/3057: a limit only feared
+        ("Once I regained control of the server, I limited the container's memory to 4G, and "
+         "then it was impossible to load the web UI without worrying about exceeding the memory "
+         "consumption limit.", None),
+        # counter-case: exceeding it
+        ("Once I regained control of the server, I limited the container's memory to 4G, and "
+         "then it was impossible to load the web UI, exceeding the memory consumption limit.",
+         "host_alloc_failed"),
+    ],
+    ids=["fail2ban-title", "no-test", "unittest-obs", "asan", "asan-fine", "libde265",
+         "failed", "without", "exceeding"],
+)  # fmt: skip
+
+
+BUNKERWEB = """# [BUG] Web UI memory consumption
+{cap}
+
+```
+[2026-01-13 14:16:13 +0100] [UI] [21] [\u274c] - Worker (pid:25) was sent SIGKILL! Perhaps out \
+of memory?
+```
+"""
+
+
+@pytest.mark.parametrize(
+    ("cap", "expected"),
+    [("Once I regained control of the server, I limited the container's memory to 4G.",
+      TriageClass.CGROUP_OOM),
+     ("Once I regained control of the server, I restarted the container.",
+      TriageClass.EXTERNAL_KILL)],
+    ids=["limited", "restarted"],
+)  # fmt: skip
+def test_a_cap_set_on_a_containers_memory_makes_a_plain_kill_its_oom_kill(
+    tmp_path: Path, cap: str, expected: TriageClass
+) -> None:
+    """A person's "I limited the container's memory to 4G" sets a cap on the work, under which
+    a worker's SIGKILL is that cap's kill (https://github.com/bunkerity/bunkerweb/issues/3057);
+    without the cap, a kill from outside."""
+    assert _triage_text(tmp_path, BUNKERWEB.format(cap=cap)).triage_class is expected
+
 
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool

@@ -84,9 +84,11 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # read behind the lead as a logged refusal (logging's two: and part N127's TaskLite line,
     # read behind it as a logged error, its label's class); one more of part N131's (logging's
     # too): LinkChecker's title "# Process being killed from out of memory error on Ubuntu",
-    # read behind the lead as a logged kill for memory (its label's class)
+    # read behind the lead as a logged kill for memory (its label's class); logging's one more of
+    # part N135's: libde265's negative, an allocation's failure told as a situation, read behind
+    # the lead as a logged refusal
     "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 32),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 60),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 61),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),
     # a line set in bold in a report (Markdown's strong emphasis around the whole line): 50 rows
@@ -98,8 +100,9 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # 18 with Gmod-vphysics' title (part N110); 19 with osTicket's "Got error 'PHP message: ...
     # Maximum execution time of 60 seconds exceeded ...', referer:" (part N121), bold around it;
     # 22 with the titles of jSymbolic's and GTUltra's refusals and axe's negative (parts N129 and
-    # N131), whose class only their "# " title gives, bold around them
-    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 22),
+    # N131), whose class only their "# " title gives, bold around them; 23 with part N133's
+    # fail2ban title "iptables ... Cannot allocate memory", bold around it
+    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 23),
     # each line of the deciding paragraph an item of a Markdown list ("* "), read as its words
     # as a "- " item is: 388 rows moved with the deciding line alone an item when a "* " was read
     # as a C comment's continuation, 30 now (most of them test runners' lines whose parsers
@@ -108,14 +111,19 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # with part N90's SuperDirt title; 35 with part N97's memray negative; 36 with part N105's
     # RDFSharp title; 38 with part N110's Gmod-vphysics title and Siconos' "7395 Killed ..." (the
     # shell's status read from a line's start); 39 with part N121's osTicket line (bold's too);
-    # 42 with the same three titles of parts N129 and N131 as bold's
-    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 42),
+    # 42 with the same three titles of parts N129 and N131 as bold's; 44 with part N133's two
+    # fail2ban rows (the same title as bold's, and unittest's "[  111s] FAIL: ..." read from its
+    # line's start)
+    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 44),
     # structured logs: docker's json-file driver, zap's JSON encoder
     "docker-json": (
         lambda line: json.dumps(
             {"log": line + "\n", "stream": "stderr", "time": "2025-02-03T04:05:06.123456789Z"}
         ),
-        10,  # (Gecode's row, part N86, to its label's class in docker's json)
+        # (Gecode's row, part N86, to its label's class in docker's json; part N135's libde265
+        # negative, "In an out of memory situation, ... may fail to allocate memory", read as a
+        # logged refusal in it, as behind the logging lead)
+        11,
     ),
     "zap-json": (
         lambda line: json.dumps(

@@ -798,7 +798,8 @@ _MEMORY_CAUSES = frozenset(
 )
 _OTHER_RUNNER_FAILED = re.compile(
     r"^\s*--- FAIL: (\S+)"  # go test
-    r"|^(?:\S+Z )?(?:FAIL|ERROR)(?: \[[\d.]+m?s\])?: (\w+ \([\w.]+\))"  # unittest
+    # unittest, after a timestamp or a build service's elapsed seconds ("[  111s] ", OBS's)
+    r"|^(?:\S+Z |\[\s*\d+s\] )?(?:FAIL|ERROR)(?: \[[\d.]+m?s\])?: (\w+ \([\w.]+\))"
     r"|^test (\S+) \.\.\. FAILED\b"  # cargo test
     r"|\bTest +#\d+: (\S+) \.+\*+Failed\b"  # CTest
     r"|^\s*(\d+\) (?:[\w.]+\.)?Assertion(?:Failed)?Error)(?: \[\w+\])?: "  # mocha, TestCafe

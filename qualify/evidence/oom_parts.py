@@ -236,6 +236,10 @@ _SAID = guarded(
     # a request over a maximum, its size stated (MATLAB's "Requested 100000x100000 (74.5GB)
     # array exceeds maximum array size preference")
     r"|\brequest\w*\b[^.;]{0,40}\d[\d.,]*\s?[kmgt]i?b\b[^.;]{0,40}\bexceed\w* (?:the )?max"
+    # an allocation's size over the largest an allocator supports, in hexadecimal or bytes
+    # (AddressSanitizer's "requested allocation size 0x1fdfffffc04 (...) exceeds maximum
+    # supported size of 0x10000000000")
+    r"|\ballocation size (?:0x[0-9a-f]+|\d+)\b.{0,80}?\bexceeds? (?:the )?max(?:imum)? supported"
     # a hard limit of a memory resource crossed (Grid Engine's 'exceeds job hard limit "h_vmem"')
     r"|\bexceed\w* (?:\w+ ){0,3}limit \W?(?:[hs]_)?(?:vmem|rss|mem)\b"
 )
@@ -446,6 +450,10 @@ _HEDGE = re.compile(
     r"|notify|tell|report)\b"
     r"|\beither\b[^.;]{0,30}\b(?:oom|out[ -]of[ -]memory)[\w-]*[^.;]{0,30}\bor\b"
     r"|\b(?:it is|it's|it may be) possible\b|\b(?:indicates|signals?) that\b"
+    # a situation put as a condition (libde265's issue: "In an out of memory situation,
+    # de265_image::alloc_image() may fail to allocate memory")
+    r"|\bin (?:an?|the|any) (?:out[ -]of[ -]memory|oom) (?:situation|condition"
+    r"|case|scenario)s?\b"
     r"|\bpotential(?:ly)? (?:an? )?(?:oom|out[ -]of[ -]memory|kill\w*|terminat\w*)\b"
     r"|\bto (?:track|monitor|detect|catch|debug|investigate|reproduce|simulate|test|handle)"
     r" (?:the |an? )?(?:\w+ ){0,2}(?:oom|out[ -]of[ -]memory)"
@@ -1182,6 +1190,14 @@ def _worded_as_memory(low: str) -> dict[str, str] | None:
     return None
 
 
+_WITHOUT = re.compile(
+    r"\bwithout (?:(?:worrying|thinking|caring) about )?(?:exceed\w*|hitting|reaching"
+    r"|running out)\b"
+)
+"""A limit not crossed, or only feared, just before the words (BunkerWeb's user: "impossible to
+load the web UI without worrying about exceeding the memory consumption limit")."""
+
+
 def parse_oom_parts(
     line: str, low: str | None = None, *, reported: bool = False
 ) -> LineSignal | None:
@@ -1205,7 +1221,11 @@ def parse_oom_parts(
     said = _SAID.search(low)
     if said is None:
         return _grown_then_killed(line, low)
-    if _quoted_code(line) or _TEST_PROGRESS.search(line):
+    if (
+        _quoted_code(line)
+        or _TEST_PROGRESS.search(line)
+        or _WITHOUT.search(low, max(0, said.start() - 40), said.end())  # not crossed, or feared
+    ):
         return None
     said = _past_questions(low, said)
     if said is None:  # the cause asked about ("Not Enough GPU memory?") and nothing said after

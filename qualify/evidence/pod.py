@@ -200,15 +200,16 @@ def memory_used_up(text: str, source: str) -> Evidence | None:
 _CAPPED = re.compile(
     r"(?<![\w-])(?:--memory|--mem|-m)(?:=|\s+)[\"']?\d+(?:\.\d+)?\s*[kmgt]i?b?\b"
     r"|\bmem_limit\s*[:=]\s*[\"']?\d+(?:\.\d+)?\s*[kmgt]i?b?\b"
-    r"|\blimit(?:s|ed|ing)?\b (?:the )?(?:ram|memory)\b(?: [\w-]+){0,6} to \d+(?:\.\d+)?"
-    r"\s*[kmgt]i?b?\b"
+    r"|\blimit(?:s|ed|ing)?\b (?:the )?(?:[\w-]+'s )?(?:ram|memory)\b(?: [\w-]+){0,6} to "
+    r"\d+(?:\.\d+)?\s*[kmgt]i?b?\b"
     r"|(?<![\w.])\d+(?:\.\d+)?\s*[kmgt]i?b?\b (?:(?:memory|ram|container|cgroup|pod|job)\s+){0,3}"
     r"limit\b",
     re.IGNORECASE,
 )
 """A memory cap set on the work in the input: docker's ``--memory="100g"`` and ``-m 4g``, Slurm's
 ``--mem=8G``, compose's ``mem_limit: 4g``, or a person's "When I limit the RAM available to the
-container to 4Gb", "We've put a 1GB limit on the containers", "a test that specifies 10m container
+container to 4Gb", "I limited the container's memory to 4G" (BunkerWeb's user), "We've put a
+1GB limit on the containers", "a test that specifies 10m container
 cgroup limit"."""
 
 

@@ -33,6 +33,9 @@ _VALUE_BEFORE = re.compile(r"[A-Za-z\"'][\"']?\s*[:=]\s*$")
 """An identifier in lower case (``timed_out``, ``low_memory``) is spelled only as a field's
 value (after a key, not after a ``file.py:315:`` location): as a name it is a variable's, a
 function's or a setting's."""
+_TEST_NAME = re.compile(r"[Tt]est(?:[A-Z_]|s?$)")
+"""A test's name (fail2ban's ``testExecuteTimeoutWithNastyChildren``, ``test_oom_kill``): what
+the test checks, not what happened to the run."""
 _JOINS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|_+")
 _QUOTED_TOKEN = re.compile(r"([\"'])([\w.-]+)\1")
 """A single token in quotes (a JSON value or key, a quoted signal name)."""
@@ -55,6 +58,8 @@ def spelled(line: str) -> str | None:
         token = match[0]
         if _LOWER.fullmatch(token) and not _VALUE_BEFORE.search(unquoted, 0, match.start()):
             return token
+        if _TEST_NAME.match(token):
+            return token  # a test's name names what it tests, not what happened
         return _JOINS.sub(" ", token)
 
     spelled_line = _COMPOUND.sub(words, unquoted)
