@@ -94,6 +94,8 @@ HELD_OUT_TABLES = {
     "n132": "ecosystems no other part names: API gateways and API management",
     "n134": "ecosystems no other part names: regular expression engines and text search tools",
     "n136": "ecosystems no other part names: serialization and schema libraries",
+    "n138": "ecosystems no other part names: flashcards, dictionaries and language-learning apps",
+    "n140": "ecosystems no other part names: digital signage, kiosk and display-wall software",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -195,6 +197,8 @@ UNLISTED = frozenset(
         "n132",
         "n134",
         "n136",
+        "n138",
+        "n140",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

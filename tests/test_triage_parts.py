@@ -4656,6 +4656,33 @@ def test_a_cap_set_on_a_containers_memory_makes_a_plain_kill_its_oom_kill(
     assert _triage_text(tmp_path, BUNKERWEB.format(cap=cap)).triage_class is expected
 
 
+_reads(
+    LINE_READINGS,
+    "the_oom_killer_had_a_duration_then_a_kill_and_a_watchdog_fired",
+    [
+        # https://github.com/machinekit/machinekit-cnc/issues/13: the OOM killer as hit
+        ("We also hit the issue with the OOM killer on a BBB [1] and I did some research on the "
+         "subject by instrumenting emc/nml_intf/interpl.cc", "oom_kill"),
+        # counter-case: only read about
+        ("We also read about the OOM killer on a BBB [1] and I did some research on the subject "
+         "by instrumenting emc/nml_intf/interpl.cc", "memory_noted"),
+        # https://github.com/machinekit/machinekit/pull/553: a duration, then the kill
+        ("Not sure why the BBB tests fail.  They're taking over 30 minutes and get killed.  I "
+         "can't tell if they're hanging or if they're taking longer than in the past.  Will "
+         "rebuild older PR to test....", "timeout"),
+        # counter-case: no kill told
+        ("Not sure why the BBB tests fail.  I can't tell if they're hanging or if they're taking "
+         "longer than in the past.", None),
+        # https://github.com/bdring/FluidNC/issues/1810: ESP-IDF's task watchdog
+        ("E (17550) task_wdt: Task watchdog got triggered. The following tasks/users did not "
+         "reset the watchdog in time:", "timeout"),
+        # counter-case: the watchdog fed
+        ("E (17550) task_wdt: Task watchdog was fed in time.", None),
+    ],
+    ids=["machinekit", "read-about", "took-then-killed", "no-kill", "task-wdt", "fed"],
+)  # fmt: skip
+
+
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool
     # holding 1.7 GiB reserved and not in use for a 146 MiB request

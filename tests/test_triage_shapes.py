@@ -101,8 +101,9 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # Maximum execution time of 60 seconds exceeded ...', referer:" (part N121), bold around it;
     # 22 with the titles of jSymbolic's and GTUltra's refusals and axe's negative (parts N129 and
     # N131), whose class only their "# " title gives, bold around them; 23 with part N133's
-    # fail2ban title "iptables ... Cannot allocate memory", bold around it
-    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 23),
+    # fail2ban title "iptables ... Cannot allocate memory", bold around it; 25 with the titles of
+    # part N139's OpenSpending and Open States refusals, bold around them
+    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 25),
     # each line of the deciding paragraph an item of a Markdown list ("* "), read as its words
     # as a "- " item is: 388 rows moved with the deciding line alone an item when a "* " was read
     # as a C comment's continuation, 30 now (most of them test runners' lines whose parsers
@@ -113,8 +114,8 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # shell's status read from a line's start); 39 with part N121's osTicket line (bold's too);
     # 42 with the same three titles of parts N129 and N131 as bold's; 44 with part N133's two
     # fail2ban rows (the same title as bold's, and unittest's "[  111s] FAIL: ..." read from its
-    # line's start)
-    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 44),
+    # line's start); 46 with the same two titles of part N139 as bold's
+    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 46),
     # structured logs: docker's json-file driver, zap's JSON encoder
     "docker-json": (
         lambda line: json.dumps(
@@ -122,8 +123,9 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
         ),
         # (Gecode's row, part N86, to its label's class in docker's json; part N135's libde265
         # negative, "In an out of memory situation, ... may fail to allocate memory", read as a
-        # logged refusal in it, as behind the logging lead)
-        11,
+        # logged refusal in it, as behind the logging lead; part N137's LinuxCNC row, "USRMOT:
+        # ERROR: command 30 timeout", read in it as a logged time limit, its label's class)
+        12,
     ),
     "zap-json": (
         lambda line: json.dumps(

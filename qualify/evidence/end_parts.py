@@ -148,6 +148,13 @@ _AFTER_DURATION = re.compile(
 after 60 minutes``): its time ran out; unless the end's reason follows (Lightdash's "A compile
 ... aborted after 167 s with" and, on the next line, "`FATAL ERROR: Ineffective mark-compacts
 near heap limit`": the duration tells when, the reason why)."""
+_TOOK_THEN_KILLED = re.compile(
+    r"\b(?:taking|took|takes|running|ran|runs) (?:over|more than|longer than) [\d.]+ ?"
+    r"(?:s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?) and (?:then )?(?:gets?|got|are|were"
+    r"|is|was) (?:\w+ )?(?:killed|terminated|cancel+ed|aborted)\b"
+)
+"""Work that ran past a stated duration, then was ended (Machinekit's "They're taking over 30
+minutes and get killed"): its time ran out."""
 _NETWORK = re.compile(
     r"(?<![.\w])(?:connect\w*|socket|request|http\w*|https|read|write|handshake|dns|lock"
     r"|poll\w*|ping|heartbeat|rpc|grpc|curl|wget|fetch\w*|download\w*"
@@ -436,7 +443,8 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
     alarm = _ALARM_KILL.search(low) or _ALARM_STATUS.search(line)
     if alarm is not None and not _ALARM_SUPPOSED.search(low, 0, alarm.end()):
         return LineSignal("timeout", {"parts": True})
-    timed = _TIME_LIMIT.search(low) or _AFTER_DURATION.search(low)
+    # (a stated duration, then the kill, before any other time words on the line)
+    timed = _TOOK_THEN_KILLED.search(low) or _TIME_LIMIT.search(low) or _AFTER_DURATION.search(low)
     if timed is not None and (
         _supposed(low, timed)
         or _attempts_left(low)

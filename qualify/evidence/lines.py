@@ -293,6 +293,9 @@ _TIMEOUT = guarded(
     r"time ?limit\b|\btime ?limit (?:was |has been |is )?(?:exceeded|reached|hit)\b)"
     r"|(?i:(?:query|statement|task|job|step|execution|process)timeout(?:exception|error)\b)"
     r"|(?i:watchdog\b.{0,80}\b(?:stopped responding|not responding|is hung|hang detected)\b)"
+    # a watchdog fired: what it watched did not report in time (ESP-IDF's "task_wdt: Task
+    # watchdog got triggered. The following tasks/users did not reset the watchdog in time:")
+    r"|(?i:\bwatchdog (?:got |was |has been )?(?:triggered|fired|expired)\b)"
     # systemd's unit jobs: "start operation timed out. Terminating.", "Failed with result
     # 'timeout'"
     r"|\b(?:start|stop|reload|restart)(?:-\w+)? operation timed out\b|with result 'timeout'"
@@ -722,7 +725,7 @@ def _timeout_words(low: str) -> bool:
         "timeout" in low or "stack of" in low or "execution t" in low or "time limit" in low
         or "timed out" in low or "timed-out" in low or "time has" in low or "responding" in low
         or "time out" in low
-        or "timeouterror" in low or "timeoutexception" in low
+        or "timeouterror" in low or "timeoutexception" in low or "watchdog" in low
     )  # fmt: skip
 
 

@@ -609,7 +609,7 @@ def _introduced(low: str, said: re.Match[str]) -> bool:
     end as the paste's occasion (:data:`_OCCASION`)."""
     if _OCCASION.search(low[max(0, said.start() - 60) : said.start()]):
         return False
-    if _KILLED_BECAUSE.search(low) and not _HEDGE.search(low):
+    if (_KILLED_BECAUSE.search(low) or _HAD_THE_KILLER.search(low)) and not _HEDGE.search(low):
         return False  # a kill for memory, the person's report of it (:data:`_KILLED_BECAUSE`)
     if _LABELLED.search(low, max(0, said.start() - 20), said.start()) and _DIGIT.search(
         low, said.end(), _clause_stop(low, said.end())
@@ -695,6 +695,13 @@ _KILLED_BECAUSE = re.compile(
 "when cloning, git-remote-https gets killed because the system runs out of memory"), or its
 lack ("killed by the system due to the limited memory"), or the OOM it came from: their report
 of it."""
+_HAD_THE_KILLER = re.compile(
+    r"\b(?:we|i) (?:also )?(?:had|hit|got|saw|ran into|encountered) (?:the |an? )?"
+    r"(?:(?:issue|problem) with the )?oom[ -]?killer\b"
+)
+"""The OOM killer as what a person had or hit (Alaveteli's "We had the OOM Killer show up today
+while a batch was being sent", Machinekit's "We also hit the issue with the OOM killer on a
+BBB"): their report of its kill."""
 _MET_BY_WORK = re.compile(
     r"\bthe (?:container|pod|job|process|function|service|worker|instance|task)s?\b"
     r"(?:(?!\b(?:might|may|could|would|will|should|can|if|when|whether)\b)[^,;.]){0,40}?"

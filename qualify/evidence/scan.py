@@ -179,6 +179,12 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"we stopped hearing",  # Azure Pipelines: "We stopped hearing from agent X"
         b"out of swap",  # FreeBSD: "was killed: out of swap space", "swap_pager: out of swap"
         b"last few gcs",  # V8's banner as it dies for its heap: "<--- Last few GCs --->"
+        b"watchdog got",  # a watchdog fired ("Task watchdog got triggered", ESP-IDF's)
+        b"watchdog was",
+        b"watchdog has",
+        b"watchdog triggered",
+        b"watchdog fired",
+        b"watchdog expired",
         b"what():",  # the C++ runtime's exception after "terminate called" ("  what():  Panic")
     ),
     # the JVM's detail alone, as Gradle prints a failed task's cause ("> Java heap space")
