@@ -96,6 +96,8 @@ HELD_OUT_TABLES = {
     "n136": "ecosystems no other part names: serialization and schema libraries",
     "n138": "ecosystems no other part names: flashcards, dictionaries and language-learning apps",
     "n140": "ecosystems no other part names: digital signage, kiosk and display-wall software",
+    "n142": "ecosystems no other part names: calendars, scheduling and booking tools",
+    "n144": "ecosystems no other part names: comment systems and embeddable discussion widgets",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -199,6 +201,8 @@ UNLISTED = frozenset(
         "n136",
         "n138",
         "n140",
+        "n142",
+        "n144",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

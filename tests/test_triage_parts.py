@@ -4682,6 +4682,36 @@ _reads(
     ids=["machinekit", "read-about", "took-then-killed", "no-kill", "task-wdt", "fed"],
 )  # fmt: skip
 
+_reads(
+    LINE_READINGS,
+    "a_use_over_a_size_then_killed_the_killer_triggered_an_inner_class_and_a_limit_given",
+    [
+        # https://github.com/mitodl/open-discussions/issues/3251: a use over a size, then killed
+        ("The task eventually consumes over 2 GB memory and is killed.", "oom_kill"),
+        # counter-case: no kill
+        ("The task eventually consumes over 2 GB memory and is slow.", None),
+        # https://github.com/benbusby/whoogle-search/issues/28: what set the OOM killer off
+        ("I'm seeing 264MB used by whoogle in my local VM cluster. I tried to deploy this to a "
+         "t3a.nano in EC2 (456MB RAM), but triggered OOM killer (the docker daemon uses a lot of "
+         "RAM on its own, which leaves that machine with about 250MB of RAM free).", "oom_kill"),
+        # counter-case: feared
+        ("I tried to deploy this to a t3a.nano in EC2 (456MB RAM), but worried about the OOM "
+         "killer.", "memory_noted"),
+        # https://github.com/dniHze/maestro-test-action/issues/57: an inner class after "$"
+        ("maestro.MaestroDriverStartupException$IOSDriverTimeoutException: Maestro iOS driver "
+         "did not start up in time", "timeout"),
+        # counter-case: another inner class
+        ("maestro.MaestroDriverStartupException$IOSDriverException: Maestro iOS driver did not "
+         "start up", None),
+        # https://github.com/Flank/flank/issues/353: a time limit given over what is allowed
+        ("    \"message\" : \"Given test timeout of 60 min exceeds limit of 30 min.\",", None),
+        # counter-case: a test's timeout exceeded
+        ("    \"message\" : \"Test timeout of 60 min exceeded.\",", "timeout"),
+    ],
+    ids=["consumes-then-killed", "slow", "whoogle", "feared", "maestro", "other-class",
+         "flank", "exceeded"],
+)  # fmt: skip
+
 
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool

@@ -86,9 +86,10 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # too): LinkChecker's title "# Process being killed from out of memory error on Ubuntu",
     # read behind the lead as a logged kill for memory (its label's class); logging's one more of
     # part N135's: libde265's negative, an allocation's failure told as a situation, read behind
-    # the lead as a logged refusal
+    # the lead as a logged refusal; one more of part N141's: Fess's crawl job "exit code 137",
+    # whose code behind the lead no longer reads as the job's
     "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 32),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 61),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 62),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),
     # a line set in bold in a report (Markdown's strong emphasis around the whole line): 50 rows
@@ -102,8 +103,9 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # 22 with the titles of jSymbolic's and GTUltra's refusals and axe's negative (parts N129 and
     # N131), whose class only their "# " title gives, bold around them; 23 with part N133's
     # fail2ban title "iptables ... Cannot allocate memory", bold around it; 25 with the titles of
-    # part N139's OpenSpending and Open States refusals, bold around them
-    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 25),
+    # part N139's OpenSpending and Open States refusals, bold around them; 26 with part N143's
+    # uiautomator2 server title
+    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 26),
     # each line of the deciding paragraph an item of a Markdown list ("* "), read as its words
     # as a "- " item is: 388 rows moved with the deciding line alone an item when a "* " was read
     # as a C comment's continuation, 30 now (most of them test runners' lines whose parsers
@@ -114,8 +116,9 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # shell's status read from a line's start); 39 with part N121's osTicket line (bold's too);
     # 42 with the same three titles of parts N129 and N131 as bold's; 44 with part N133's two
     # fail2ban rows (the same title as bold's, and unittest's "[  111s] FAIL: ..." read from its
-    # line's start); 46 with the same two titles of part N139 as bold's
-    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 46),
+    # line's start); 46 with the same two titles of part N139 as bold's; 47 with part N143's
+    # title as bold's
+    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 47),
     # structured logs: docker's json-file driver, zap's JSON encoder
     "docker-json": (
         lambda line: json.dumps(

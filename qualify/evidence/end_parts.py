@@ -173,6 +173,9 @@ _SUPPOSED = re.compile(
     r"|expect(?:s|ed|ing)?"
     r"|default"
     r"|option|flag|parameter|environment variable|invalid|must be|possibly|clean(?:ing)? ?up"
+    # a time limit given that exceeds what is allowed, refused as a setting (Flank's "Given test
+    # timeout of 60 min exceeds limit of 30 min.")
+    r"|exceeds (?:the )?(?:max(?:imum)? |allowed )?limit of"
     r"|looks? like|seems?|appears? to be"
     # a person's guess at the cause (VFS for Git's user: "I guess it is due to timeout value in
     # WaitUntilMounted function")

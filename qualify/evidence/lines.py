@@ -779,7 +779,7 @@ def parse_pytest_line(line: str, low: str | None = None) -> LineSignal | None:
 
 
 _EXCEPTION = re.compile(
-    r"(?:^|[\s:>\]])((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception)|ComparisonFailure)): (\S.*)"
+    r"(?:^|[\s:>\]$])((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception)|ComparisonFailure)): (\S.*)"
 )
 """An exception as Python, Java and most runtimes print its last line (and JUnit 3 and 4's
 ``junit.framework.ComparisonFailure``, an assertion's, named so)."""

@@ -698,6 +698,9 @@ of it."""
 _HAD_THE_KILLER = re.compile(
     r"\b(?:we|i) (?:also )?(?:had|hit|got|saw|ran into|encountered) (?:the |an? )?"
     r"(?:(?:issue|problem) with the )?oom[ -]?killer\b"
+    # or what they did set it off (Whoogle's user: "I tried to deploy this to a t3a.nano in EC2
+    # (456MB RAM), but triggered OOM killer")
+    r"|\b(?:but|and|which|it|i|we) (?:\w+ )?triggered (?:the |an? )?oom[ -]?killer\b"
 )
 """The OOM killer as what a person had or hit (Alaveteli's "We had the OOM Killer show up today
 while a batch was being sent", Machinekit's "We also hit the issue with the OOM killer on a
@@ -1868,6 +1871,11 @@ _GREW_THEN_KILLED = re.compile(
     r" (?:up )?to ~?\d[\d.,]*\s?[kmgt]i?b\b[^.;!?]{0,30}?\b(?:until|till|then|and|before)\b"
     r"[^.;!?]{0,40}?(?<!\bmay )(?<!\bmight )(?<!\bwill )(?<!\bwould )(?<!\bcould )(?<!\bcan )"
     r"\b(?:gets?|got|is|was) (?:\w+ly )?(?:oom[- ]?)?killed\b"
+    # or a use over a size, then the kill (open-discussions' "The task eventually consumes over
+    # 2 GB memory and is killed.")
+    r"|\b(?:consumes|consumed|uses|used|takes|took) (?:over|more than|above) ~?\d[\d.,]*\s?"
+    r"[kmgt]i?b\b (?:of )?(?:memory|ram)\b (?:and|then|before)"
+    r" (?:(?:gets?|got|is|was) )?(?:\w+ly )?(?:oom[- ]?)?killed\b"
 )
 """Memory told growing in one run, then the run killed (the OME-Zarr resave's "the memory keeps
 increasing and the job gets killed when it runs out of pod memory (96G)"): a ``when`` after
