@@ -307,14 +307,14 @@ _TIMEOUT = guarded(
 _TIMEOUT_PID = re.compile(
     r"(?i:\b(?:worker|process|task|job|step|build|test|child)\s+time ?out\s*\(pid\W{0,2}(\d+)\))"
 )
+"""A unit of work's timeout stated with the process it names, its pid in parentheses (a
+pre-fork server's "[CRITICAL] WORKER TIMEOUT (pid:418)"): the run's time limit only when a kill
+of that same pid follows (``qualify.triage.signals``); a kill of another pid is not its end."""
 _TIMEOUT_KILLING = re.compile(
     r"(?i:\btime ?out \(\s*[\d.]+ ?m?s\s*>\s*[\d.]+ ?m?s\s*\),? (?:killing|terminating|aborting)\b)"
 )
 """A timeout with its length crossed in numbers, then the kill that enforces it, on one line
 (Unicorn's master: "worker=0 PID:3042 timeout (31s > 30s), killing"): a time limit's end."""
-"""A unit of work's timeout stated with the process it names, its pid in parentheses (a
-pre-fork server's "[CRITICAL] WORKER TIMEOUT (pid:418)"): the run's time limit only when a kill
-of that same pid follows (``qualify.triage.signals``); a kill of another pid is not its end."""
 _PANIC_DEADLINE = re.compile(r"\s*panic: context deadline exceeded\s*$")
 """A Go program's panic whose value is its context's deadline passed, alone on its line (a CI
 bot's "panic: context deadline exceeded" before its goroutines): the program ended because its

@@ -209,8 +209,7 @@ _CAPPED = re.compile(
 """A memory cap set on the work in the input: docker's ``--memory="100g"`` and ``-m 4g``, Slurm's
 ``--mem=8G``, compose's ``mem_limit: 4g``, or a person's "When I limit the RAM available to the
 container to 4Gb", "I limited the container's memory to 4G" (BunkerWeb's user), "We've put a
-1GB limit on the containers", "a test that specifies 10m container
-cgroup limit"."""
+1GB limit on the containers", "a test that specifies 10m container cgroup limit"."""
 
 
 def memory_capped(text: str, source: str) -> Evidence | None:

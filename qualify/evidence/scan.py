@@ -217,8 +217,9 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"time limit",
         b"operation timeout",
         b"timeout expired",
-        b"timeout (pid",  # a worker's timeout with its pid ("WORKER TIMEOUT (pid:418)")
-        b"timeout (",  # its length crossed, then killed ("timeout (31s > 30s), killing", Unicorn)
+        # a worker's timeout with its pid ("WORKER TIMEOUT (pid:418)") or its length crossed,
+        # then killed ("timeout (31s > 30s), killing", Unicorn's master)
+        b"timeout (",
         b"***timeout",
         b"[timeout]",  # a runner's state in brackets (Tcl's "*** [TIMEOUT]: name in file")
         # a time limit's identifier given as the cause ("Session was terminated due to

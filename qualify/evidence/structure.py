@@ -33,9 +33,10 @@ _VALUE_BEFORE = re.compile(r"[A-Za-z\"'][\"']?\s*[:=]\s*$")
 """An identifier in lower case (``timed_out``, ``low_memory``) is spelled only as a field's
 value (after a key, not after a ``file.py:315:`` location): as a name it is a variable's, a
 function's or a setting's."""
-_TEST_NAME = re.compile(r"[Tt]est(?:[A-Z_]|s?$)")
+_TEST_NAME = re.compile(r"[Tt]est(?:[A-Z_]|s?$)(?!\w*(?:Exception|Error)$)")
 """A test's name (fail2ban's ``testExecuteTimeoutWithNastyChildren``, ``test_oom_kill``): what
-the test checks, not what happened to the run."""
+the test checks, not what happened to the run. (An exception's class is no test's name: JUnit's
+``TestTimedOutException`` is spelled.)"""
 _JOINS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|_+")
 _QUOTED_TOKEN = re.compile(r"([\"'])([\w.-]+)\1")
 """A single token in quotes (a JSON value or key, a quoted signal name)."""
