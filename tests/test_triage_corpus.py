@@ -983,10 +983,6 @@ KNOWN_MISSES = {
         "'the scheduler times out' under a 'when': read as a condition, and 'times out' is not "
         "read as 'timed out' ('4 times out of 5' counts, in another row)"
     ),
-    "kill-lightdash-ready-indicator-playwright-180s-lightdash-lightdash-20356.txt": (
-        "the time limit is told across the report (an indicator that never appears, the "
-        "browser's wait) with no line stating it ended the export"
-    ),
     "host-mpmath-memory-error-on-import-mpmath-mpmath-513.txt": (
         "'it seems that ... it creates a Memory Error': the person's hedge governs the error, "
         "which the rules then read as supposed"

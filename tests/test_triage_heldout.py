@@ -98,6 +98,8 @@ HELD_OUT_TABLES = {
     "n140": "ecosystems no other part names: digital signage, kiosk and display-wall software",
     "n142": "ecosystems no other part names: calendars, scheduling and booking tools",
     "n144": "ecosystems no other part names: comment systems and embeddable discussion widgets",
+    "n146": "ecosystems no other part names: dense and sparse linear algebra and FFT libraries",
+    "n148": "ecosystems no other part names: music players, library managers and music servers",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -203,6 +205,8 @@ UNLISTED = frozenset(
         "n140",
         "n142",
         "n144",
+        "n146",
+        "n148",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

@@ -4712,6 +4712,58 @@ _reads(
          "flank", "exceeded"],
 )  # fmt: skip
 
+_reads(
+    LINE_READINGS,
+    "a_hyphenated_time_out_a_duration_after_it_caused_to_time_out_not_run_in_a_time",
+    [
+        # https://github.com/streetsidesoftware/cspell/issues/5825: the state hyphenated
+        ("Error: Internal error: Atomics.wait() failed: timed-out", "timeout"),
+        # counter-case: a request's
+        ("Error: request to registry failed: timed-out", None),
+        # https://github.com/jsreport/jsreport/issues/770: the plural verb, then its duration
+        ("This means that bigger tables timeouts on chrome-page-eval after 10s", "timeout"),
+        # counter-case: a setting's noun with a duration
+        ("Instead, this PR makes it timeout after 1 hr (they usually finish in under 30 "
+         "minutes).", None),
+        # https://github.com/GSA-TTS/FAC/issues/2076: what made the work run out of its time
+        ("Submitting a non workbook excel spreadsheet with a lot of filled in cells causes the "
+         "validation process to timeout. This is likely intended, however could potentially be "
+         "confusing if somebody submitting an audit doesn't fully understand what counts as a "
+         "workbook or not.", "timeout"),
+        # counter-case: a question how to set it
+        ("How do I make the validation process timeout after 5 seconds?", None),
+        # https://github.com/fcitx5-android/fcitx5-android/issues/76: not run in a stated time
+        ("E/CustomActivityOnCrash( 4481): java.lang.RuntimeException: Alive checking failed! The "
+         "job didn't get run after 8000 ms!", "timeout"),
+        # counter-case: a call that did not answer, and a default taken
+        ("W/InputConnectionWrapper( 4481): requestUpdateCursorAnchorInfo() didn't respond in "
+         "2000 ms. Returning default: 0", None),
+        # counter-case: a default taken after the work did not start
+        ("The job did not start within 5 minutes, using the cached result", None),
+    ],
+    ids=["cspell", "registry", "jsreport", "pr-setting", "fac", "question", "fcitx5",
+         "default-returned", "cached"],
+)  # fmt: skip
+
+_reads(
+    LINE_READINGS,
+    "what_used_to_happen_before_a_sentence_of_now",
+    [
+        # https://github.com/python-excel/xlrd/pull/368: a change's before and after
+        ("- xls: `on_demand` with `mmap`ed used to have no effect on `xls` file, whose has "
+         "non-contiguous sectors. Last line of  `_locate_stream` caused it to load the whole "
+         "data from `mmap`ed  file into the memory, time consuming and `MemoryError` for big "
+         "`xls` files (>100MB).  Now the `mmap` part work as in", "memory_noted"),
+        # counter-case: the same without its before and after
+        ("Last line of `_locate_stream` caused it to load the whole data from `mmap`ed file into "
+         "the memory, time consuming and `MemoryError` for big `xls` files (>100MB).",
+         "host_alloc_failed"),
+        # counter-case: it used to work, the failure is now
+        ("It used to work, but now it fails with MemoryError. Now what?", "host_alloc_failed"),
+    ],
+    ids=["xlrd", "no-before-after", "used-to-work"],
+)  # fmt: skip
+
 
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool

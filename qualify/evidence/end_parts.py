@@ -124,18 +124,19 @@ _FAILED_TESTS = guarded(
 """Other test runners' own words for failed tests, each with a count above zero where it has
 one."""
 _TIME_LIMIT = re.compile(
-    r"\btime ?outs?\b|\btimed ?out\b|\btimes out\b|\btiming out\b|\btime ?limit\b|\bdeadline\b"
-    r"|\bwall ?time\b|\bwall[- ]clock\b"
+    r"\btime[ -]?outs?\b|\btimed[ -]?out\b|\btimes out\b|\btiming out\b|\btime ?limit\b"
+    r"|\bdeadline\b|\bwall ?time\b|\bwall[- ]clock\b"
     r"|\bmax(?:imum)? (?:\w+ )?(?:time|duration|run ?time)\b|\bruntime limit\b"
     r"|\b(?:requested|allotted|allowed|allocated) (?:run ?time|wall ?time|time)\b"
     r"|\b(?:ran|running|took|taking|runs) (?:\w+ )?longer than\b|\btoo long\b"
     r"|\bno output\b|\binactivity\b|\bstalled\b"
     r"|\b(?:due (?:to )?|ran |run |went |goes )over ?time\b"
 )
-"""Words that name a time limit or its crossing; "over time" only as what a thing ran or failed
-due to (vcpkg's "osx ci is failed lately due over time after 2 days"), not a change "over time"."""
+"""Words that name a time limit or its crossing, spelled apart, joined or hyphenated (cspell's
+"Atomics.wait() failed: timed-out"); "over time" only as what a thing ran or failed due to
+(vcpkg's "osx ci is failed lately due over time after 2 days"), not a change "over time"."""
 _CROSSED = re.compile(
-    r"\b(?:exceed\w*|reached|reaching|hit|expired|after|elapsed|timed ?out|longer than"
+    r"\b(?:exceed\w*|reached|reaching|hit|expired|after|elapsed|timed[ -]?out|longer than"
     r"|killed|cancel+ed|stopped|aborted|terminated|interrupted)\b"
 )
 """Words that say the limit was crossed or the work ended for it."""
@@ -339,12 +340,17 @@ exceeded', stays)."""
 
 
 def _networked(low: str, match: re.Match[str]) -> bool:
-    """Whether the clause of ``match`` names a network's time (a path elsewhere on the
+    """Whether the clause of ``match`` (or the one before, when the time words are all of it)
+    names a network's time (a path elsewhere on the
     line, ``E:\\Git\\...``, is another clause; so are the words after a quote that holds
     ``match``: nginx's 'FastCGI sent in stderr: "PHP message: PHP Fatal error:  Maximum
     execution time of 30 seconds exceeded in ..." while reading response head' tells when nginx
     read PHP's message, not what timed out)."""
     start, stop = _clause(low, match)
+    if not low[start:stop].strip(" \t'\"`.!").replace(match[0], "", 1).strip(" \t'\"`.!"):
+        # the time words are their clause whole, a failure's reason after its colon ("Error:
+        # request to registry failed: timed-out"): what failed is in the clause before
+        start = max((m.end() for m in _BOUNDARY.finditer(low, 0, max(0, start - 2))), default=0)
     inside = low.count('"', 0, match.start()) % 2 == 1  # the match stands in a quote
     closed = low.find('"', match.end(), stop) if inside else -1
     return _NETWORK.search(low, start, closed if closed >= 0 else stop) is not None
@@ -352,7 +358,7 @@ def _networked(low: str, match: re.Match[str]) -> bool:
 
 _WORDS = re.compile(
     r"kill|term|sig|137|143|-9|-15|time|timing|deadline|output|longer|inactiv|stall|after|fail"
-    r"|evict|alarm"
+    r"|evict|alarm|within"
     r"|assertion|expected equality|\[e|not ok|duration"
 )
 _TIMED_AFTER = re.compile(
@@ -371,6 +377,21 @@ _DURATION = (
     r"|hours?)\b|\d+:\d\d:\d\d\b)"
 )
 _LIMIT_OF = re.compile(rf"\bof {_DURATION}|\(>?{_DURATION}\)|\bin the last {_DURATION}|\(\w+=\d+\)")
+_AFTER_ITS = re.compile(rf"\bafter (?:\w+ )?{_DURATION}")
+"""The duration after which what the time limit's words name ran out, said after them in its
+clause (jsreport's "bigger tables timeouts on chrome-page-eval after 10s", Lightdash's "so
+Playwright times out after 180s"): the limit crossed, as its own duration said with it is. Not
+after the noun alone, which a setting names ("this PR makes it timeout after 1 hr")."""
+_CAUSED_TO = re.compile(
+    r"(?<!this pr )(?<!this change )(?<!this commit )(?<!this patch )"
+    r"\b(?:causes?|caused|causing|makes|made|making)\b(?: [\w-]+){1,5}? to time[ -]?out\b"
+    r"|(?<!this pr )(?<!this change )(?<!this commit )(?<!this patch )"
+    r"\b(?:makes|made|making)\b(?: [\w-]+){1,4}? time[ -]?out\b"
+)
+"""What made a unit of work run out of its time, told (FAC's "Submitting a non workbook excel
+spreadsheet with a lot of filled in cells causes the validation process to timeout."): the
+time limit ended it. A setting's "how to make it timeout after 5 s" is supposed, read before; a
+change's "this PR makes it timeout after 1 hr" sets a limit (pyvista's CI)."""
 """The limit's own duration said with it ("exceeded maximum runtime of 5m0s", Celery's "Hard
 time limit (1200s) exceeded", SGE's "exceeded the requested runtime (h_rt=3600)", Travis' "No
 output has been received in the last 10m0s"): a limit crossed as a fact, not a setting talked
@@ -400,7 +421,7 @@ _FAILED_FOR = re.compile(
 timeout``, ``completed with status "TIMEOUT"``, ``state: TIMEOUT``)."""
 _ENDED = re.compile(r"\b(?:killed|cancel+ed|stopped|aborted|terminated|interrupted)\b")
 _STATED_CROSSED = re.compile(
-    r"(?:deadline|time ?out|time ?limit|wall ?time|max(?:imum)? (?:\w+ )?time)"
+    r"(?:deadline|time[ -]?out|time ?limit|wall ?time|max(?:imum)? (?:\w+ )?time)"
     r" (?:was |has been |is )?(?:exceeded|reached|expired|hit)\b"
 )
 """A time limit and its crossing said together, as an error's words are (Go's "context deadline
@@ -421,6 +442,21 @@ _FAILED_WITHIN = re.compile(
 """Work that failed to start or finish in a stated duration (a test runner's "Test failed to start
 in 0.3 minutes", after it killed what it had launched): its time ran out. (A connection or a
 response that failed in a time is a network's, and names neither verb.)"""
+_NOT_DONE_IN = re.compile(
+    r"\b(?:did not|didn't|never) (?:get )?(?:run|ran|start|started|finish|finished|complete"
+    r"|completed|launch|launched|boot|booted)\b(?: \w+)?"
+    rf" (?:in|within|after) (?:the allotted |the allowed )?{_DURATION}"
+)
+"""Work that did not run, start or finish in a stated duration, as a check that gave up on it
+says (fcitx5-android's "java.lang.RuntimeException: Alive checking failed! The job didn't get
+run after 8000 ms!"): its time ran out; unless a default is taken instead (``_TOOK_DEFAULT``).
+A call that did not respond or return in a time is a wait's, which a program may survive."""
+_TOOK_DEFAULT = re.compile(
+    r"[^;]{0,40}?\b(?:returning|returned|using|used|falling back to|fell back to|defaulting to)"
+    r" (?:the |a |its )?(?:default|fallback|cached)\b"
+)
+"""A default taken just after a wait gave up (Android's "requestUpdateCursorAnchorInfo() didn't
+respond in 2000 msec. Returning default: 0"): the time ran out and nothing ended."""
 _RECORD_LEAD = re.compile(
     r"\[?\d{4}-\d\d-\d\d[t ][\d:.,]+\]?(?:\s*[-|]\s*[\w.]+)*\s*[-|]\s*"
     r"(?:debug|info|notice|warn\w*|error|critical|fatal)$"
@@ -468,7 +504,10 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
         ended = _ENDED.search(low, start, stop) is not None
         unit = _UNIT_WORD.search(low, start, stop) is not None
         timed_after = _TIMED_AFTER.search(low) is not None
-        limit_of = _LIMIT_OF.search(low, start, stop) is not None
+        limit_of = _LIMIT_OF.search(low, start, stop) is not None or (
+            timed[0] not in ("timeout", "time out", "time-out")  # a setting's noun
+            and _AFTER_ITS.search(low, timed.end(), stop) is not None
+        )
         quiet = limit_of and timed[0] in ("no output", "inactivity")  # silent for a duration
         stated = (
             _STATED_CROSSED.match(low, timed.start()) is not None
@@ -486,6 +525,7 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
                 and _NETWORK.search(low) is None
             )
             or (crossed and (ended or unit or lead == "" or led or limit_of))
+            or _CAUSED_TO.search(low, start, stop) is not None
         ):
             return LineSignal("timeout", {"parts": True})
         failed_for = _FAILED_FOR.search(low, start, stop) is not None
@@ -496,8 +536,13 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
             return LineSignal("timeout", {"parts": True})  # Meson's "1/5 linktest  TIMEOUT  30.16s"
         if led and timed[0].startswith("time"):
             return LineSignal("timeout", {"parts": True})  # "Error: Timeout - Async callback ..."
-    within = _FAILED_WITHIN.search(low)
-    if within is not None and not _supposed(low, within):
+    within = _FAILED_WITHIN.search(low) or _NOT_DONE_IN.search(low)
+    if (
+        within is not None
+        and not _supposed(low, within)
+        and _TOOK_DEFAULT.match(low, within.end()) is None
+        and not _networked(low, within)
+    ):
         return LineSignal("timeout", {"parts": True})
     evicted = _EVICTED.search(low)
     if evicted is not None and not _supposed(low, evicted):

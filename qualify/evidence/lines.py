@@ -768,6 +768,11 @@ def parse_pytest_line(line: str, low: str | None = None) -> LineSignal | None:
             return ended  # an exception reporting a death by a signal, a time limit
         if _TIMED_OUT_CLASS.search(match[1]) and not _conditional(low, match):
             return LineSignal("timeout")
+        timed = parse_end_parts(match[2]) if "time" in low or "within" in low else None
+        if timed is not None and timed.kind == "timeout":
+            # its message read by its parts ("RuntimeException: Alive checking failed! The job
+            # didn't get run after 8000 ms!"), as the same words alone on their line are
+            return timed
         if _NAMES_A_TEST.search(match[2]):  # raised about a test: a leak check, a harness
             return LineSignal("test_error_line", {"text": text})
         if _ASSERTION.search(match[1]) and _COMPARED.search(match[2]):

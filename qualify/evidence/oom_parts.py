@@ -803,6 +803,22 @@ _PREVIOUSLY = re.compile(r"\b(?:previously|formerly|used to|no longer)\s+$")
 """What used to happen, just before the words (adapy's pull request: "large CAD assemblies that
 previously OOM-killed the worker ... convert within a worker pod's budget"): a change's
 before, not a report."""
+_USED_TO = re.compile(r"\bused to (?!work|run|pass|succeed|be (?:fine|ok|good))")
+_NOW_AFTER = re.compile(r"[.!;]\s+now\b")
+
+
+def _used_to(low: str, said: re.Match[str]) -> bool:
+    """Whether the words stand between what "used to" happen and a sentence that says how it is
+    "now" (xlrd's pull request: "`on_demand` with `mmap`ed used to have no effect ... caused it to
+    load the whole data ... and `MemoryError` for big `xls` files (>100MB). Now the `mmap` part
+    work as in ..."): a change's before and after, not a report. ("It used to work, ..." says
+    the opposite: the failure is new.)"""
+    return (
+        _USED_TO.search(low, 0, said.start()) is not None
+        and _NOW_AFTER.search(low, said.end()) is not None
+    )
+
+
 _EXAMPLE = re.compile(r"\b(?:such as|e\.g\.,?|for example,?|for instance,?)\s*[\"'`*]?$")
 """The words given as an example just after "such as" or "e.g." (ZoKrates' feature request: "it
 had an information message, such as \"Out of memory\" or \"malloc() failed\""): a kind of
@@ -1276,6 +1292,7 @@ def parse_oom_parts(
         or _CALLED_WRONG.search(low, max(0, said.start() - 20), said.start())
         or _EXAMPLE.search(low, max(0, said.start() - 20), said.start())
         or _PREVIOUSLY.search(low, max(0, said.start() - 16), said.start())
+        or _used_to(low, said)
         or _CONDITION.search(low[max(0, said.start() - 80) : said.start()])
         or (
             _WHEN.search(low[: said.start()]) and "kill" not in low[said.end() :]

@@ -227,6 +227,12 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"_timeout",
         b"timed out",
         b"timed-out",  # a state as one word ("Job not requeued because: timed-out")
+        b"time-out",  # the noun hyphenated ("failed with 'time-out'", cspell's users)
+        # a unit of work made to run out of its time ("causes the validation process to
+        # timeout"), or the verb in the plural ("bigger tables timeouts ... after 10s")
+        b"to timeout",
+        b"to time out",
+        b"timeouts",
         b"times out",  # "The test times out after 60 minutes"
         b"time has",  # "Build execution time has reached the maximum allowed time" (AppVeyor)
         b"timeout of",  # "reached its statement or warehouse timeout of 120 second(s)"
@@ -246,6 +252,12 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"went over time",
     ),  # pytest-timeout banner, Slurm DUE TO TIME LIMIT, libcheck's and CTest's timeouts
     b"timing": (b"timing out",),  # "The Go tests ... were occasionally timing out"
+    # work that did not start or finish in a stated time ("The emulator did not boot within 300
+    # seconds")
+    b"within": tuple(
+        f"{verb} within".encode()
+        for verb in ("start", "started", "finish", "finished", "complete", "completed", "boot")
+    ),
     b" passed": (b" passed in", b" passed,", b" passed\x1b"),  # a pytest summary (coloured)
     # a run's summary field stating success ("Status: successful", a build farm's summary)
     b"status": (b"status: succ", b"status: pass", b"status:succ", b"status=succ"),
