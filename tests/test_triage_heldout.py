@@ -100,6 +100,8 @@ HELD_OUT_TABLES = {
     "n144": "ecosystems no other part names: comment systems and embeddable discussion widgets",
     "n146": "ecosystems no other part names: dense and sparse linear algebra and FFT libraries",
     "n148": "ecosystems no other part names: music players, library managers and music servers",
+    "n150": "ecosystems no other part names: TLS certificate tooling and ACME clients",
+    "n152": "ecosystems no other part names: fitness, sports and activity tracking apps",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -207,6 +209,8 @@ UNLISTED = frozenset(
         "n144",
         "n146",
         "n148",
+        "n150",
+        "n152",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

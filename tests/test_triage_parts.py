@@ -4764,6 +4764,69 @@ _reads(
     ids=["xlrd", "no-before-after", "used-to-work"],
 )  # fmt: skip
 
+_reads(
+    LINE_READINGS,
+    "a_timeout_reached_in_the_present_a_kill_shown_as_a_message_and_an_error_being_got",
+    [
+        # https://github.com/sider/runners/issues/1458: a time limit reached, in the present
+        ("According to the log the execution time of the cppcheck process is too long and "
+         "reaches  the timeout of 30m.", "timeout"),
+        # counter-case: supposed
+        ("The cppcheck process may reach the timeout of 30m.", None),
+        # https://github.com/golangci/golangci-lint/issues/710: the shell's word as the message
+        ("running golangci-lint run fails with \"Killed\" message after 40 seconds.",
+         "shell_killed"),
+        # counter-case: killed after a duration, a time limit
+        ("running golangci-lint run was killed after 40 seconds.", "timeout"),
+        # https://github.com/frappe/crm/issues/1246: an example of what the person is getting
+        ("I am trying to get the crm app using `bench get-app crm` on my hetzner server having "
+         "`2 vCPU, 4 GB (RAM), 40 GB (Disk)` but I am getting error such as `Out of memory: "
+         "killed process <pid> (node)`.", "oom_kill"),
+        # counter-case: a kind of message named as an example
+        ("It had an information message, such as `Out of memory: killed process <pid> (node)`.",
+         "memory_noted"),
+    ],
+    ids=["cppcheck", "may-reach", "golangci", "killed-after", "frappe", "kind-of-message"],
+)  # fmt: skip
+
+
+def test_the_javascript_package_manager_yarn_is_no_platform_with_a_limit() -> None:
+    """Frappe CRM's build log ("$ yarn install --check-files", "yarn install v1.22.22") runs no
+    work under Hadoop's YARN; a job submitted to YARN does."""
+    js = "$ yarn install --check-files\nyarn install v1.22.22\n$ yarn run build\nyarn.lock\n"
+    assert platform_named(js, "issue.md") is None
+    assert platform_named("Submitted the job to YARN queue default\n", "issue.md") is not None
+
+
+STYLELINT = """Avoid heap out of memory with CI coverage job
+> Is there anything in the PR that needs further explanation?
+
+{intro}
+
+```
+FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory
+```
+"""
+"""https://github.com/stylelint/stylelint/pull/7100, with its sentence before the paste varied."""
+
+
+@pytest.mark.parametrize(
+    ("intro", "expected"),
+    [
+        ("This change aims to avoid the following error that sometimes happens with the CI test "
+         "coverage job.", TriageClass.UNKNOWN),
+        ("I keep getting the following error that sometimes happens with the CI test coverage "
+         "job.", TriageClass.HOST_ALLOC_FAILED),
+        ("How do I fix the following error that sometimes happens with the CI test coverage "
+         "job?", TriageClass.HOST_ALLOC_FAILED),
+    ],
+    ids=["a-change-avoids-it", "the-persons", "asked-to-fix"],
+)  # fmt: skip
+def test_a_change_said_to_treat_the_error_that_follows_shows_it(
+    tmp_path: Path, intro: str, expected: TriageClass
+) -> None:
+    assert _triage_text(tmp_path, STYLELINT.format(intro=intro)).triage_class is expected
+
 
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool

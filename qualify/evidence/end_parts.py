@@ -136,17 +136,21 @@ _TIME_LIMIT = re.compile(
 "Atomics.wait() failed: timed-out"); "over time" only as what a thing ran or failed due to
 (vcpkg's "osx ci is failed lately due over time after 2 days"), not a change "over time"."""
 _CROSSED = re.compile(
-    r"\b(?:exceed\w*|reached|reaching|hit|expired|after|elapsed|timed[ -]?out|longer than"
+    r"\b(?:exceed\w*|reached|reaches|reaching|hit|expired|after|elapsed|timed[ -]?out|longer than"
     r"|killed|cancel+ed|stopped|aborted|terminated|interrupted)\b"
 )
 """Words that say the limit was crossed or the work ended for it."""
 _AFTER_DURATION = re.compile(
-    r"\b(?:killed|cancel+ed|stopped|aborted|terminated|interrupted)\b.{0,40}?\bafter (?:\w+ )?"
+    r"(?<![\"'`])\b(?:killed|cancel+ed|stopped|aborted|terminated|interrupted)\b"
+    r"(?![\"'`])(?!\s+(?:message|error|status)\b)"
+    r".{0,40}?\bafter (?:\w+ )?"
     r"[\d.]+ ?(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?)\b"
     r"(?!,? (?:with|due to|because|from)\b)"
 )
 """Work ended after a stated duration (``Process killed after 3600 seconds``, ``Build cancelled
-after 60 minutes``): its time ran out; unless the end's reason follows (Lightdash's "A compile
+after 60 minutes``): its time ran out; not a message quoted (golangci-lint's user: 'fails with
+"Killed" message after 40 seconds': the shell's word for a SIGKILL, and when it came); unless the
+end's reason follows (Lightdash's "A compile
 ... aborted after 167 s with" and, on the next line, "`FATAL ERROR: Ineffective mark-compacts
 near heap limit`": the duration tells when, the reason why)."""
 _TOOK_THEN_KILLED = re.compile(

@@ -189,11 +189,12 @@ _QUOTED_KILLED = re.compile(
     r"\b(?:get|gets|got|getting|output|outputs|print|prints|printed|printing|show|shows|showed"
     r"|return|returns|returned|say|says|said"
     # or as what a program ended with (Spidy's user: 'Spidy aborts with "Killed".')
-    r"|(?:abort|exit|die|end|stop|quit|terminate)(?:s|d|ed)? with)\b[^.\"`]{0,20}"
+    r"|(?:abort|exit|die|end|stop|quit|terminate|fail)(?:s|d|ed)? with)\b[^.\"`]{0,20}"
     r"[\"`\u201c]Killed\.?[\"`\u201d]"
 )
 """The shell's word for a command killed by a signal, quoted as the output a person got (PDAL's
-"am getting the output \"Killed\" in my terminal window") or as what a program ended with."""
+"am getting the output \"Killed\" in my terminal window") or as what a program ended or failed
+with (golangci-lint's user: 'fails with "Killed" message after 40 seconds')."""
 _KILLED_AS_OUTPUT = re.compile(
     r"^\W*(?:\d+ )?Killed[\"`\u201d]?\s+(?:is|was) (?:the |my )?(?:only |sole |whole |last )?"
     r"(?:error|output|message)\b"

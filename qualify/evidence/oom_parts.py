@@ -823,6 +823,13 @@ _EXAMPLE = re.compile(r"\b(?:such as|e\.g\.,?|for example,?|for instance,?)\s*[\
 """The words given as an example just after "such as" or "e.g." (ZoKrates' feature request: "it
 had an information message, such as \"Out of memory\" or \"malloc() failed\""): a kind of
 message named, not one a run printed."""
+_GOT_SUCH = re.compile(
+    r"\b(?:getting|gets?|got|seeing|see|saw|receiving|received|hitting|hit)"
+    r"(?: (?:an?|the|this|these|some))?(?: [\w-]+){0,2}? such as\s*[\"'`*]?$"
+)
+"""An example the person says they are getting (Frappe CRM's user: "I am getting error such as
+`Out of memory: killed process <pid> (node)`"): what they got, in its shape, not a kind of
+message named."""
 _CALLED_WRONG = re.compile(
     r"\b(?:incorrect|wrong|bogus|misleading|spurious|erroneous|false|confusing|inaccurate)"
     r"\s+[`\"'*]?$"
@@ -1290,7 +1297,10 @@ def parse_oom_parts(
         or _OTHER_CODE.search(low, said.end())
         or _AVOIDED.search(low[max(0, said.start() - 60) : said.start()])
         or _CALLED_WRONG.search(low, max(0, said.start() - 20), said.start())
-        or _EXAMPLE.search(low, max(0, said.start() - 20), said.start())
+        or (
+            _EXAMPLE.search(low, max(0, said.start() - 20), said.start())
+            and not _GOT_SUCH.search(low, max(0, said.start() - 60), said.start())
+        )
         or _PREVIOUSLY.search(low, max(0, said.start() - 16), said.start())
         or _used_to(low, said)
         or _CONDITION.search(low[max(0, said.start() - 80) : said.start()])
@@ -1582,6 +1592,16 @@ _CHANGE_INTRO = re.compile(
     re.IGNORECASE,
 )
 """Words that say a message is being changed or proposed: what follows shows it."""
+_CHANGE_TREATS = re.compile(
+    r"\b(?:this|the) (?:change|pr|pull request|commit|patch)\b[^.?!]{0,40}?"
+    r"\b(?:avoid|fix|prevent|address|resolv|mitigat|work(?:s|ing)? around)\w*\b[^.?!]{0,40}?"
+    r"\bthe following\b",
+    re.IGNORECASE,
+)
+"""A change said to treat the error that follows (Stylelint's pull request: "This change aims to
+avoid the following error that sometimes happens with the CI test coverage job.", then the
+message in a fence): the message is what the change treats, shown. (A person's "How do I fix the
+following error:" names no change: the error is theirs.)"""
 _TREATED = re.compile(
     r"\b(?:fix(?:es|ed|ing)?|resolv(?:es|ed|ing)|address(?:es|ed|ing)|mitigat(?:es|ed|ing)"
     r"|explain(?:s|ed|ing)?|document(?:ed|ing)"
@@ -1633,7 +1653,7 @@ def _an_example(before: str, line: str = "") -> bool:
     # the example's words in the colon's own clause (not "... templates such as `Email002.jsx`,
     # and crashes with:", react-email's user telling what it did before the error)
     intro = re.split(r"[,;]\s", last)[-1]
-    return bool(_CHANGE_INTRO.search(last)) or (
+    return bool(_CHANGE_INTRO.search(last) or _CHANGE_TREATS.search(last)) or (
         last.rstrip().endswith(":") and bool(_EXAMPLE_INTRO.search(intro))
     )
 

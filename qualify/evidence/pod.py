@@ -54,13 +54,18 @@ def pod_memory_limit(text: str, source: str) -> tuple[Evidence, int] | None:
 
 _PLATFORM = re.compile(
     r"(?<![A-Za-z0-9_])(?:oomkilled|containers?|pods?|kubernetes|k8s|kubelet|kubectl|docker\w*|podman|cgroups?"
-    r"|memcg|cloud ?foundry|app instance|dynos?|slurm\w*|sbatch|srun|sacct|yarn|ecs|fargate"
+    r"|memcg|cloud ?foundry|app instance|dynos?|slurm\w*|sbatch|srun|sacct|ecs|fargate"
+    # Hadoop's YARN, not the JavaScript package manager of the same name ("$ yarn install",
+    # "yarn install v1.22.22", "yarn run build": its commands and its version)
+    r"|yarn(?!\s+(?:install|add|build|run|dev|start|test|lint|remove|upgrade|workspaces?|global"
+    r"|cache|set|config|dlx|why|info|init|link|pack|publish|v?\d)\b)(?![.-]lock)"
     r"|aws lambda|cloud run|nomad|mesos|openshift|helm)(?![A-Za-z0-9_])",
     re.IGNORECASE,
 )
 """A platform that runs work under a memory limit of its own: a container, a pod, a job of a
-batch scheduler, a PaaS's instance or dyno, a cgroup. (Its edges are ASCII ones: in a script
-written without spaces, "ステータスがOOMKilledになる", a word edge (``\\b``) is not seen.)"""
+batch scheduler or of Hadoop's YARN, a PaaS's instance or dyno, a cgroup. (Its edges are ASCII
+ones: in a script written without spaces, "ステータスがOOMKilledになる", a word edge (``\\b``) is
+not seen.)"""
 
 
 _KERNEL_RECORD = re.compile(r"\[\s*\d+\.\d{6}\]")
