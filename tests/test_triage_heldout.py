@@ -102,6 +102,8 @@ HELD_OUT_TABLES = {
     "n148": "ecosystems no other part names: music players, library managers and music servers",
     "n150": "ecosystems no other part names: TLS certificate tooling and ACME clients",
     "n152": "ecosystems no other part names: fitness, sports and activity tracking apps",
+    "n154": "ecosystems no other part names: barcode and QR code libraries and scanners",
+    "n156": "ecosystems no other part names: HTTP API clients and API testing tools",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -211,6 +213,8 @@ UNLISTED = frozenset(
         "n148",
         "n150",
         "n152",
+        "n154",
+        "n156",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

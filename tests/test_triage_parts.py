@@ -4828,6 +4828,83 @@ def test_a_change_said_to_treat_the_error_that_follows_shows_it(
     assert _triage_text(tmp_path, STYLELINT.format(intro=intro)).triage_class is expected
 
 
+_reads(
+    LINE_READINGS,
+    "a_disk_exhausted_an_access_out_of_bounds_an_allocator_structure_not_made",
+    [
+        # https://github.com/haskell/ghcup-hs/issues/30: a resource exhausted that is a disk
+        ("`ghcup install` exhausts /tmp storage (about 2 GB). It ends with the message `resource "
+         "exhausted (no space left on device)`", "memory_noted"),
+        # counter-case: the resource not said
+        ("It ends with the message `resource exhausted`", "host_alloc_failed"),
+        # https://github.com/moonrepo/proto/issues/208: wasmtime's trap, an access out of bounds
+        ("  \u2502     2: wasm trap: out of bounds memory access", None),
+        # counter-case: out of memory
+        ("  \u2502     2: wasm trap: out of memory", "memory_noted"),
+        # https://github.com/asdf-vm/asdf-erlang/issues/116: Erlang's super carrier not made
+        ("erts_mmap: Failed to create super carrier of size 512 MB", "host_alloc_failed"),
+        # counter-case: a file not made
+        ("Failed to create file of size 512 MB", None),
+    ],
+    ids=["ghcup", "resource-unsaid", "wasm-bounds", "wasm-oom", "erts-mmap", "file"],
+)  # fmt: skip
+
+_reads(
+    LINE_READINGS,
+    "the_shells_killed_on_macos_and_over_a_progress_line_perls_harness_tests_that_time_out",
+    [
+        # https://github.com/pyenv/pyenv/issues/2289: macOS's sh adds the signal's number
+        ("/bin/sh: line 1: 77877 Killed: 9               CC='clang' LDSHARED='clang -bundle'",
+         "shell_killed"),
+        # counter-case: another signal
+        ("/bin/sh: line 1: 77877 Terminated: 15               CC='clang'", None),
+        # https://github.com/postmodern/ruby-install/issues/150: written over rdoc's progress
+        ("Killed94/962]  ext/date/date_core.c", "shell_killed"),
+        # counter-case: a word that starts so
+        ("Killed94 files", None),
+        # https://github.com/gugod/App-perlbrew/issues/654: Test::Harness's summary report
+        ("../cpan/File-Path/t/Path_root.t                                  (Wstat: 256 Tests: 11 "
+         "Failed: 1)", "test_failed"),
+        ("Result: FAIL", "test_failed"),
+        # counter-cases: no test failed
+        ("t/basic.t (Wstat: 0 Tests: 11 Failed: 0)", None),
+        ("Result: PASS", None),
+        # https://github.com/gfx-rs/wgpu/issues/9705: units of work that time out
+        ("Several tests time out in CI", "timeout"),
+        # counter-cases: a setting's name; supposed
+        ("The tests time out value is 60s", None),
+        ("If the jobs time out, they are retried", None),
+    ],
+    ids=["killed-9", "terminated-15", "progress", "word", "harness-file", "harness-result",
+         "none-failed", "pass", "wgpu", "setting", "supposed"],
+)  # fmt: skip
+
+ERLANG = """Build Fails on macOS 10.15 Catalina
+```
+Building Erlang/OTP 20.1 (asdf_20.1), please wait...
+Build failed.
+make[3]: *** [../ebin/{module}_arch.beam] Error 1
+make[3]: *** [../ebin/{module}_mk_switch.beam] Error 1
+erts_mmap: Failed to create super carrier of size 512 MB
+make[3]: *** [../ebin/{module}_arith_32.beam] Error 1
+```
+"""
+"""https://github.com/asdf-vm/asdf-erlang/issues/116, with the modules' names varied."""
+
+
+@pytest.mark.parametrize(
+    ("module", "expected"),
+    [("hipe_rtl", TriageClass.HOST_ALLOC_FAILED), ("hip_rtl", TriageClass.CUDA_OOM_CAPACITY)],
+    ids=["erlangs-hipe", "amds-hip"],
+)
+def test_erlangs_hipe_names_no_accelerator(
+    tmp_path: Path, module: str, expected: TriageClass
+) -> None:
+    """The nearest line that names an accelerator makes an allocation refused without one the
+    device's: AMD's HIP does, Erlang's HiPE compiler does not."""
+    assert _triage_text(tmp_path, ERLANG.format(module=module)).triage_class is expected
+
+
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool
     # holding 1.7 GiB reserved and not in use for a 146 MiB request

@@ -104,8 +104,9 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # N131), whose class only their "# " title gives, bold around them; 23 with part N133's
     # fail2ban title "iptables ... Cannot allocate memory", bold around it; 25 with the titles of
     # part N139's OpenSpending and Open States refusals, bold around them; 26 with part N143's
-    # uiautomator2 server title
-    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 26),
+    # uiautomator2 server title; 27 with part N153's ruby-build row, the shell's "Killed" at a
+    # line's start, bold around it
+    "strong": (lambda line: f"**{line.strip()}**" if line.strip() else line, 27),
     # each line of the deciding paragraph an item of a Markdown list ("* "), read as its words
     # as a "- " item is: 388 rows moved with the deciding line alone an item when a "* " was read
     # as a C comment's continuation, 30 now (most of them test runners' lines whose parsers
@@ -117,8 +118,9 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # 42 with the same three titles of parts N129 and N131 as bold's; 44 with part N133's two
     # fail2ban rows (the same title as bold's, and unittest's "[  111s] FAIL: ..." read from its
     # line's start); 46 with the same two titles of part N139 as bold's; 47 with part N143's
-    # title as bold's
-    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 47),
+    # title as bold's; 48 with part N153's Test::Harness "Result: FAIL", read from its line's
+    # start
+    "list-item": (lambda line: "* " + line.strip() if line.strip() else line, 48),
     # structured logs: docker's json-file driver, zap's JSON encoder
     "docker-json": (
         lambda line: json.dumps(
@@ -127,14 +129,18 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
         # (Gecode's row, part N86, to its label's class in docker's json; part N135's libde265
         # negative, "In an out of memory situation, ... may fail to allocate memory", read as a
         # logged refusal in it, as behind the logging lead; part N137's LinuxCNC row, "USRMOT:
-        # ERROR: command 30 timeout", read in it as a logged time limit, its label's class)
-        12,
+        # ERROR: command 30 timeout", read in it as a logged time limit, its label's class; CMSSW's
+        # known miss, as in zap's JSON below)
+        13,
     ),
     "zap-json": (
         lambda line: json.dumps(
             {"level": "error", "ts": 1738555506.123, "caller": "worker/run.go:42", "msg": line}
         ),
-        7,
+        # (CMSSW's "the tests still time out, with the same stack trace:", a known miss whose
+        # colon introduces a paste, read in the record's quotes as its label's time limit, the
+        # units that time out read since part N155)
+        8,
     ),
 }
 

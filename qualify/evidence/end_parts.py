@@ -294,6 +294,22 @@ _NOW_HANDLED = re.compile(
 issues that occurred with large scores are now properly handled"): a change told, no end."""
 _TIMES_OUT = re.compile(r"times out\b(?! of\b)")
 """"times out" as a verb, not a count ("4 times out of 5")."""
+_UNITS_TIME_OUT = re.compile(
+    r"\b(?:tests|jobs|tasks|steps|builds|runs|processes|workers|suites|benchmarks|workflows"
+    r"|pipelines)(?: (?:\w+ly|still|now|all|also|often|always|sometimes|then|just)){0,2}"
+    r" time[ -]?out\b(?! (?:value|setting|option|of|problems?|issues?|errors?)\b)"
+)
+"""Units of work that time out, the verb in the plural's present (wgpu's title "Several tests
+time out in CI"): their time limit ended them, as "the test times out" says of one."""
+
+
+def _units_time_out(low: str, start: int, timed: re.Match[str]) -> bool:
+    """Whether the time limit's words ``timed`` are the verb of units of work (``_UNITS_TIME_OUT``)
+    in the clause that starts at ``start``."""
+    units = _UNITS_TIME_OUT.search(low, start)
+    return units is not None and units.end() == timed.end()
+
+
 _ALARM_KILL = re.compile(
     r"\bsigalrm\b[^.;!?]{0,60}?\bkill(?:s|ed|ing)?\b"
     r"|\b(?:killed|terminated|ended|died)\b[^.;!?]{0,30}?\b(?:by|with|from|on) (?:a |the )?"
@@ -525,7 +541,11 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
             # whatever it names timed out, on a line that names no network's part (Azure's
             # "Provisioning of VM extension 'mrpsetup' has timed out."): a time limit ended it
             or (
-                (timed[0].startswith(("timed", "timing")) or _TIMES_OUT.match(low, timed.start()))
+                (
+                    timed[0].startswith(("timed", "timing"))
+                    or _TIMES_OUT.match(low, timed.start())
+                    or _units_time_out(low, start, timed)
+                )
                 and _NETWORK.search(low) is None
             )
             or (crossed and (ended or unit or lead == "" or led or limit_of))

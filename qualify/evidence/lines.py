@@ -208,16 +208,20 @@ _ASKED = re.compile(r"[^.!?]*\?")
 """The rest of a sentence, ending in a question mark ('Does it abort with "Killed"?')."""
 _SHELL_KILLED = re.compile(
     r"(?:^|(?<![Oo][Oo][Mm])\s|Z\s|[.\d])Killed(?:\s{2,}(\S.*)|\s*)$"
-    r"|\bline \d+:\s+(\d+) Killed(?:\s+(\S.*)|\s*)$"
+    r"|\bline \d+:\s+(\d+) Killed(?:: 9)?(?:\s+(\S.*)|\s*)$"
     r"|^\[\d+\]\s+[+-]?\s*(\d+) killed\s{2,}(\S.*)$"
     r"|(?<=\S\s)(?:zsh|bash|ksh|dash|fish): [Kk]illed\s+(\S.*)$"
     # the same status with the script's prefix left out, a pid first (Siconos' user: "7395
     # Killed OPEN_BLAS_NUM_THREADS=8 OMP_NUM_THREADS=8 python3 chute_con_rocas.py > ...")
     r"|^\s*(\d{3,}) Killed\s+(\S.*)$"
+    # the status written over a progress line, its counter's rest after it (ruby-install's
+    # "Killed94/962]  ext/date/date_core.c", the rdoc's "[ 94/962]")
+    r"|^Killed(?=\d+/\d+\])"
 )
 """The shell's job status for a command killed by a signal: alone (or after a progress line's
 dots, "Loading database information...Killed"), after the script's ``line N: PID`` (then
-wherever the line quotes it, one space or many before the command), zsh's job line
+wherever the line quotes it, one space or many before the command, macOS's sh adding the
+signal's number: "77877 Killed: 9"), zsh's job line
 ("[1]    75076 killed     python main.py"), or the shell's message after its name wherever
 the output before it left the line ("... crc=388ABCA5 zsh: killed zip2john Test.zip")."""
 _GCC_KILLED = re.compile(r"internal compiler error: Killed(?:: \d+)? \(program (\S+?)\)")
@@ -756,7 +760,7 @@ def parse_pytest_line(line: str, low: str | None = None) -> LineSignal | None:
         return _by_memory(text, None) or LineSignal("test_error_line", {"text": text})
     if ("fail" in low or "error" in low) and (match := _OTHER_RUNNER_FAILED.search(line)):
         name = next(group for group in match.groups() if group is not None)
-        return LineSignal("test_failed", {"nodeid": name})
+        return LineSignal("test_failed", {"nodeid": name or None})  # (a result names none)
     # (an exception's line without "error" holds no needle, JUnit's ComparisonFailure and a
     # TimeoutException aside: the scanner never shows it)
     if ("error" in low or "comparisonfailure" in low or "timeoutexception" in low) and (
@@ -814,13 +818,18 @@ _OTHER_RUNNER_FAILED = re.compile(
     r"|^\s*(\d+\) (?:[\w.]+\.)?Assertion(?:Failed)?Error)(?: \[\w+\])?: "  # mocha, TestCafe
     r"|\bTest Failed: (\w+) \(result was \w+"  # cocotb's regression manager
     r"|(?:^|\s)_{3,} ERROR at (?:setup|teardown) of (\S+) _{3,}\s*$"  # pytest: a fixture's error
+    # Perl's Test::Harness summary report: a test file with failures, then the run's result
+    r"|^\s*(\S+\.t)\s+\(Wstat: \d+ Tests: \d+ Failed: [1-9]\d*\)"
+    r"|^()Result: FAIL\s*$"
 )
 """Other test runners' line for one failed test; an assertion's error as an item of a numbered
 failure list (TestCafe's and mocha's reporters: " 1) AssertionError: expected false to be
 truthy"), which a program's own uncaught assertion never is; cocotb's "Test Failed: test_dff
 (result was AssertionError)", the test and what ended it named together; pytest's section head
 for a test whose fixture raised ("____ ERROR at setup of test_sum_on_dist ____"), a test errored
-as unittest's "ERROR: name (class)" is."""
+as unittest's "ERROR: name (class)" is; Perl's Test::Harness ("prove", "make test"), its summary
+report's line for a test file that failed ("../cpan/File-Path/t/Path_root.t  (Wstat: 256 Tests:
+11 Failed: 1)") and the run's "Result: FAIL"."""
 
 
 def _by_memory(message: str, nodeid: str | None) -> LineSignal | None:

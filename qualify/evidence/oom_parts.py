@@ -44,6 +44,10 @@ _REFUSED = (
     r"|\bmemory\b.{0,80}?\bwould (?:use|be larger than|exceed)\b.{0,60}?\b(?:maximum|limit)\b"
     r"|circuit_?breaking_?exception|errno[ =:]*12\b|\benomem\b|alloc(?:ation)?_failure"
     r"|\b(?:mmap|\w*alloc|s?brk)\b.{0,60}\bfailed\W{1,3}error code[ =:]*12\b"
+    # an allocator's own structure not made at its size (Erlang's "erts_mmap: Failed to create
+    # super carrier of size 512 MB")
+    rf"|(?:{_CANNOT}) (?:create|allocate|map|reserve) (?:an? |the )?(?:[\w-]+ ){{0,2}}?"
+    r"(?:carrier|heap|arena|memory pool|memory region|segment) of size \d"
     rf"|(?:{_CANNOT}|\bfail\w*|\berror)\b[^:]{{0,80}}:\s*no (?:more )?memory\b"
     rf"|(?:{_CANNOT}) (?:be )?\w+ (?:in|within) (?:the )?(?:allotted|available|allowed|assigned)"
     r" memory\b"
@@ -96,7 +100,9 @@ and a request past the total (MindSpore's "... plus alloc size : 301990400 is mo
 mem size : 29464985600."), and memory a system refuses to provide (Stata's "op. sys. refuses to
 provide memory": the refusal said by its verb), and a refusal in French, as R and other programs
 translate it ("Erreur : impossible d'allouer un vecteur de taille 26.8 Go")."""
-_CLAUSE = r"\b(?:enough|insufficient|out of) (?:[a-z0-9_-]{1,12} ){1,2}memory\b"
+_CLAUSE = (
+    r"\b(?:enough|insufficient|out of(?! bounds\b| range\b)) (?:[a-z0-9_-]{1,12} ){1,2}memory\b"
+)
 """A shortage, a word or two, then memory, whatever the words between ("Not enough GPU memory to
 compute a single tile.", MySQL's "Out of sort memory, consider increasing server sort buffer
 size"). The scanner's clauses (:data:`qualify.evidence.scan.CLAUSES`) admit the same lines."""
@@ -174,7 +180,9 @@ _SAID = guarded(
     + _SHORT
     + r"|"
     + _TOO_MUCH
-    + r"|out of (?:[\w-]+ ){0,4}mem(?:ory)?\b|:\s*out-of-memory\b|\boom\b|outofmemory|out_of_memory"
+    # (not an access out of bounds: wasmtime's "wasm trap: out of bounds memory access")
+    + r"|out of (?!bounds\b|range\b)(?:[\w-]+ ){0,4}mem(?:ory)?\b|:\s*out-of-memory\b|\boom\b"
+    + r"|outofmemory|out_of_memory"
     # Java's OutOfMemoryError by its short name (Helidon's "Within 5 minutes OOME on the
     # helidon-se kicks in"); an allocation's error with no memory named (p4's "allocation error in
     # pdmatrix 2.")
@@ -911,9 +919,9 @@ _ALLOCATING = guarded(
 )
 _ACCELERATOR = re.compile(
     # (Apple's Metal, not a bare-metal machine: bladeRF's user "installed on a bare-metal
-    # machine")
-    r"\b(?:cuda\w*|\w*gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|(?<!bare-)(?<!bare )metal|tpu\w*|hpu\w*"
-    r"|neuron\w*|vulkan"
+    # machine"; AMD's HIP, not Erlang's HiPE compiler: "hipe_rtl_arch.beam")
+    r"\b(?:cuda\w*|\w*gpu\w*|hip(?!e(?:_|\b))\w*|rocm\w*|xpu\w*|mps|(?<!bare-)(?<!bare )metal"
+    r"|tpu\w*|hpu\w*|neuron\w*|vulkan"
     r"|directml|dml|\w*opencl\w*|vram|hbm|device[ _:]?\d+|cu\w*alloc\w*|ggml\w*|\w*_bfc|cl_mem\w*"
     r"|nvidia\w*|accelerator|xla\w*|jax\w*|cupy\w*|rmm|vk[a-z]*(?:alloc|memory|buffer)\w*"
     r"|device memory|device buffer|\w*outofdevicememory\w*|\w*out_of_device_memory\w*"
@@ -1780,8 +1788,8 @@ _ON_HOST = re.compile(
 """An allocation said to be of the host's memory ("pinned host memory", "bytes on host:", XLA's
 pinned host allocator ``xla_gpu_host_bfc``, CUDA's ``cudaHostAlloc`` and ``cudaMallocHost``)."""
 _DEVICE_WORD = re.compile(
-    r"\b(?:cuda\w*|gpu\w*|hip\w*|rocm\w*|xpu\w*|mps|(?<!bare-)(?<!bare )metal|tpu\w*|hpu\w*"
-    r"|vulkan|vram|\w*_bfc"
+    r"\b(?:cuda\w*|gpu\w*|hip(?!e(?:_|\b))\w*|rocm\w*|xpu\w*|mps|(?<!bare-)(?<!bare )metal"
+    r"|tpu\w*|hpu\w*|vulkan|vram|\w*_bfc"
     r"|device[ _:]?\d+|device memory|device buffer|on device|rmm|npu\w*|rtmalloc\w*|synhelper"
     r"|device_id\W?\d+|\w*opencl\w*|mem_object_allocation_failure)\b"
 )
@@ -1972,13 +1980,17 @@ _OTHER_ERROR = re.compile(
     r": (?:no such file or directory|no such file|permission denied|operation not permitted"
     r"|connection refused|file exists|is a directory|not a directory|invalid argument)\b"
 )
+_DISK_FULL = re.compile(r"\bno space left\b|\benospc\b|\bdisk (?:is )?full\b")
+"""A disk that has no space left: what a resource said to be exhausted is, when it says so
+(ghcup's user: "It ends with the message `resource exhausted (no space left on device)`")."""
 """An error of its own after the words (containerd's "notify OOM events error=open
 .../memory.oom_control: no such file or directory"): the memory words name what was being done,
 another errno says why it failed."""
 
 
 def _other_error(low: str, said: re.Match[str]) -> bool:
-    """Another errno after the memory words, unless it is joined to them by its colon alone.
+    """Another errno after the memory words, unless it is joined to them by its colon alone; or
+    a resource exhausted that is a disk's space (``_DISK_FULL``).
 
     A message whose memory words end right where an errno's text begins is one said the way
     ``perror`` says it, the program's own statement and then the errno its library held (the
@@ -1987,6 +1999,8 @@ def _other_error(low: str, said: re.Match[str]) -> bool:
     "notify OOM events error=open .../memory.oom_control: no such file or directory") make the
     memory words what was being done.
     """
+    if said[0].startswith("resource") and _DISK_FULL.search(low) is not None:
+        return True  # a disk's space run out, in gRPC's or Haskell's words for any resource
     other = _OTHER_ERROR.search(low, said.end())
     return other is not None and other.start() > said.end()
 

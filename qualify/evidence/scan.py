@@ -233,6 +233,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         b"to timeout",
         b"to time out",
         b"timeouts",
+        b" time out",  # units of work in the plural ("Several tests time out in CI")
         b"times out",  # "The test times out after 60 minutes"
         b"time has",  # "Build execution time has reached the maximum allowed time" (AppVeyor)
         b"timeout of",  # "reached its statement or warehouse timeout of 120 second(s)"
