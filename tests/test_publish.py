@@ -873,6 +873,162 @@ def test_decoded_tokens_are_the_simple_tokens(tmp_path: Path) -> None:
     assert decoded > 500
 
 
+def _phase_pool() -> list[str]:
+    """Lines of an events file: the plugin's phase lines (its own encoders: hostile test ids,
+    a file and none, a line number and none) and every other kind (a failure, the collection, a
+    GPU event, a key given twice, a phase line that differs from the plugin's by one field, a
+    line across two writes, blank and whitespace lines, CRLF, NaN, nesting)."""
+    from harness import contract
+
+    stamp = (1796562007.246274, 23537.24671, 10240)
+    ids = [
+        "t.py::test_a",
+        "::TestX::test_b[1-2]",
+        "t.py::test_ghp_" + "a1B2c3D4e5" * 3 + "zYxWvU",  # (a token's shape)
+        "t.py::test_at[10.1.2.3]",
+        "t.py::test_home[/home/zelda-planted/x]",
+        'a"quote',
+        "back\\slash",
+        "ctl\x01",
+        "\u00e9\u2028\U0001f600",
+        "x},{y",
+        '","when":"call',
+    ]
+    lines = []
+    for index, nodeid in enumerate(ids):
+        when = ("setup", "call", "teardown")[index % 3]
+        where = ("/root/x/test_a.py", index) if index % 2 else ("t.py", None)
+        lines.append(contract.encode_test_start("setup", nodeid, stamp, where).decode())
+        lines.append(contract.encode_test_start(when, nodeid, stamp).decode())
+        lines.append(contract.encode_test_end(when, nodeid, "passed", 0.001234567, stamp).decode())
+    failed = {"event": "test_phase", "state": "end", "when": "call", "nodeid": "t.py::test_a"}
+    lines += [
+        contract.encode_line({**failed, "outcome": "failed", "longrepr": "E  ghp_x\n", "t": 1.5}),
+        contract.encode_line({**failed, "outcome": "rerun", "duration": 0.5}),
+        contract.encode_line({"event": "collection", "nodeids": ["t.py::test_a", "::b"]}),
+        contract.encode_line({"event": "session_finish", "exitstatus": 0, "junitxml": None}),
+        contract.encode_line({"event": "sandbox_limits", "memory_bytes": 2048, "swap_bytes": 0}),
+        contract.encode_line({"event": "cuda_oom", "message": "CUDA out of memory"}),
+    ]
+    lines = [line if isinstance(line, str) else line.decode() for line in lines]
+    start = lines[0]
+    lines += [
+        start.replace('"event":"test_phase"', '"event":"test_phase","event":"x"'),
+        start.replace('"line":', '"line":0'),
+        start.replace('"pid":10240', '"pid":-1'),
+        start.replace(',"t":', ', "t":'),
+        start.replace('"start"', '"begin"'),
+        start[:40] + "\n" + start[40:],
+        "\n",
+        " \n",
+        start[:-1] + "\r\n",
+        '{"event":"x","a":NaN,"o":{"k":[1,{"n":null}]}}\n',
+        "[]\n",
+        "1\n",
+    ]
+    return lines
+
+
+def test_phase_lines_are_read_as_their_records(tmp_path: Path) -> None:
+    """An events file read as ``PhaseLines`` (``read_events``: the plugin's phase lines taken
+    from their fields, not decoded) replays into the same progress, gives the judge the same
+    other events, learning the same fields and publication the same strings as the values
+    ``read_all`` decodes; any other file is read as ``read_all`` reads it. Texts made of lines
+    of every kind, then with characters changed, with bytes that are not UTF-8 and a cut last
+    line, each read from a file as a run's events are."""
+    from qualify.judge.gpu import gpu_evidence
+    from qualify.judge.judgement import inside_limits
+    from qualify.judge.progress import ProgressReplay, progress_from_events
+    from qualify.publish.bundle import (
+        _as_text,
+        _decoded_tokens,
+        _jsonl_fields,
+        _phase_fields,
+        _phase_tokens,
+        _simple_tokens,
+    )
+    from qualify.rundir.events import PhaseLines, read_all, read_events
+
+    pool = _phase_pool()
+    plugin = [line for line in pool[:33] if "\\" not in line]  # (its lines without escapes)
+    alphabet = [*'"{}[],: \n\\\x01\t0123456789-.eE', "},{", '"a":1,', '":', "null", "\u00e9"]
+    randomly = random.Random(11)
+    read_so = tokens = 0
+    for attempt in range(2000):
+        among = plugin * 4 + pool[33:] if attempt % 2 else pool
+        text = "".join(randomly.choice(among) for _ in range(randomly.randint(1, 12)))
+        for _ in range(attempt % 3):
+            at = randomly.randrange(len(text))
+            text = text[:at] + randomly.choice(alphabet) + text[at + randomly.randint(0, 1) :]
+        data = text.encode("utf-8", errors="surrogatepass")
+        if attempt % 40 == 0:
+            data += b'{"a":"\xff"}\n' if attempt % 80 else b'{"event":"test_phase"\n'
+        if attempt % 40 == 20:
+            data = data[: randomly.randrange(len(data) + 1)]  # (killed mid-write)
+        path = tmp_path / f"{attempt}.jsonl"  # (a new file each time: both keep four)
+        path.write_bytes(data)
+        phases = read_events(path)
+        content = read_all(path)
+        if not isinstance(phases, PhaseLines):
+            assert repr(phases) == repr(content), text
+            continue
+        read_so += 1
+        replay = ProgressReplay()
+        replay.feed_phases(phases)
+        events = list(content.records())
+        assert replay.result() == progress_from_events(events), text
+        others = [value for value in phases.others if isinstance(value, dict)]
+        assert gpu_evidence(others) == gpu_evidence(events), text
+        assert inside_limits(others) == inside_limits(events), text
+        assert _phase_fields(phases) == _jsonl_fields(content), text
+        whole = _as_text(data) or ""
+        found = _phase_tokens(whole, phases)
+        assert found == _decoded_tokens(whole, content), text
+        if found is not None:
+            tokens += 1
+            assert found == _simple_tokens(whole), text
+    assert read_so > 500 and tokens > 100, (read_so, tokens)
+
+
+def test_a_run_directory_is_published_the_same_either_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run directory whose events are the plugin's lines (a token, an internal address and
+    a home in test ids, a failure, a line given a key twice, a cut last line or not) is learnt
+    from and published byte for byte the same, its map and publication record too, read as
+    ``PhaseLines`` or as ``read_all`` reads it."""
+    from qualify.publish import bundle
+    from qualify.rundir import events
+
+    token = "ghp_" + "a1B2c3D4e5" * 3 + "zYxWvU"
+    pool = _phase_pool()
+    for cut in (False, True):
+        run_dir = tmp_path / f"run-{cut}"
+        run_dir.mkdir()
+        lines = [*pool[:33] * 3, *pool[33:39], pool[39], *pool[:33]]
+        data = "".join(lines).encode()
+        (run_dir / "events.jsonl").write_bytes(data[:-7] if cut else data)
+        (run_dir / "timeline.jsonl").write_text('{"t":1.5,"rss":10}\n{"t":2.0,"rss":12}\n')
+        published = []
+        for fast in (True, False):
+            for kept in (events._last_read, events._last_phases, bundle._fed, bundle._fed_phases):
+                kept.clear()
+            if not fast:
+                monkeypatch.setattr(events, "_phases", lambda data: None)
+            assert isinstance(events.read_events(run_dir / "events.jsonl"), events.PhaseLines) == (
+                fast and not cut
+            )
+            env = {"GH_TOKEN": token}
+            result = publish_run(run_dir, "internal", run_sanitizer(run_dir, env))
+            assert result, result.reason
+            files = sorted(p for p in run_dir.rglob("*") if p.is_file())
+            published.append({str(p.relative_to(run_dir)): p.read_bytes() for p in files})
+            monkeypatch.undo()
+        assert published[0] == published[1]
+        public = published[0]["public/events.jsonl"]
+        assert token.encode() not in public and b"10.1.2.3" not in public
+
+
 def test_a_file_rewritten_in_place_is_not_taken_from_what_was_read(tmp_path: Path) -> None:
     """What ``read_all`` decoded stands for a file only while the file is as it was read: one
     rewritten in place to the same size, its modification time set back, is read again (its

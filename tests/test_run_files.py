@@ -280,3 +280,29 @@ def test_only_the_lines_holding_the_bytes_are_read(tmp_path: Path) -> None:
     assert list(read_jsonl(path, b"nowhere")) == []
     every = [r["n"] for r in read_jsonl(path, b'"pad"')]
     assert every == list(range(5999))
+
+
+def test_phase_lines_are_read_within_the_limit_and_kept_while_unchanged(tmp_path: Path) -> None:
+    """``read_events`` reads at most the limit, as ``read_all`` does (a file cut at the limit
+    has a cut last line, and is read as ``read_all`` reads it), and keeps what it read while the
+    file is unchanged; a file grown since is read again."""
+    from harness import contract
+    from qualify.rundir.events import PhaseLines, read_events
+
+    stamp = (1796562007.246274, 23537.24671, 10240)
+    line = contract.encode_test_start("call", "t.py::test_a", stamp)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(line * 40)
+    cut = read_events(path, limit=len(line) * 10 + 5)
+    assert not isinstance(cut, PhaseLines)
+    assert repr(cut) == repr(read_all(path, limit=len(line) * 10 + 5))
+    assert len(cut.values) == 10 and len(cut.garbled) == 1
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(line * 40)
+    first = read_events(whole)
+    assert isinstance(first, PhaseLines) and len(first.rows) == 40 and not first.others
+    assert read_events(whole) is first
+    with whole.open("ab") as handle:
+        handle.write(b'{"event": "c"}\n')
+    again = read_events(whole)
+    assert isinstance(again, PhaseLines) and again.others == [{"event": "c"}]

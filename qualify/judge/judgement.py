@@ -13,7 +13,12 @@ from qualify.console import display_path
 from qualify.evidence.junit import JUnitCase, parse_pytest_junit, split_nodeid
 from qualify.judge.gpu import gpu_evidence
 from qualify.judge.ladder import Signals, decide
-from qualify.judge.progress import RunProgress, cases_from_events, progress_from_events
+from qualify.judge.progress import (
+    ProgressReplay,
+    RunProgress,
+    cases_from_events,
+    progress_from_events,
+)
 from qualify.judge.result import RunResult
 from qualify.plan.fingerprint import fingerprint
 from qualify.plan.limits import Limits, limit_mismatches
@@ -22,7 +27,7 @@ from qualify.records import frozen_record
 from qualify.run.execution import Execution
 from qualify.run.monitor import MonitorResult
 from qualify.rundir import RunDir
-from qualify.rundir.events import read_all
+from qualify.rundir.events import PhaseLines, read_events
 from qualify.sizes import format_bytes
 from qualify.verdict import Verdict
 
@@ -354,11 +359,17 @@ def judge(
 ) -> RunResult:
     """Decide the verdict from every signal and derive the test cases and parity report."""
     run_dir = RunDir(spec.run_dir)
-    content = read_all(run_dir.events_path)
-    values = content.values
-    # (every value a record, as json.loads makes them: its records without a look at each)
-    events = list(values) if {dict}.issuperset(map(type, values)) else list(content.records())
-    progress = progress_from_events(events)
+    content = read_events(run_dir.events_path)
+    if isinstance(content, PhaseLines):  # (the phase lines replayed from their fields)
+        replay = ProgressReplay()
+        replay.feed_phases(content)
+        progress = replay.result()
+        events = [value for value in content.others if isinstance(value, dict)]
+    else:
+        values = content.values
+        # (every value a record, as json.loads makes them: its records without a look at each)
+        events = list(values) if {dict}.issuperset(map(type, values)) else list(content.records())
+        progress = progress_from_events(events)
     stderr_tail = run_dir.log_tail("stderr")
     gpu = gpu_evidence(events, stderr_tail)
     stderr = cuts.tail(stderr_tail, 4000)  # (what a reason and a testcase quote)

@@ -16,6 +16,10 @@ from qualify.evidence.junit import NOT_RUN, JUnitCase, split_nodeid
 from qualify.records import frozen_record
 from qualify.verdict import Verdict
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from qualify.rundir.events import PhaseLines
+
 
 @frozen_record
 class RunProgress:
@@ -234,6 +238,37 @@ class ProgressReplay:
                 self._exitstatus = event.get("exitstatus")
                 junit = event.get("junitxml")
                 self._junit = junit if isinstance(junit, str) else None
+
+    def feed_phases(self, phases: PhaseLines) -> None:
+        """``feed`` the values of an events file read as ``PhaseLines`` (``read_events``): its
+        phase lines replayed from their fields as ``feed`` replays their records, the other
+        values fed in their place."""
+        states = self._states
+        others = iter(phases.others)
+        self._result = None
+        for start, nodeid, file, line, end, ended, duration, _ in phases.rows:
+            if start:
+                state = states.get(nodeid)
+                if state is None:
+                    state = states[nodeid] = _TestState(nodeid)
+                if start == "setup" and state.phases_ended:  # (it may begin a rerun)
+                    where = int(line) if line and line != "null" else None
+                    _start(state, start, {"file": file, "line": where} if file else {})
+                else:
+                    state.open_when = start
+                    if file:
+                        state.file, state.line = file, None if line == "null" else int(line)
+            elif end:  # (a phase that passed, as ``feed`` replays it)
+                state = states.get(ended)
+                if state is None:
+                    state = states[ended] = _TestState(ended)
+                state.open_when = None
+                state.phases_ended.add(end)
+                state.duration += float(duration)
+                if end == "call" and state.outcome is None:
+                    state.outcome = "passed"
+            else:
+                self.feed((next(others),))
 
     def result(self) -> RunProgress:
         """What the events fed so far say: the same object until more events are fed."""

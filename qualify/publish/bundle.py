@@ -45,7 +45,14 @@ from qualify.publish.sanitize import Identities, Sanitizer
 from qualify.publish.sources import SecretSources, record_sources, recorded_sources
 from qualify.records import frozen_record
 from qualify.rundir.audit import PublicationRecord, parse_audit
-from qualify.rundir.events import JsonlContent, file_identity, read_all, remembered
+from qualify.rundir.events import (
+    JsonlContent,
+    PhaseLines,
+    file_identity,
+    read_events,
+    remembered,
+    remembered_phases,
+)
 from qualify.untrusted import (
     UntrustedFile,
     describe_size,
@@ -233,19 +240,22 @@ class _Writer:
             text = _strip_streams(text)
         return text
 
-    def _jsonl_text(self, relative: Path) -> tuple[str | None, JsonlContent | None]:
+    def _jsonl_text(self, relative: Path) -> tuple[str | None, JsonlContent | PhaseLines | None]:
         """A JSON-lines file's text (refused as ``_text`` refuses it) and, when ``read_all``
-        still keeps the file as it was read (its identity unchanged before and after the text
-        was read, and all of it read), the values it decoded from the same bytes
-        (``_decoded_tokens``)."""
+        (or ``read_events``) still keeps the file as it was read (its identity unchanged before
+        and after the text was read, and all of it read), what it decoded from the same bytes
+        (``_decoded_tokens``, ``_phase_tokens``)."""
         data, status = read_bounded_status(
             self.run_dir / relative, PUBLISH_LIMIT_BYTES, root=self.run_dir
         )
-        content = remembered(file_identity(status)) if status is not None else None
+        content: JsonlContent | PhaseLines | None = None
+        if status is not None:
+            identity = file_identity(status)
+            content = remembered_phases(identity) or remembered(identity)
         return _as_text(data), content
 
     def write(self, relative: Path) -> None:
-        content = None
+        content: JsonlContent | PhaseLines | None = None
         try:
             if relative.suffix == ".jsonl":
                 text, content = self._jsonl_text(relative)
@@ -269,7 +279,7 @@ class _Writer:
             handle.write(_encode(cleaned))
         self.files.append(name)
 
-    def _clean(self, name: str, text: str, content: JsonlContent | None = None) -> str:
+    def _clean(self, name: str, text: str, content: JsonlContent | PhaseLines | None = None) -> str:
         if name.endswith(".json"):
             with contextlib.suppress(ValueError, RecursionError):  # else cleaned as text
                 return json.dumps(self.sanitizer.clean_json(json.loads(text)), indent=2) + "\n"
@@ -283,14 +293,18 @@ class _Writer:
             cleaned = _clean_xml(text, self.sanitizer)
         return cleaned
 
-    def _json_lines(self, text: str, content: JsonlContent | None = None) -> str:
+    def _json_lines(self, text: str, content: JsonlContent | PhaseLines | None = None) -> str:
         """A JSON-lines file: its runs of simple lines (``_simple_runs``: what the harness
         writes) are read by their strings, each distinct string asked of the sanitizer once
         (``Sanitizer.kept_among``); a simple line holding no string that cleaning changes is
         published as written, the others are cleaned as ``_json_line`` cleans any other line.
         With ``content`` (the values ``read_all`` decoded from the same bytes), a text whose
-        values show every line simple is not split again (``_decoded_tokens``)."""
-        whole = _decoded_tokens(text, content) if content is not None else None
+        values show every line simple is not split again (``_decoded_tokens``; read as
+        ``PhaseLines``, ``_phase_tokens``)."""
+        if isinstance(content, PhaseLines):
+            whole = _phase_tokens(text, content)
+        else:
+            whole = _decoded_tokens(text, content) if content is not None else None
         if whole is not None:
             pieces, tokens = [(0, len(text), True)], whole
         else:
@@ -592,6 +606,47 @@ def _decoded_tokens(text: str, content: JsonlContent) -> set[str] | None:
     return {f'"{string}"' for string in strings}
 
 
+_PHASE_KEYS = (
+    *("event", "state", "when", "nodeid", "file", "line"),
+    *("outcome", "duration", "t", "mono", "pid"),
+)
+"""Every key a phase line (``qualify.rundir.events.PhaseLines``) may hold."""
+
+
+def _phase_tokens(text: str, phases: PhaseLines) -> set[str] | None:
+    """``_decoded_tokens`` of an events file read as ``PhaseLines`` (``read_events``): what
+    ``_simple_tokens`` finds in ``text``, from what learning found of the same lines
+    (``_phase_fields``); None where learning did not read them or found a value that is not a
+    record of scalars and lists of scalars (the text is then split at its quotes as before).
+
+    Each line is a value by itself (a phase line, or a line that decodes alone), so that, as in
+    ``_decoded_tokens``, every line is a line of ``_skeleton`` when each starts with ``{`` and
+    ends with ``}``, every value is a flat record, the text holds no backslash, no whitespace
+    but the line feeds and no ``NaN`` or ``Infinity``, and its quotes are two for each key and
+    string decoded. Without a backslash every quote opens or closes a string, and a string
+    followed by a colon is a key: a phase line's keys are those of ``_PHASE_KEYS`` the text
+    writes so."""
+    fed = _fed_phases.get(id(phases))
+    if fed is None or fed[0] is not phases or fed[1] is None or text != phases.text:
+        return None
+    strings, found = fed[1]
+    lines = len(phases.rows)
+    if (
+        text[:1] != "{"
+        or not text.endswith("}\n")
+        or text.count("}\n{") != lines - 1  # (every line feed but the last)
+        or any(first in text and sign in text for first, sign in _NOT_SIMPLE)
+        or text.count('"') != 2 * found
+    ):
+        return None
+    keys = {key for key in _PHASE_KEYS if f'"{key}":' in text}
+    keys.update(itertools.chain.from_iterable(phases.others))  # (records: learning's walk)
+    every = {*strings, *keys}
+    if any("},{" in string for string in every):
+        return None
+    return {f'"{string}"' for string in every}
+
+
 _FOUND_BY_SEARCH = 32
 """Strings to clean, at most, that are looked for in a JSON-lines file by a search of its text
 each (a scan at memory speed); with more, every line's strings are read (a hundred times the
@@ -772,6 +827,66 @@ def _jsonl_fields(content: JsonlContent, sanitizer: Sanitizer | None = None) -> 
     return fields.text(content.garbled, quiet)
 
 
+_EVENT = ("event", contract.TEST_PHASE)
+_STARTED = ("state", contract.TEST_START)
+_ENDED = ("state", contract.TEST_END)
+_PASSED = ("outcome", "passed")
+
+
+def _phase_fields(phases: PhaseLines, sanitizer: Sanitizer | None = None) -> str:
+    """``_jsonl_fields`` of an events file read as ``PhaseLines`` (``read_events``): the
+    phase lines' pairs gathered from their fields, in the order of their records' items (the
+    times, durations, process ids and line numbers are never learnt: ``_UNLEARNED_NUMBERS``),
+    the other values walked in their place; what the look at the values finds is kept for
+    their publication (``_phase_tokens``), with the keys written, each time it stands."""
+    fields = JsonlFields()
+    pairs = fields._pairs
+    others = iter(phases.others)
+    flat = True
+    found = 0  # (the keys and strings decoded, each time it stands)
+    for start, nodeid, file, _, end, ended, _, _ in phases.rows:
+        if start:
+            pairs[_EVENT] = None
+            pairs[_STARTED] = None
+            pairs["when", start] = None
+            pairs["nodeid", nodeid] = None
+            if file:
+                pairs["file", file] = None
+                found += 14  # (9 keys, 5 strings)
+            else:
+                found += 11
+        elif end:
+            pairs[_EVENT] = None
+            pairs[_ENDED] = None
+            pairs["when", end] = None
+            pairs["nodeid", ended] = None
+            pairs[_PASSED] = None
+            found += 14
+        else:
+            value = next(others)
+            alone, strings = fields._feed((value,))
+            if alone and flat:
+                found += len(value) + strings
+            else:
+                flat = False
+    strings_found = fields.strings()
+    _remember_phases(phases, (strings_found, found) if flat else None)
+    quiet = sanitizer.quiet_among(strings_found) if sanitizer is not None else ()
+    return fields.text((), quiet)
+
+
+_fed_phases: dict[int, tuple[PhaseLines, tuple[list[str], int] | None]] = {}
+"""What ``_phase_fields`` found of the last ``PhaseLines`` it read (by identity, each kept
+with them): the distinct strings of their pairs, and how many keys and strings the lines hold,
+each time it stands; None where a value was not a record of scalars and lists of scalars."""
+
+
+def _remember_phases(phases: PhaseLines, found: tuple[list[str], int] | None) -> None:
+    while len(_fed_phases) >= _KEPT_FED:
+        del _fed_phases[next(iter(_fed_phases))]  # the oldest
+    _fed_phases[id(phases)] = (phases, found)
+
+
 _fed: dict[int, tuple[tuple[Any, ...], tuple[list[str], int] | None]] = {}
 """What ``_jsonl_fields`` found of the last values it read (``read_all``'s, by identity; each
 kept with them, so that its identity is not another's while it is kept), for their
@@ -820,8 +935,12 @@ def learn_from_run(run_dir: Path, sanitizer: Sanitizer) -> None:
         with contextlib.suppress(OSError):
             if relative.suffix == ".jsonl":
                 _read_status(run_dir, relative)  # (refused as it would be read)
-                content = read_all(run_dir / relative, PUBLISH_LIMIT_BYTES)
-                sanitizer.harvest_records(_jsonl_fields(content, sanitizer), str(relative))
+                content = read_events(run_dir / relative, PUBLISH_LIMIT_BYTES)
+                if isinstance(content, PhaseLines):
+                    fields = _phase_fields(content, sanitizer)
+                else:
+                    fields = _jsonl_fields(content, sanitizer)
+                sanitizer.harvest_records(fields, str(relative))
                 continue
             text = _as_text(_read(run_dir, relative))
             if text is not None:

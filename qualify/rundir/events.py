@@ -6,12 +6,15 @@ last line is expected and skipped; the readers never raise on content.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from harness import contract
 from qualify.records import frozen_record
 from qualify.run.timeline import TimelineSample
 from qualify.untrusted import READ_LIMIT_BYTES, iter_chunks, open_regular
@@ -63,15 +66,124 @@ def read_all(path: Path, limit: int = READ_LIMIT_BYTES) -> JsonlContent:
         if identity in _last_read:
             return _last_read[identity]
         data = _read_data(handle, limit)
+    content = _content(data)
+    if len(data) == status.st_size:  # nothing was appended while it was read (nor skipped)
+        _remember(identity, content)
+    return content
+
+
+def _content(data: bytes) -> JsonlContent:
+    """The values of the lines of ``data`` (``read_all``)."""
     values: list[Any] = []
     garbled: list[bytes] = []
     lines = data.split(b"\n")
     for start in range(0, len(lines), _CHUNK_LINES):
         _decode_into(lines[start : start + _CHUNK_LINES], values, garbled)
-    content = JsonlContent(tuple(values), tuple(garbled), len(lines) - 1)
-    if len(data) == status.st_size:  # nothing was appended while it was read (nor skipped)
-        _remember(identity, content)
-    return content
+    return JsonlContent(tuple(values), tuple(garbled), len(lines) - 1)
+
+
+class PhaseLines:
+    """A JSON-lines file read whole, its lines the plugin's test-phase lines (``harness.contract``:
+    ``encode_test_start``, ``encode_test_end``) and other lines each a JSON value alone: what
+    ``read_all`` decodes, without a dict made for each phase line.
+
+    ``rows`` holds one tuple a line, in file order (``_phase_lines``' groups): a start line's
+    phase, node id, file and line (``""`` where it has none; the line as written, digits or
+    ``null``), an end line's phase, node id and duration (as written: the outcome is
+    ``passed``), or the other line's text; ``others`` the values of the other lines, in order.
+    Only made where each line is one of these (every line ended, UTF-8, none blank, every other
+    line a JSON value by itself: then ``read_all``'s values are the phase lines' records and
+    those values in file order)."""
+
+    __slots__ = ("others", "rows", "text")
+
+    def __init__(self, rows: list[tuple[str, ...]], others: list[Any], text: str) -> None:
+        self.rows = rows
+        self.others = others
+        self.text = text
+        """The file's text (strict UTF-8)."""
+
+
+_PLAIN = r'[^"\\\x00-\x1f]*+'
+"""A JSON string's inside without an escape (no quote, backslash or control character)."""
+_WHEN = r"(setup|call|teardown)"
+_WHOLE = r"(?:0|[1-9][0-9]*+)"
+"""A number without a sign, a fraction or an exponent, as JSON writes it (no leading zero)."""
+_FIXED = rf"{_WHOLE}\.[0-9]++"
+
+
+@functools.cache
+def _phase_lines() -> re.Pattern[str]:
+    """One line ended by a line feed: a test phase's start or passed end exactly as the plugin
+    writes it (groups 1-4 and 5-7; times and durations as ``%.6f`` and ``%.9f`` write them, the
+    process id and line number as ``%d``), or any other line (group 8). Compiled at first use."""
+    stamp = rf',"t":{_FIXED},"mono":{_FIXED},"pid":{_WHOLE}\}}'
+    start = (
+        rf'start","when":"{_WHEN}","nodeid":"({_PLAIN})"'
+        rf'(?:,"file":"({_PLAIN})","line":({_WHOLE}|null))?'
+    )
+    end = rf'end","when":"{_WHEN}","nodeid":"({_PLAIN})","outcome":"passed","duration":({_FIXED})'
+    phase = rf'\{{"event":"{contract.TEST_PHASE}","state":"(?:{start}|{end}){stamp}'
+    return re.compile(rf"(?:{phase}|([^\n]*+))\n")
+
+
+def _phases(data: bytes) -> PhaseLines | None:
+    """``data`` as ``PhaseLines``, where it is such a file and holds a phase line; else None."""
+    if not data.endswith(b"\n") or b'"test_phase"' not in data:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    rows = _phase_lines().findall(text)
+    others: list[Any] = []
+    for row in rows:
+        if row[7] or not (row[0] or row[4]):
+            try:
+                others.append(json.loads(row[7]))  # ("" for a blank line: not a value)
+            except (ValueError, RecursionError):
+                return None
+    if len(others) == len(rows):
+        return None  # (no phase line: the values decoded together cost less)
+    return PhaseLines(rows, others, text)
+
+
+_last_phases: dict[tuple[int, ...], PhaseLines] = {}
+
+
+def read_events(path: Path, limit: int = READ_LIMIT_BYTES) -> JsonlContent | PhaseLines:
+    """``read_all``, as ``PhaseLines`` where the file is such a file (an events file of a
+    suite: most of its lines the plugin's); kept while unchanged, as ``read_all`` keeps its."""
+    try:
+        handle = open_regular(path)
+    except OSError:
+        return JsonlContent((), ())
+    with handle:
+        status = os.fstat(handle.fileno())
+        identity = file_identity(status)
+        if identity in _last_phases:
+            return _last_phases[identity]
+        if identity in _last_read:
+            return _last_read[identity]
+        data = _read_data(handle, limit)
+    whole = len(data) == status.st_size  # nothing was appended while it was read (nor skipped)
+    phases = _phases(data)
+    if phases is None:
+        content = _content(data)
+        if whole:
+            _remember(identity, content)
+        return content
+    if whole:
+        while len(_last_phases) >= _KEPT:
+            del _last_phases[next(iter(_last_phases))]  # the oldest
+        _last_phases[identity] = phases
+    return phases
+
+
+def remembered_phases(identity: tuple[int, ...]) -> PhaseLines | None:
+    """What ``read_events`` read as ``PhaseLines`` of the file of this identity, when it still
+    keeps it; else None."""
+    return _last_phases.get(identity)
 
 
 def remembered(identity: tuple[int, ...]) -> JsonlContent | None:
