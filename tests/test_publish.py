@@ -929,7 +929,9 @@ def _phase_pool() -> list[str]:
     return lines
 
 
-def test_phase_lines_are_read_as_their_records(tmp_path: Path) -> None:
+def test_phase_lines_are_read_as_their_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An events file read as ``PhaseLines`` (``read_events``: the plugin's phase lines taken
     from their fields, not decoded) replays into the same progress, gives the judge the same
     other events, learning the same fields and publication the same strings as the values
@@ -947,8 +949,10 @@ def test_phase_lines_are_read_as_their_records(tmp_path: Path) -> None:
         _phase_tokens,
         _simple_tokens,
     )
+    from qualify.rundir import events
     from qualify.rundir.events import PhaseLines, read_all, read_events
 
+    monkeypatch.setattr(events, "PHASES_FROM", 0)  # (short texts)
     pool = _phase_pool()
     plugin = [line for line in pool[:33] if "\\" not in line]  # (its lines without escapes)
     alphabet = [*'"{}[],: \n\\\x01\t0123456789-.eE', "},{", '"a":1,', '":', "null", "\u00e9"]
@@ -1002,10 +1006,11 @@ def test_a_run_directory_is_published_the_same_either_way(
 
     token = "ghp_" + "a1B2c3D4e5" * 3 + "zYxWvU"
     pool = _phase_pool()
+    assert len("".join(pool[:33]) * 4) < events.PHASES_FROM < len("".join(pool[:33]) * 16)
     for cut in (False, True):
         run_dir = tmp_path / f"run-{cut}"
         run_dir.mkdir()
-        lines = [*pool[:33] * 3, *pool[33:39], pool[39], *pool[:33]]
+        lines = [*pool[:33] * 15, *pool[33:39], pool[39], *pool[:33]]
         data = "".join(lines).encode()
         (run_dir / "events.jsonl").write_bytes(data[:-7] if cut else data)
         (run_dir / "timeline.jsonl").write_text('{"t":1.5,"rss":10}\n{"t":2.0,"rss":12}\n')

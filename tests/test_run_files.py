@@ -12,6 +12,8 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+
 from qualify.publish.bundle import JsonlFields, _jsonl_fields, learn_from_run
 from qualify.publish.sanitize import Identities, Sanitizer
 from qualify.rundir.events import read_all, read_jsonl
@@ -282,15 +284,22 @@ def test_only_the_lines_holding_the_bytes_are_read(tmp_path: Path) -> None:
     assert every == list(range(5999))
 
 
-def test_phase_lines_are_read_within_the_limit_and_kept_while_unchanged(tmp_path: Path) -> None:
+def test_phase_lines_are_read_within_the_limit_and_kept_while_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``read_events`` reads at most the limit, as ``read_all`` does (a file cut at the limit
     has a cut last line, and is read as ``read_all`` reads it), and keeps what it read while the
     file is unchanged; a file grown since is read again."""
     from harness import contract
+    from qualify.rundir import events
     from qualify.rundir.events import PhaseLines, read_events
 
     stamp = (1796562007.246274, 23537.24671, 10240)
     line = contract.encode_test_start("call", "t.py::test_a", stamp)
+    short = tmp_path / "short.jsonl"  # (under PHASES_FROM: read as read_all reads it)
+    short.write_bytes(line * 40)
+    assert repr(read_events(short)) == repr(read_all(short))
+    monkeypatch.setattr(events, "PHASES_FROM", 0)  # (short files from here on)
     path = tmp_path / "events.jsonl"
     path.write_bytes(line * 40)
     cut = read_events(path, limit=len(line) * 10 + 5)

@@ -148,6 +148,10 @@ def _phases(data: bytes) -> PhaseLines | None:
     return PhaseLines(rows, others, text)
 
 
+PHASES_FROM = 1 << 16
+"""Bytes from which ``read_events`` reads a file as ``PhaseLines``: compiling the expression
+costs about what decoding 50 KB of phase lines costs more (a one-test run's file is read as
+``read_all`` reads it)."""
 _last_phases: dict[tuple[int, ...], PhaseLines] = {}
 
 
@@ -167,7 +171,7 @@ def read_events(path: Path, limit: int = READ_LIMIT_BYTES) -> JsonlContent | Pha
             return _last_read[identity]
         data = _read_data(handle, limit)
     whole = len(data) == status.st_size  # nothing was appended while it was read (nor skipped)
-    phases = _phases(data)
+    phases = _phases(data) if len(data) >= PHASES_FROM else None
     if phases is None:
         content = _content(data)
         if whole:
