@@ -897,7 +897,7 @@ def _phase_pool() -> list[str]:
     lines = []
     for index, nodeid in enumerate(ids):
         when = ("setup", "call", "teardown")[index % 3]
-        where = ("/root/x/test_a.py", index) if index % 2 else ("t.py", None)
+        where = ("/home/zelda-planted/src/test_a.py", index) if index % 2 else ("t.py", None)
         lines.append(contract.encode_test_start("setup", nodeid, stamp, where).decode())
         lines.append(contract.encode_test_start(when, nodeid, stamp).decode())
         lines.append(contract.encode_test_end(when, nodeid, "passed", 0.001234567, stamp).decode())
