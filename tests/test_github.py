@@ -431,3 +431,28 @@ def test_each_failure_is_in_one_place_as_the_tests_line_counts_it(tmp_path: Path
     assert ended < text.index("qualify::run") < tests < text.index("test_checkpoint</b>")
     assert tests < parity < text.index("tiny.parity::chat-0")
     assert "| checkpoint | 493 MiB | 850 MiB | +357 MiB |\n\n- test_e2e::test_checkpoint" in text
+
+
+def test_failures_read_the_events_only_for_a_run_with_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run whose JUnit holds no failure is answered without reading its events (a suite's are
+    megabytes, already read by the judge in another form); one with a failure takes its test's
+    location from them."""
+    from qualify.report import github
+
+    run_dir = RunDir(tmp_path)
+    passed = [JUnitCase("t", "test_a", "passed", 0.1)]
+    run_dir.junit_path.write_bytes(render_junit("s", passed, {}, "2026-12-07T00:00:00"))
+    read: list[Path] = []
+    real = github._locations
+    monkeypatch.setattr(github, "_locations", lambda r: read.append(r.path) or real(r))
+    assert github.read_failures(run_dir) == [] and read == []
+    failed = [*passed, JUnitCase("t", "test_b", "failed", 0.1, "boom", "E boom")]
+    run_dir.junit_path.write_bytes(render_junit("s", failed, {}, "2026-12-07T00:00:00"))
+    run_dir.events_path.write_text(
+        '{"event":"test_phase","state":"start","when":"setup","nodeid":"t::test_b",'
+        '"file":"t.py","line":7,"t":1.0,"mono":1.0,"pid":1}\n'
+    )
+    (failure,) = github.read_failures(run_dir)
+    assert (failure.name, failure.file, failure.line, read) == ("test_b", "t.py", 7, [tmp_path])

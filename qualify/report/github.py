@@ -74,13 +74,15 @@ def read_failures(run_dir: RunDir, source_prefix: str = "") -> list[Failure]:
     document = read_junit(run_dir.junit_path)
     if document is None:
         return []
-    locations = _locations(run_dir)
+    locations: dict[tuple[str, str], tuple[str, int | None]] | None = None
     failures = []
     for suite in document:
         for case in suite:
             for result in case.result:
                 if not isinstance(result, JUnitFailure | JUnitError):
                     continue
+                if locations is None:  # (the events read for a run with a failure only)
+                    locations = _locations(run_dir)
                 key = (case.classname or "", case.name or "")
                 file, line = locations.get(key, (None, None))
                 failures.append(
