@@ -893,11 +893,12 @@ def _phase_pool() -> list[str]:
         "\u00e9\u2028\U0001f600",
         "x},{y",
         '","when":"call',
+        "",
     ]
     lines = []
     for index, nodeid in enumerate(ids):
         when = ("setup", "call", "teardown")[index % 3]
-        where = ("/home/zelda-planted/src/test_a.py", index) if index % 2 else ("t.py", None)
+        where = ("/home/zelda-planted/src/test_a.py", index) if index % 2 else ("", None)
         lines.append(contract.encode_test_start("setup", nodeid, stamp, where).decode())
         lines.append(contract.encode_test_start(when, nodeid, stamp).decode())
         lines.append(contract.encode_test_end(when, nodeid, "passed", 0.001234567, stamp).decode())
@@ -916,6 +917,8 @@ def _phase_pool() -> list[str]:
         start.replace('"event":"test_phase"', '"event":"test_phase","event":"x"'),
         start.replace('"line":', '"line":0'),
         start.replace('"pid":10240', '"pid":-1'),
+        start.replace('"pid":10240', '"pid":' + "1" * 5000),
+        lines[3].replace('"line":1,', '"line":1' + "2" * 4400 + ","),
         start.replace(',"t":', ', "t":'),
         start.replace('"start"', '"begin"'),
         start[:40] + "\n" + start[40:],
@@ -954,12 +957,12 @@ def test_phase_lines_are_read_as_their_records(
 
     monkeypatch.setattr(events, "PHASES_FROM", 0)  # (short texts)
     pool = _phase_pool()
-    plugin = [line for line in pool[:33] if "\\" not in line]  # (its lines without escapes)
+    plugin = [line for line in pool[:36] if "\\" not in line]  # (its lines without escapes)
     alphabet = [*'"{}[],: \n\\\x01\t0123456789-.eE', "},{", '"a":1,', '":', "null", "\u00e9"]
     randomly = random.Random(11)
     read_so = tokens = 0
     for attempt in range(2000):
-        among = plugin * 4 + pool[33:] if attempt % 2 else pool
+        among = plugin * 4 + pool[36:] if attempt % 2 else pool
         text = "".join(randomly.choice(among) for _ in range(randomly.randint(1, 12)))
         for _ in range(attempt % 3):
             at = randomly.randrange(len(text))
@@ -1006,11 +1009,11 @@ def test_a_run_directory_is_published_the_same_either_way(
 
     token = "ghp_" + "a1B2c3D4e5" * 3 + "zYxWvU"
     pool = _phase_pool()
-    assert len("".join(pool[:33]) * 4) < events.PHASES_FROM < len("".join(pool[:33]) * 16)
+    assert len("".join(pool[:36]) * 4) < events.PHASES_FROM < len("".join(pool[:36]) * 16)
     for cut in (False, True):
         run_dir = tmp_path / f"run-{cut}"
         run_dir.mkdir()
-        lines = [*pool[:33] * 15, *pool[33:39], pool[39], *pool[:33]]
+        lines = [*pool[:36] * 15, *pool[36:42], pool[42], *pool[:36]]
         data = "".join(lines).encode()
         (run_dir / "events.jsonl").write_bytes(data[:-7] if cut else data)
         (run_dir / "timeline.jsonl").write_text('{"t":1.5,"rss":10}\n{"t":2.0,"rss":12}\n')

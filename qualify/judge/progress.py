@@ -253,10 +253,10 @@ class ProgressReplay:
                     state = states[nodeid] = _TestState(nodeid)
                 if start == "setup" and state.phases_ended:  # (it may begin a rerun)
                     where = int(line) if line and line != "null" else None
-                    _start(state, start, {"file": file, "line": where} if file else {})
+                    _start(state, start, {"file": file, "line": where} if line else {})
                 else:
                     state.open_when = start
-                    if file:
+                    if line:  # (a file and a line given: the file may be "")
                         state.file, state.line = file, None if line == "null" else int(line)
             elif end:  # (a phase that passed, as ``feed`` replays it)
                 state = states.get(ended)

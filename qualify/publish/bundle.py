@@ -844,13 +844,13 @@ def _phase_fields(phases: PhaseLines, sanitizer: Sanitizer | None = None) -> str
     others = iter(phases.others)
     flat = True
     found = 0  # (the keys and strings decoded, each time it stands)
-    for start, nodeid, file, _, end, ended, _, _ in phases.rows:
+    for start, nodeid, file, line, end, ended, _, _ in phases.rows:
         if start:
             pairs[_EVENT] = None
             pairs[_STARTED] = None
             pairs["when", start] = None
             pairs["nodeid", nodeid] = None
-            if file:
+            if line:  # (a file and a line given: the file may be "")
                 pairs["file", file] = None
                 found += 14  # (9 keys, 5 strings)
             else:

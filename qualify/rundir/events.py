@@ -110,6 +110,9 @@ _WHEN = r"(setup|call|teardown)"
 _WHOLE = r"(?:0|[1-9][0-9]*+)"
 """A number without a sign, a fraction or an exponent, as JSON writes it (no leading zero)."""
 _FIXED = rf"{_WHOLE}\.[0-9]++"
+_INTEGER = r"(?:0|[1-9][0-9]{0,18}+)"
+"""A process id or a line number: ``_WHOLE`` of 19 digits at most (``json`` reads no integer
+of more than 4,300 digits: such a line is decoded, and found garbled, as before)."""
 
 
 @functools.cache
@@ -117,10 +120,10 @@ def _phase_lines() -> re.Pattern[str]:
     """One line ended by a line feed: a test phase's start or passed end exactly as the plugin
     writes it (groups 1-4 and 5-7; times and durations as ``%.6f`` and ``%.9f`` write them, the
     process id and line number as ``%d``), or any other line (group 8). Compiled at first use."""
-    stamp = rf',"t":{_FIXED},"mono":{_FIXED},"pid":{_WHOLE}\}}'
+    stamp = rf',"t":{_FIXED},"mono":{_FIXED},"pid":{_INTEGER}\}}'
     start = (
         rf'start","when":"{_WHEN}","nodeid":"({_PLAIN})"'
-        rf'(?:,"file":"({_PLAIN})","line":({_WHOLE}|null))?'
+        rf'(?:,"file":"({_PLAIN})","line":({_INTEGER}|null))?'
     )
     end = rf'end","when":"{_WHEN}","nodeid":"({_PLAIN})","outcome":"passed","duration":({_FIXED})'
     phase = rf'\{{"event":"{contract.TEST_PHASE}","state":"(?:{start}|{end}){stamp}'
