@@ -104,6 +104,8 @@ HELD_OUT_TABLES = {
     "n152": "ecosystems no other part names: fitness, sports and activity tracking apps",
     "n154": "ecosystems no other part names: barcode and QR code libraries and scanners",
     "n156": "ecosystems no other part names: HTTP API clients and API testing tools",
+    "n158": "ecosystems no other part names: diff, merge and patch tools",
+    "n160": "ecosystems no other part names: podcast apps and podcast servers",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -215,6 +217,8 @@ UNLISTED = frozenset(
         "n152",
         "n154",
         "n156",
+        "n158",
+        "n160",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

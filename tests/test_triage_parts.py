@@ -4905,6 +4905,63 @@ def test_erlangs_hipe_names_no_accelerator(
     assert _triage_text(tmp_path, ERLANG.format(module=module)).triage_class is expected
 
 
+_reads(
+    LINE_READINGS,
+    "the_kernel_told_as_the_killer_none_of_an_error_and_the_shells_word_before_a_fence",
+    [
+        # https://github.com/git-cola/git-cola/issues/809: the kernel's own kill
+        ("This issue is also reproduced with the Inkscape source repository, the system hangs "
+         "over 10min. until the kernel killed the process.", "node_oom_kill"),
+        # counter-cases: supposed; killed by a person
+        ("If the kernel killed the process we would know.", None),
+        ("The process was killed by the user.", "terminated_externally"),
+        # https://github.com/SyncYomi/SyncYomi/pull/262: a log that must hold none
+        ("- S22 imports the library into Suwayomi under a 1 GB heap, restarts it under 320 MB "
+         "and has its first sync push everything to an empty server; the server snapshot must "
+         "hold every manga and chapter and the Suwayomi log must contain no `OutOfMemoryError`.",
+         "memory_noted"),
+        # counter-case: a log that holds one
+        ("the Suwayomi log contains `OutOfMemoryError`.", "host_alloc_failed"),
+        # https://github.com/Suwayomi/Suwayomi-Server-docker/issues/193: glued to a time stamp,
+        # before a fence's end
+        ("2025-10-16 19:50:38.827315+00:00Killed```", "shell_killed"),
+        # counter-case: a count of what a program killed
+        ("2025-10-16 19:50:38.827315+00:00Killed 3 idle connections```", None),
+    ],
+    ids=["git-cola", "supposed", "by-a-person", "syncyomi", "contains", "suwayomi", "count"],
+)  # fmt: skip
+
+EHENTAI = (
+    "64G RAM, zip generation stuck\n"
+    "ccloli \u00b7 comment \u00b7 2023-11-29\n"
+    "{intro}\n"
+    "\n"
+    "1. \u6d4f\u89c8\u5668\u7684\u5355\u8fdb\u7a0b\u6709\u6700\u5927\u5185\u5b58\u9650"
+    "\u5236\uff0c\u5bfc\u81f4\u5185\u5b58\u5206\u914d\u5931\u8d25\u6216 out of memory\n"
+    "2. \u6d4f\u89c8\u5668 blob storage \u53ef\u7528\u7a7a\u95f4\u4e0d\u8db3\n"
+)
+"""https://github.com/ccloli/E-Hentai-Downloader/issues/273, its list's intro varied: "the
+browser's single process has a maximum memory limit, so the allocation fails or out of memory"."""
+
+
+@pytest.mark.parametrize(
+    ("intro", "expected"),
+    [
+        ("\u8fd9\u4e2a\u9519\u8bef\u662f zip \u5e93\u65e0\u6cd5\u6210\u529f\u751f\u6210 zip "
+         "\u6587\u4ef6\u5bfc\u81f4\u7684\uff0c\u539f\u56e0\u6709\u53ef\u80fd\u662f\uff1a",
+         TriageClass.UNKNOWN),
+        ("The reason may be one of these:", TriageClass.UNKNOWN),
+        ("\u539f\u56e0\u662f\uff1a", TriageClass.HOST_ALLOC_FAILED),
+        ("The reason is this:", TriageClass.HOST_ALLOC_FAILED),
+    ],
+    ids=["chinese-may-be", "english-may-be", "chinese-is", "english-is"],
+)  # fmt: skip
+def test_a_list_of_guesses_offers_possibilities(
+    tmp_path: Path, intro: str, expected: TriageClass
+) -> None:
+    assert _triage_text(tmp_path, EHENTAI.format(intro=intro)).triage_class is expected
+
+
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool
     # holding 1.7 GiB reserved and not in use for a 146 MiB request

@@ -87,8 +87,10 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # read behind the lead as a logged kill for memory (its label's class); logging's one more of
     # part N135's: libde265's negative, an allocation's failure told as a situation, read behind
     # the lead as a logged refusal; one more of part N141's: Fess's crawl job "exit code 137",
-    # whose code behind the lead no longer reads as the job's
-    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 32),
+    # whose code behind the lead no longer reads as the job's; one more of part N157's: Forge's
+    # known miss, "before the OOM-Killer did his job", read behind a program's prefix as a
+    # logged kill
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 33),
     "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 62),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),

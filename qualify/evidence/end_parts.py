@@ -70,6 +70,14 @@ one.)"""
 _KILL_TO_FREE = re.compile(r"\bkill(?:s|ed|ing)?\b.{0,120}?\bto (?:free|reclaim|release)\b")
 """A kill whose purpose is to free memory (Android's low-memory killer: "Kill 'com.x' (1234),
 uid 10123, adj 900 to free 51234kB"): the machine ran short."""
+KERNEL_KILLED = re.compile(
+    r"\b(?:until|till|then|and|when|before|after|so) (?:the |linux'?s? )?kernel (?:\w+ly )?"
+    r"(?:killed|kills|killing|terminated) (?:the |my |our |a |an )?(?:process|program|app\w*"
+    r"|\w+ process)\b"
+)
+"""The kernel told, in a person's narration, as what killed a process (git-cola's user: "the
+system hangs over 10min. until the kernel killed the process"): the one kill the kernel makes
+of a running process on its own is its OOM killer's, for the machine's memory."""
 _TRIED_KILL = re.compile(
     r"\b(?:tried|try|trying|attempted|attempting)(?: to)? kill(?:ing)?\b(?! by\b)"
 )
@@ -575,7 +583,7 @@ def parse_end_parts(line: str, low: str | None = None) -> LineSignal | None:
         return None  # killed for another resource (a CPU limit): not ours to call
     tried = _TRIED_KILL.search(low)  # the person's own remedy, not an end: read past it
     past = tried.end() if tried is not None else 0
-    if _KILL_TO_FREE.search(low, past):
+    if _KILL_TO_FREE.search(low, past) or KERNEL_KILLED.search(low, past):
         return LineSignal("node_oom_kill", {"parts": True})
     hung = _HUNG_KILLED.search(low, past)
     if hung is not None and not _supposed(low, hung):

@@ -47,7 +47,7 @@ import re
 from typing import Any
 
 from qualify import cuts
-from qualify.evidence.end_parts import parse_end_parts
+from qualify.evidence.end_parts import KERNEL_KILLED, parse_end_parts
 from qualify.evidence.evidence_line import LineSignal
 from qualify.evidence.gpu_lines import parse_engine_line
 from qualify.evidence.gpu_lines import parse_tensorrt_line as _parse_tensorrt
@@ -207,7 +207,7 @@ _SUPPOSED_KILL = re.compile(r"\b(?:if|whether|unless|never|not|instead of)\b|n't
 _ASKED = re.compile(r"[^.!?]*\?")
 """The rest of a sentence, ending in a question mark ('Does it abort with "Killed"?')."""
 _SHELL_KILLED = re.compile(
-    r"(?:^|(?<![Oo][Oo][Mm])\s|Z\s|[.\d])Killed(?:\s{2,}(\S.*)|\s*)$"
+    r"(?:^|(?<![Oo][Oo][Mm])\s|Z\s|[.\d])Killed(?:\s{2,}(\S.*)|\s*(?:```)?\s*)$"
     r"|\bline \d+:\s+(\d+) Killed(?:: 9)?(?:\s+(\S.*)|\s*)$"
     r"|^\[\d+\]\s+[+-]?\s*(\d+) killed\s{2,}(\S.*)$"
     r"|(?<=\S\s)(?:zsh|bash|ksh|dash|fish): [Kk]illed\s+(\S.*)$"
@@ -219,7 +219,8 @@ _SHELL_KILLED = re.compile(
     r"|^Killed(?=\d+/\d+\])"
 )
 """The shell's job status for a command killed by a signal: alone (or after a progress line's
-dots, "Loading database information...Killed"), after the script's ``line N: PID`` (then
+dots, "Loading database information...Killed", or a time stamp glued to it and a fence's end,
+"2025-10-16 19:50:38.827315+00:00Killed```"), after the script's ``line N: PID`` (then
 wherever the line quotes it, one space or many before the command, macOS's sh adding the
 signal's number: "77877 Killed: 9"), zsh's job line
 ("[1]    75076 killed     python main.py"), or the shell's message after its name wherever
@@ -676,6 +677,8 @@ def _ended_outside(line: str, low: str) -> LineSignal | None:
         and not _HEDGED.search(low[: match.start()])
         and not _CARRIED_ON.match(low, match.end())
     ):
+        if KERNEL_KILLED.search(low):  # the kernel's own kill: its OOM killer's
+            return LineSignal("node_oom_kill", {"parts": True})
         return LineSignal("terminated_externally")
     return None
 

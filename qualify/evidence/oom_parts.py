@@ -803,10 +803,11 @@ report of its error."""
 _WISHED_AFTER = re.compile(r"\w*\s*(?:exceptions?|errors?)?\s*(?:should|must|ought to)\s+(?!not\b)")
 """The words as the subject of a wish, a modal of duty after them (tModLoader's issue title
 "OutOfMemory should crash to desktop"): what a program should do, proposed, not what happened."""
-_NONE_OF = re.compile(r"\b(?:no|without)\s+$")
+_NONE_OF = re.compile(r"\b(?:no|without)\s+[`'\"*]?$")
 """An out of memory error denied by "no" or "without" just before its words (pytket-cutensornet's
-issue title "Provide a simulation mode that guarantees no out of memory errors"): none happened or
-none is wanted. (Not "no enough memory": there "no" is a learner's "not".)"""
+issue title "Provide a simulation mode that guarantees no out of memory errors", SyncYomi's test
+"the Suwayomi log must contain no `OutOfMemoryError`"): none happened or none is wanted. (Not
+"no enough memory": there "no" is a learner's "not".)"""
 _PREVIOUSLY = re.compile(r"\b(?:previously|formerly|used to|no longer)\s+$")
 """What used to happen, just before the words (adapy's pull request: "large CAD assemblies that
 previously OOM-killed the worker ... convert within a worker pod's budget"): a change's
@@ -1600,6 +1601,13 @@ _CHANGE_INTRO = re.compile(
     re.IGNORECASE,
 )
 """Words that say a message is being changed or proposed: what follows shows it."""
+_GUESSED_INTRO = re.compile(
+    r"\b(?:may|might|could|possibl\w*|perhaps|probabl\w*|potential\w*|likely)\b"
+    r"|\u53ef\u80fd|\u4e5f\u8bb8|\u6216\u8bb8",
+    re.IGNORECASE,
+)
+"""The words of a guess in a list's intro (English's "may", "possible"; Chinese's 可能 "may",
+也许 and 或许 "perhaps"): what the list gives are possibilities."""
 _CHANGE_TREATS = re.compile(
     r"\b(?:this|the) (?:change|pr|pull request|commit|patch)\b[^.?!]{0,40}?"
     r"\b(?:avoid|fix|prevent|address|resolv|mitigat|work(?:s|ing)? around)\w*\b[^.?!]{0,40}?"
@@ -1643,8 +1651,9 @@ _BLANK_OR_TICKS = re.compile(r"^[\s`~>+]*$")
 def _an_example(before: str, line: str = "") -> bool:
     """Whether the line after ``before`` is an example of a message rather than an occurrence:
     inside a fenced ``diff`` (a document's change), or after a sentence that introduces an
-    example ("I believe the error message is now:", "something like:", "we now report ...:"),
-    the nearest sentence before it or before its fence."""
+    example ("I believe the error message is now:", "something like:", "we now report ...:") or
+    a list of guesses ("the cause may be:", then "1. ..."), the nearest sentence before it or
+    before its fence."""
     lines = before.splitlines()
     if in_fence(before):
         opener = max(i for i, text in enumerate(lines) if _FENCE.match(text))
@@ -1661,6 +1670,13 @@ def _an_example(before: str, line: str = "") -> bool:
     # the example's words in the colon's own clause (not "... templates such as `Email002.jsx`,
     # and crashes with:", react-email's user telling what it did before the error)
     intro = re.split(r"[,;]\s", last)[-1]
+    listed = last.rstrip().endswith("\uff1a") or (
+        last.rstrip().endswith(":") and line.lstrip()[:1].isdigit()
+    )
+    if listed and _GUESSED_INTRO.search(intro):
+        # causes offered as a list, its intro hedged (E-Hentai-Downloader's maintainer: "...,
+        # 原因有可能是" and a full-width colon, "the cause may be:", then "1. ... out of memory")
+        return True
     return bool(_CHANGE_INTRO.search(last) or _CHANGE_TREATS.search(last)) or (
         last.rstrip().endswith(":") and bool(_EXAMPLE_INTRO.search(intro))
     )

@@ -207,6 +207,7 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         # a session ended after using the machine's RAM (Colab's "Your session crashed after
         # using all available RAM"), quoted in a person's sentence
         b"all available ram",
+        b"all available memory",  # "has gitui quickly consuming all available memory" (gitui's)
     ),
     b"fa": (b"fail", b"fault"),  # FAILED, Failed: Timeout, *_ALLOC_FAILED; Segmentation fault
     b"error": (b"error",),  # XError:, E-lines, "1 error in", "] Error 137", Error Code N
