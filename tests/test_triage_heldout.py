@@ -106,6 +106,8 @@ HELD_OUT_TABLES = {
     "n156": "ecosystems no other part names: HTTP API clients and API testing tools",
     "n158": "ecosystems no other part names: diff, merge and patch tools",
     "n160": "ecosystems no other part names: podcast apps and podcast servers",
+    "n162": "ecosystems no other part names: e-signature and document signing tools",
+    "n164": "ecosystems no other part names: invoicing, billing and subscription software",
 }
 """Part A (ML serving and accelerator ecosystems, 42 artifacts), part C1 (part C's build
 half, 27 artifacts), part D1 (part D's build half, 27 artifacts), parts E and F (79 and 101
@@ -219,6 +221,8 @@ UNLISTED = frozenset(
         "n156",
         "n158",
         "n160",
+        "n162",
+        "n164",
     }
 )
 """Parts whose misses are counted, never listed: a listed miss is read, and a part whose

@@ -4962,6 +4962,21 @@ def test_a_list_of_guesses_offers_possibilities(
     assert _triage_text(tmp_path, EHENTAI.format(intro=intro)).triage_class is expected
 
 
+_reads(
+    LINE_READINGS,
+    "pythons_subprocess_timeout_whatever_its_command_names",
+    [
+        # https://github.com/ArchiveBox/ArchiveBox/issues/1125: subprocess.TimeoutExpired
+        ("Command '['chromium', '--headless', '--window-size=1440,2000', '--timeout=180000', "
+         "'--screenshot', 'https://www.dailymail.co.uk/sport/formulaone/article-11883195/x.html']' "
+         "timed out after 180 seconds", "timeout"),
+        # counter-case: a request that timed out after a duration, a network's
+        ("Request to 'https://www.dailymail.co.uk/x.html' timed out after 180 seconds", None),
+    ],
+    ids=["archivebox", "request"],
+)  # fmt: skip
+
+
 POOL_FRAGMENTED = [
     # https://github.com/jonathan-laurent/AlphaZero.jl/issues/186: CUDA.jl's OOM, its pool
     # holding 1.7 GiB reserved and not in use for a 146 MiB request

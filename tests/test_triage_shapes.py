@@ -89,9 +89,12 @@ PARAGRAPH: dict[str, tuple[Shape, int]] = {
     # the lead as a logged refusal; one more of part N141's: Fess's crawl job "exit code 137",
     # whose code behind the lead no longer reads as the job's; one more of part N157's: Forge's
     # known miss, "before the OOM-Killer did his job", read behind a program's prefix as a
-    # logged kill
-    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 33),
-    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 62),
+    # logged kill; two more of part N161's (logging's too): flagd's hedged "It looks like it's
+    # getting OOM killed because of the 20M limit", read behind the lead as a logged limit's
+    # kill (its label's class), and GrowthBook's pull request that raises the tests' memory, a
+    # negative read behind it as a logged refusal
+    "journald": (lambda line: "Dec 18 19:34:56 build-7 worker[4512]: " + line, 35),
+    "logging": (lambda line: "2025-02-03 04:05:06,789 ERROR [worker-1] " + line, 64),
     # a log quoted in a report (Markdown, mail): a quoted message may be an example
     "quote": (lambda line: "> " + line, 7),
     # a line set in bold in a report (Markdown's strong emphasis around the whole line): 50 rows

@@ -272,6 +272,9 @@ _TIMEOUT = guarded(
     r"|(?i:\btime\b(?: \w+){0,2} (?:has )?(?:reached|exceeded|hit) (?:the |its |your )?"
     r"(?:maximum|max|allowed|limit)\b)"
     r"|[Ww]atchdog caught collective operation timeout"
+    # Python's subprocess.TimeoutExpired, whatever the command's arguments name (ArchiveBox's
+    # "Command '['chromium', '--headless', ..., 'https://...']' timed out after 180 seconds")
+    r"|\bCommand '.{1,4000}?' timed out after [\d.]+ seconds\b"
     r"|[Tt]est timeout expired|\*\*\*Timeout\b"  # libcheck, CTest
     # a unit of work said to have timed out (Airflow's "Process timed out, PID: N", a
     # function's "Task timed out after 3.00 seconds", a job's state hyphenated as a word,
