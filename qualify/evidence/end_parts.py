@@ -158,9 +158,9 @@ _AFTER_DURATION = re.compile(
 """Work ended after a stated duration (``Process killed after 3600 seconds``, ``Build cancelled
 after 60 minutes``): its time ran out; not a message quoted (golangci-lint's user: 'fails with
 "Killed" message after 40 seconds': the shell's word for a SIGKILL, and when it came); unless the
-end's reason follows (Lightdash's "A compile
-... aborted after 167 s with" and, on the next line, "`FATAL ERROR: Ineffective mark-compacts
-near heap limit`": the duration tells when, the reason why)."""
+end's reason follows (Lightdash's "A compile ... aborted after 167 s with" and, on the next
+line, "`FATAL ERROR: Ineffective mark-compacts near heap limit`": the duration tells when, the
+reason why)."""
 _TOOK_THEN_KILLED = re.compile(
     r"\b(?:taking|took|takes|running|ran|runs) (?:over|more than|longer than) [\d.]+ ?"
     r"(?:s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?) and (?:then )?(?:gets?|got|are|were"
@@ -405,6 +405,10 @@ _DURATION = (
     r"|hours?)\b|\d+:\d\d:\d\d\b)"
 )
 _LIMIT_OF = re.compile(rf"\bof {_DURATION}|\(>?{_DURATION}\)|\bin the last {_DURATION}|\(\w+=\d+\)")
+"""The limit's own duration said with it ("exceeded maximum runtime of 5m0s", Celery's "Hard
+time limit (1200s) exceeded", SGE's "exceeded the requested runtime (h_rt=3600)", Travis' "No
+output has been received in the last 10m0s"): a limit crossed as a fact, not a setting talked
+about."""
 _AFTER_ITS = re.compile(rf"\bafter (?:\w+ )?{_DURATION}")
 """The duration after which what the time limit's words name ran out, said after them in its
 clause (jsreport's "bigger tables timeouts on chrome-page-eval after 10s", Lightdash's "so
@@ -420,10 +424,6 @@ _CAUSED_TO = re.compile(
 spreadsheet with a lot of filled in cells causes the validation process to timeout."): the
 time limit ended it. A setting's "how to make it timeout after 5 s" is supposed, read before; a
 change's "this PR makes it timeout after 1 hr" sets a limit (pyvista's CI)."""
-"""The limit's own duration said with it ("exceeded maximum runtime of 5m0s", Celery's "Hard
-time limit (1200s) exceeded", SGE's "exceeded the requested runtime (h_rt=3600)", Travis' "No
-output has been received in the last 10m0s"): a limit crossed as a fact, not a setting talked
-about."""
 _OTHER_CAUSE = re.compile(r"\bexceed\w*\b|\bover (?:the |its )?limit\b|\bdue to\b|\bbecause\b")
 """A kill that says why: a cause other than time or memory (those are read first), such as PBS'
 "job killed: ncpus 9.3 exceeded limit 8"."""

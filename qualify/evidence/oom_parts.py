@@ -1996,12 +1996,12 @@ _OTHER_ERROR = re.compile(
     r": (?:no such file or directory|no such file|permission denied|operation not permitted"
     r"|connection refused|file exists|is a directory|not a directory|invalid argument)\b"
 )
-_DISK_FULL = re.compile(r"\bno space left\b|\benospc\b|\bdisk (?:is )?full\b")
-"""A disk that has no space left: what a resource said to be exhausted is, when it says so
-(ghcup's user: "It ends with the message `resource exhausted (no space left on device)`")."""
 """An error of its own after the words (containerd's "notify OOM events error=open
 .../memory.oom_control: no such file or directory"): the memory words name what was being done,
 another errno says why it failed."""
+_DISK_FULL = re.compile(r"\bno space left\b|\benospc\b|\bdisk (?:is )?full\b")
+"""A disk that has no space left: what a resource said to be exhausted is, when it says so
+(ghcup's user: "It ends with the message `resource exhausted (no space left on device)`")."""
 
 
 def _other_error(low: str, said: re.Match[str]) -> bool:

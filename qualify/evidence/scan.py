@@ -232,9 +232,8 @@ GROUPS: dict[bytes, tuple[bytes, ...]] = {
         # a unit of work made to run out of its time ("causes the validation process to
         # timeout"), or the verb in the plural ("bigger tables timeouts ... after 10s")
         b"to timeout",
-        b"to time out",
         b"timeouts",
-        b" time out",  # units of work in the plural ("Several tests time out in CI")
+        b" time out",  # units of work in the plural ("Several tests time out in CI"), "to time out"
         b"times out",  # "The test times out after 60 minutes"
         b"time has",  # "Build execution time has reached the maximum allowed time" (AppVeyor)
         b"timeout of",  # "reached its statement or warehouse timeout of 120 second(s)"
